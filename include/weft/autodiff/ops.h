@@ -1,0 +1,112 @@
+// The differentiable ops over batched Vars (the list is ops.def). Each validates its inputs
+// and throws weft::Error naming the op and the operands' shapes; kernels then run unchecked.
+// Tensors have a leading batch axis: "rows" are examples (or nodes), "features" the rest.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <initializer_list>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "weft/autodiff/tape.h"
+#include "weft/core/rng.h"
+
+namespace weft {
+
+// The names of every op in ops.def, in order.
+std::span<const std::string_view> op_names();
+
+// y = op(a) · op(b) for 2-D a, b; op transposes when asked.
+Var matmul(Var a, Var b, bool transpose_a = false, bool transpose_b = false);
+// y = x · W + b; x [B, in], W [in, out], b [out].
+Var linear(Var x, Var weight, Var bias);
+
+// Elementwise arithmetic. b (or a) may also be one row (shape = the other's per-row shape,
+// or [1, ...]) broadcast over every row, or a single number.
+Var add(Var a, Var b);
+Var sub(Var a, Var b);
+Var mul(Var a, Var b);
+Var div(Var a, Var b);
+Var neg(Var x);
+inline Var operator+(Var a, Var b) { return add(a, b); }
+inline Var operator-(Var a, Var b) { return sub(a, b); }
+inline Var operator*(Var a, Var b) { return mul(a, b); }
+inline Var operator/(Var a, Var b) { return div(a, b); }
+inline Var operator-(Var x) { return neg(x); }
+// With a number: a constant of one element on the Var's tape.
+Var operator+(Var a, float b);
+Var operator-(Var a, float b);
+Var operator*(Var a, float b);
+Var operator/(Var a, float b);
+Var operator+(float a, Var b);
+Var operator-(float a, Var b);
+Var operator*(float a, Var b);
+
+// Elementwise functions.
+Var relu(Var x);
+Var sigmoid(Var x);
+Var tanh(Var x);
+Var exp(Var x);
+Var log(Var x);
+Var softplus(Var x);
+
+// Concatenation and its inverse along an axis (default 1, the feature axis of [B, F]).
+Var concat(std::span<const Var> parts, int axis = 1);
+Var concat(std::initializer_list<Var> parts, int axis = 1);
+std::vector<Var> split(Var x, std::span<const std::int64_t> sizes, int axis = 1);
+// Splits into N equal parts: auto [f, i, o, g] = split<4>(gates);
+template <int N>
+std::array<Var, N> split(Var x, int axis = 1);
+// y = x[..., start : start + length, ...] along `axis`.
+Var slice(Var x, int axis, std::int64_t start, std::int64_t length);
+// The same elements with another shape; one extent may be -1 (inferred).
+Var reshape(Var x, std::span<const std::int64_t> shape);
+Var reshape(Var x, std::initializer_list<std::int64_t> shape);
+
+// Row indexing with int32 index tensors of shape [n].
+Var gather_rows(Var x, const Tensor& indices);
+// y has `num_rows` rows, zero except y[indices[i]] += x[i].
+Var scatter_add_rows(Var x, const Tensor& indices, std::int64_t num_rows);
+// y[i] = table[ids[i]]; ids int32 [n], table [V, D...].
+Var embedding_lookup(Var table, const Tensor& ids);
+
+// Reductions over the rows (the batch axis): [B, F...] -> [1, F...].
+Var sum_rows(Var x);
+Var mean_rows(Var x);
+Var max_rows(Var x);
+// Reductions over variable-length groups of rows: segment_ids int32 [B] with values in
+// [0, num_segments); [B, F...] -> [num_segments, F...]. Empty segments give 0.
+Var segment_sum(Var x, const Tensor& segment_ids, std::int64_t num_segments);
+Var segment_mean(Var x, const Tensor& segment_ids, std::int64_t num_segments);
+Var segment_max(Var x, const Tensor& segment_ids, std::int64_t num_segments);
+// Reductions of every element to a scalar (shape []).
+Var sum(Var x);
+Var mean(Var x);
+
+// Softmax over each row's features.
+Var softmax(Var x);
+Var log_softmax(Var x);
+// Per-row loss -log softmax(logits)[label]: logits [B, C], labels int32 [B] -> [B].
+Var softmax_cross_entropy(Var logits, const Tensor& labels);
+// 1/2 sum x^2, a scalar.
+Var l2_loss(Var x);
+// Inverted dropout: zeroes each element with probability drop_prob and scales the rest by
+// 1 / (1 - drop_prob); identity when !training or drop_prob == 0. The mask comes from rng.
+Var dropout(Var x, float drop_prob, Rng& rng, bool training = true);
+
+template <int N>
+std::array<Var, N> split(Var x, int axis) {
+  int a = axis < 0 ? x.shape().rank() + axis : axis;
+  std::int64_t extent = (a >= 0 && a < x.shape().rank()) ? x.shape()[a] : 0;
+  std::array<std::int64_t, N> sizes;
+  sizes.fill(extent / N);
+  if (extent % N != 0) sizes[0] = -1;  // makes split() report the uneven extent
+  std::vector<Var> parts = split(x, sizes, axis);
+  std::array<Var, N> out;
+  for (int i = 0; i < N; ++i) out[i] = parts[i];
+  return out;
+}
+
+}  // namespace weft

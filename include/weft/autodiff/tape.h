@@ -1,0 +1,162 @@
+// Reverse-mode autodiff over batched tensors. A Tape records every op applied to Vars as a
+// node (value, inputs, backward function) in creation order, which is a topological order,
+// so backward() is one reverse sweep. Gradients are accumulated (+=) into each input, so a
+// value used by several consumers receives the sum. Parameters are leaves whose gradient
+// lives in the Parameter and accumulates across backward calls until zero_grad().
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "weft/tensor/tensor.h"
+
+namespace weft {
+
+class Tape;
+class Var;
+
+// A trainable tensor with its gradient. A cheap shared handle: copies name the same one.
+class Parameter {
+ public:
+  Parameter() = default;
+  Parameter(std::string name, Tensor value, bool trainable = true);
+
+  bool defined() const { return data_ != nullptr; }
+  const std::string& name() const { return data_->name; }
+  Tensor& value() { return data_->value; }
+  const Tensor& value() const { return data_->value; }
+  Tensor& grad() { return data_->grad; }
+  const Tensor& grad() const { return data_->grad; }
+  bool trainable() const { return data_->trainable; }
+  void set_trainable(bool trainable) { data_->trainable = trainable; }
+  void zero_grad();
+  const Shape& shape() const { return data_->value.shape(); }
+
+ private:
+  friend class Tape;
+  struct Data {
+    std::string name;
+    Tensor value;
+    Tensor grad;
+    bool trainable = true;
+    // The node this parameter has on a tape's current recording, so that using it many
+    // times in one step makes one leaf (checked against the tape's generation).
+    const Tape* tape = nullptr;
+    std::uint64_t generation = 0;
+    std::uint32_t node = 0;
+  };
+  std::shared_ptr<Data> data_;
+};
+
+// A value recorded on a tape: a handle (tape, node id). Op bodies are written over Vars.
+class Var {
+ public:
+  Var() = default;
+  Var(Tape* tape, std::uint32_t id) : tape_(tape), id_(id) {}
+  // Uses the parameter on the current thread's tape (see TapeScope).
+  Var(const Parameter& parameter);  // NOLINT: implicit, so op bodies read like math
+
+  bool defined() const { return tape_ != nullptr; }
+  Tape& tape() const { return *tape_; }
+  std::uint32_t id() const { return id_; }
+  const Tensor& value() const;
+  const Shape& shape() const { return value().shape(); }
+  bool requires_grad() const;
+  // The gradient accumulated by the last backward(); undefined if none reached this Var.
+  const Tensor& grad() const;
+
+ private:
+  Tape* tape_ = nullptr;
+  std::uint32_t id_ = 0;
+};
+
+// How a node propagates its gradient: reads node.grad and the inputs, accumulates into the
+// inputs' gradients through tape.grad_of(input).
+using BackwardFn = void (*)(Tape& tape, std::uint32_t node);
+
+// Per-op state saved for backward: the inputs, extra tensors and scalar attributes.
+struct TapeNode {
+  Tensor value;
+  Tensor grad;
+  BackwardFn backward = nullptr;
+  std::uint32_t first_input = 0;
+  std::uint32_t num_inputs = 0;
+  bool requires_grad = false;
+  bool is_leaf = false;  // variables and parameters keep their gradient after backward
+  Tensor saved[2];
+  std::int64_t int_attrs[3] = {0, 0, 0};
+  float float_attrs[2] = {0, 0};
+};
+
+class Tape {
+ public:
+  Tape();
+  Tape(const Tape&) = delete;
+  Tape& operator=(const Tape&) = delete;
+
+  // The current thread's tape: the innermost TapeScope's, or a per-thread default.
+  static Tape& current();
+
+  // A value with no gradient.
+  Var constant(Tensor value);
+  // A leaf whose gradient backward() computes (read it with Var::grad()).
+  Var variable(Tensor value);
+  // A parameter's leaf on this tape; the same node every time within one recording.
+  Var parameter(const Parameter& parameter);
+
+  // Backpropagates from a one-element output (seed 1) or from any output with a cotangent of
+  // its shape. Parameters' gradients accumulate; run zero_grad on them between steps.
+  void backward(Var output);
+  void backward(Var output, const Tensor& cotangent);
+
+  // Drops every node (keeping capacity, so a training loop does not reallocate) and starts
+  // a new recording. Vars from before are invalid afterwards.
+  void clear();
+
+  // When off, ops record values only: no backward functions, no saved tensors (inference).
+  void set_grad_enabled(bool enabled) { grad_enabled_ = enabled; }
+  bool grad_enabled() const { return grad_enabled_; }
+
+  std::size_t size() const { return nodes_.size(); }
+  std::uint64_t generation() const { return generation_; }
+
+  // For op implementations --------------------------------------------------------------
+  // Records an op's output. Backward is kept only if grad is enabled and an input needs it.
+  Var record(Tensor value, std::span<const Var> inputs, BackwardFn backward_fn);
+  Var record(Tensor value, std::initializer_list<Var> inputs, BackwardFn backward_fn) {
+    return record(std::move(value), std::span<const Var>(inputs.begin(), inputs.size()),
+                  backward_fn);
+  }
+  TapeNode& node(std::uint32_t id) { return nodes_[id]; }
+  const TapeNode& node(std::uint32_t id) const { return nodes_[id]; }
+  // The id of input k of a node.
+  std::uint32_t input(std::uint32_t node, std::uint32_t k) const {
+    return inputs_[nodes_[node].first_input + k];
+  }
+  // The gradient buffer of a node, zero-filled on first use, for kernels to accumulate into;
+  // nullptr when the node does not require a gradient.
+  Tensor* grad_of(std::uint32_t node);
+
+ private:
+  std::vector<TapeNode> nodes_;
+  std::vector<std::uint32_t> inputs_;
+  bool grad_enabled_ = true;
+  std::uint64_t generation_;
+};
+
+// Makes `tape` the current thread's tape for its lifetime (nestable).
+class TapeScope {
+ public:
+  explicit TapeScope(Tape& tape);
+  ~TapeScope();
+  TapeScope(const TapeScope&) = delete;
+  TapeScope& operator=(const TapeScope&) = delete;
+
+ private:
+  Tape* previous_;
+};
+
+}  // namespace weft

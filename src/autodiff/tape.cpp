@@ -1,0 +1,138 @@
+// The tape: recording nodes, leaves and parameters, and the reverse sweep of backward().
+#include "weft/autodiff/tape.h"
+
+#include <atomic>
+
+#include "../backend/kernels.h"
+#include "weft/core/error.h"
+
+namespace weft {
+namespace {
+thread_local Tape* current_tape = nullptr;
+std::atomic<std::uint64_t> next_generation{1};
+}  // namespace
+
+Parameter::Parameter(std::string name, Tensor value, bool trainable)
+    : data_(std::make_shared<Data>()) {
+  if (value.dtype() != DType::kFloat32)
+    fail("parameter", "parameter '", name, "' must be float32, got ", value.describe());
+  data_->name = std::move(name);
+  data_->grad = Tensor::zeros(value.shape(), DType::kFloat32, value.device());
+  data_->value = std::move(value);
+  data_->trainable = trainable;
+}
+
+void Parameter::zero_grad() { backend::fill(data_->grad, 0.0f); }
+
+Var::Var(const Parameter& parameter) : Var(Tape::current().parameter(parameter)) {}
+
+const Tensor& Var::value() const { return tape_->node(id_).value; }
+bool Var::requires_grad() const { return tape_->node(id_).requires_grad; }
+const Tensor& Var::grad() const { return tape_->node(id_).grad; }
+
+Tape::Tape() : generation_(next_generation++) {}
+
+Tape& Tape::current() {
+  if (current_tape) return *current_tape;
+  thread_local Tape default_tape;
+  return default_tape;
+}
+
+Var Tape::constant(Tensor value) {
+  if (!value.defined()) fail("constant", "undefined tensor");
+  nodes_.emplace_back();
+  nodes_.back().value = std::move(value);
+  return Var(this, std::uint32_t(nodes_.size() - 1));
+}
+
+Var Tape::variable(Tensor value) {
+  if (!value.defined()) fail("variable", "undefined tensor");
+  if (value.dtype() != DType::kFloat32)
+    fail("variable", "a differentiable leaf must be float32, got ", value.describe());
+  nodes_.emplace_back();
+  TapeNode& node = nodes_.back();
+  node.value = std::move(value);
+  node.requires_grad = grad_enabled_;
+  node.is_leaf = true;
+  return Var(this, std::uint32_t(nodes_.size() - 1));
+}
+
+Var Tape::parameter(const Parameter& parameter) {
+  if (!parameter.defined()) fail("parameter", "undefined parameter");
+  Parameter::Data& data = *parameter.data_;
+  if (data.tape == this && data.generation == generation_) return Var(this, data.node);
+  nodes_.emplace_back();
+  TapeNode& node = nodes_.back();
+  node.value = data.value;
+  node.requires_grad = grad_enabled_ && data.trainable;
+  node.is_leaf = true;
+  if (node.requires_grad) node.grad = data.grad;  // gradients land in the parameter itself
+  data.tape = this;
+  data.generation = generation_;
+  data.node = std::uint32_t(nodes_.size() - 1);
+  return Var(this, data.node);
+}
+
+Var Tape::record(Tensor value, std::span<const Var> inputs, BackwardFn backward_fn) {
+  bool needs_grad = false;
+  for (const Var& input : inputs) {
+    if (&input.tape() != this)
+      fail("autodiff", "an op mixes Vars of different tapes; record a step on one tape");
+    needs_grad = needs_grad || nodes_[input.id()].requires_grad;
+  }
+  needs_grad = needs_grad && grad_enabled_ && backward_fn != nullptr;
+  TapeNode node;
+  node.value = std::move(value);
+  if (needs_grad) {
+    node.requires_grad = true;
+    node.backward = backward_fn;
+    node.first_input = std::uint32_t(inputs_.size());
+    node.num_inputs = std::uint32_t(inputs.size());
+    for (const Var& input : inputs) inputs_.push_back(input.id());
+  }
+  nodes_.push_back(std::move(node));
+  return Var(this, std::uint32_t(nodes_.size() - 1));
+}
+
+Tensor* Tape::grad_of(std::uint32_t id) {
+  TapeNode& node = nodes_[id];
+  if (!node.requires_grad) return nullptr;
+  if (!node.grad.defined())
+    node.grad = Tensor::zeros(node.value.shape(), DType::kFloat32, node.value.device());
+  return &node.grad;
+}
+
+void Tape::backward(Var output) {
+  if (output.value().numel() != 1)
+    fail("backward", "output ", output.value().describe(),
+         " is not a single number; pass a cotangent of its shape");
+  backward(output, Tensor::full(output.value().shape(), 1.0f, output.value().device()));
+}
+
+void Tape::backward(Var output, const Tensor& cotangent) {
+  if (&output.tape() != this) fail("backward", "the output belongs to another tape");
+  if (cotangent.shape() != output.value().shape() || cotangent.dtype() != DType::kFloat32)
+    fail("backward", "cotangent ", cotangent.describe(), " does not match output ",
+         output.value().describe());
+  if (!nodes_[output.id()].requires_grad) return;  // nothing upstream is differentiable
+  backend::add_into(cotangent, 1.0f, *grad_of(output.id()));
+  for (std::int64_t id = output.id(); id >= 0; --id) {
+    TapeNode& node = nodes_[std::size_t(id)];
+    if (!node.grad.defined() || node.backward == nullptr) continue;
+    node.backward(*this, std::uint32_t(id));
+    // An interior gradient is spent once propagated; releasing it keeps peak memory at the
+    // live frontier instead of one gradient per node.
+    if (!nodes_[std::size_t(id)].is_leaf) nodes_[std::size_t(id)].grad = Tensor();
+  }
+}
+
+void Tape::clear() {
+  nodes_.clear();
+  inputs_.clear();
+  generation_ = next_generation++;
+}
+
+TapeScope::TapeScope(Tape& tape) : previous_(current_tape) { current_tape = &tape; }
+TapeScope::~TapeScope() { current_tape = previous_; }
+
+}  // namespace weft

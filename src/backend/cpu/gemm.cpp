@@ -1,0 +1,129 @@
+// sgemm for the CPU backend through oneDNN (dnnl_sgemm) or OpenBLAS (cblas_sgemm): GEMM is
+// never hand-written here. Both libraries are row-major capable and choose kernels from the
+// CPU's features at run time. Provider and thread settings live here too.
+#include <cblas.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+
+#include "../kernels.h"
+#include "weft/backend/cpu.h"
+#include "weft/core/error.h"
+#ifdef WEFT_HAVE_ONEDNN
+#include <dnnl.h>
+#endif
+
+namespace weft {
+namespace {
+
+constexpr GemmProvider kProviders[] = {
+#ifdef WEFT_HAVE_ONEDNN
+    GemmProvider::kOneDnn,
+#endif
+    GemmProvider::kOpenBlas};
+
+struct CpuSettings {
+  GemmProvider provider = kProviders[0];
+  int threads = 1;
+  std::string summary;
+};
+
+void apply_threads(int threads) {
+  omp_set_num_threads(threads);
+  openblas_set_num_threads(threads);
+}
+
+std::string describe(const CpuSettings& s) {
+  std::string cpu = __builtin_cpu_supports("avx512f") ? "avx512"
+                    : __builtin_cpu_supports("avx2") ? "avx2"
+                                                     : "generic";
+  return "gemm=" + std::string(gemm_provider_name(s.provider)) +
+         " threads=" + std::to_string(s.threads) + " cpu=" + cpu;
+}
+
+CpuSettings& settings() {
+  static CpuSettings* s = [] {
+    auto* init = new CpuSettings;
+    if (const char* name = std::getenv("WEFT_GEMM"); name && *name)
+      init->provider = parse_gemm_provider(name);
+    init->threads = omp_get_max_threads();
+    if (const char* n = std::getenv("WEFT_NUM_THREADS"); n && *n)
+      init->threads = std::max(1, std::atoi(n));
+    apply_threads(init->threads);
+    init->summary = describe(*init);
+    return init;
+  }();
+  return *s;
+}
+
+}  // namespace
+
+std::string_view gemm_provider_name(GemmProvider provider) {
+  return provider == GemmProvider::kOneDnn ? "onednn" : "openblas";
+}
+
+GemmProvider parse_gemm_provider(std::string_view name) {
+  for (GemmProvider p : {GemmProvider::kOneDnn, GemmProvider::kOpenBlas})
+    if (name == gemm_provider_name(p)) return p;
+  fail("gemm", "unknown GEMM provider '", name, "'; expected onednn or openblas");
+}
+
+std::span<const GemmProvider> available_gemm_providers() { return kProviders; }
+
+GemmProvider gemm_provider() { return settings().provider; }
+
+void set_gemm_provider(GemmProvider provider) {
+  if (std::find(std::begin(kProviders), std::end(kProviders), provider) == std::end(kProviders))
+    fail("gemm", "provider ", gemm_provider_name(provider),
+         " is not built into this Weft (configure with oneDNN installed: libdnnl-dev)");
+  settings().provider = provider;
+  settings().summary = describe(settings());
+}
+
+void set_num_threads(int threads) {
+  if (threads < 1) fail("threads", "thread count must be at least 1, got ", threads);
+  settings().threads = threads;
+  apply_threads(threads);
+  settings().summary = describe(settings());
+}
+
+int num_threads() { return settings().threads; }
+
+std::string_view cpu_backend_summary() { return settings().summary; }
+
+namespace backend::cpu {
+
+void gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, float alpha,
+          float beta, Tensor& c) {
+  const std::int64_t m = c.rows(), n = c.row_size();
+  const std::int64_t k = transpose_a ? a.rows() : a.row_size();
+  WEFT_ASSERT((transpose_a ? a.row_size() : a.rows()) == m);
+  WEFT_ASSERT((transpose_b ? b.rows() : b.row_size()) == n);
+  WEFT_ASSERT((transpose_b ? b.row_size() : b.rows()) == k);
+  if (m == 0 || n == 0) return;
+  float* out = c.data<float>();
+  if (k == 0) {  // an empty sum: c = beta * c
+    for (std::int64_t i = 0; i < m * n; ++i) out[i] = beta == 0.0f ? 0.0f : beta * out[i];
+    return;
+  }
+  const float* pa = a.data<float>();
+  const float* pb = b.data<float>();
+  const std::int64_t lda = a.row_size(), ldb = b.row_size(), ldc = n;
+#ifdef WEFT_HAVE_ONEDNN
+  if (settings().provider == GemmProvider::kOneDnn) {
+    dnnl_status_t status = dnnl_sgemm(transpose_a ? 'T' : 'N', transpose_b ? 'T' : 'N', m, n, k,
+                                      alpha, pa, lda, pb, ldb, beta, out, ldc);
+    if (status != dnnl_success) fail("gemm", "oneDNN sgemm failed with status ", int(status));
+    return;
+  }
+#endif
+  cblas_sgemm(CblasRowMajor, transpose_a ? CblasTrans : CblasNoTrans,
+              transpose_b ? CblasTrans : CblasNoTrans, int(m), int(n), int(k), alpha, pa,
+              int(lda), pb, int(ldb), beta, out, int(ldc));
+}
+
+}  // namespace backend::cpu
+}  // namespace weft

@@ -1,0 +1,45 @@
+// The backend front end: kernel declarations for each backend and the dispatch by device,
+// all generated from kernels.def. Ops in src/autodiff call backend::name(...).
+#pragma once
+
+#include <cstdint>
+
+#include "weft/tensor/tensor.h"
+
+namespace weft::backend {
+
+enum class UnaryOp : std::uint8_t { kNeg, kRelu, kSigmoid, kTanh, kExp, kLog, kSoftplus };
+enum class BinaryOp : std::uint8_t { kAdd, kSub, kMul, kDiv };
+enum class ReduceOp : std::uint8_t { kSum, kMax };
+enum class ReduceAllOp : std::uint8_t { kSum, kSumSquares };
+
+namespace cpu {
+#define WEFT_KERNEL(name, params, args, device) void name params;
+#include "kernels.def"
+#undef WEFT_KERNEL
+}  // namespace cpu
+
+namespace cuda {
+#define WEFT_KERNEL(name, params, args, device) void name params;
+#include "kernels.def"
+#undef WEFT_KERNEL
+}  // namespace cuda
+
+#define WEFT_KERNEL(name, params, args, device) \
+  inline void name params {                     \
+    if ((device) == Device::kCpu)               \
+      cpu::name args;                           \
+    else                                        \
+      cuda::name args;                          \
+  }
+#include "kernels.def"
+#undef WEFT_KERNEL
+
+// Names of every kernel in kernels.def, in order (for tests and diagnostics).
+inline constexpr const char* kKernelNames[] = {
+#define WEFT_KERNEL(name, params, args, device) #name,
+#include "kernels.def"
+#undef WEFT_KERNEL
+};
+
+}  // namespace weft::backend

@@ -1,0 +1,2 @@
+// PLACEHOLDER: to be replaced by the real tests.
+#include "op_test_util.h"
