@@ -3,8 +3,9 @@ include(CMakePackageConfigHelpers)
 install(TARGETS weft EXPORT weftTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
-        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
-        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# The include directory reaches consumers through weft's INSTALL_INTERFACE include path
+# (src/CMakeLists.txt); an INCLUDES DESTINATION here would list it twice.
 install(DIRECTORY include/weft DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT weftTargets NAMESPACE weft:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/weft)
 configure_package_config_file(cmake/weftConfig.cmake.in

@@ -55,8 +55,8 @@ double weighted_sum(const HostArray& y, const std::vector<double>& weights) {
 
 }  // namespace
 
-void check_op(const OpUnderTest& op, const Reference& reference,
-              const std::vector<Tensor>& inputs, const Tolerance& tol) {
+void check_op(const OpUnderTest& op, const Reference& reference, const std::vector<Tensor>& inputs,
+              const Tolerance& tol) {
   Tape tape;
   std::vector<Var> vars;
   std::vector<HostArray> host;
@@ -91,9 +91,9 @@ void check_op(const OpUnderTest& op, const Reference& reference,
       std::vector<HostArray> plus = host, minus = host;
       plus[k][j] += tol.fd_step;
       minus[k][j] -= tol.fd_step;
-      double numeric = (weighted_sum(reference(plus), cotangent) -
-                        weighted_sum(reference(minus), cotangent)) /
-                       (2 * tol.fd_step);
+      double numeric =
+          (weighted_sum(reference(plus), cotangent) - weighted_sum(reference(minus), cotangent)) /
+          (2 * tol.fd_step);
       EXPECT_TRUE(close(analytic[j], numeric, tol.grad_abs, tol.grad_rel))
           << "gradient of input " << k << " element " << j << ": backward " << analytic[j]
           << " vs finite difference " << numeric;

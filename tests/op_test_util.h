@@ -22,9 +22,8 @@ bool register_op_case(const char* op);
 // Every op name registered so far.
 const std::vector<std::string>& registered_op_cases();
 
-#define WEFT_OP_TEST(op, case_name)                                           \
-  static const bool weft_registered_##op##_##case_name =                      \
-      ::weft::testing::register_op_case(#op);                                 \
+#define WEFT_OP_TEST(op, case_name)                                                              \
+  static const bool weft_registered_##op##_##case_name = ::weft::testing::register_op_case(#op); \
   TEST(Op_##op, case_name)
 
 // A float64 host array with a shape: inputs and outputs of reference implementations.
@@ -55,14 +54,13 @@ struct Tolerance {
 };
 
 // Uniform values in [low, high), deterministic from the seed.
-Tensor random_tensor(const Shape& shape, std::uint64_t seed, float low = -1.0f,
-                     float high = 1.0f);
+Tensor random_tensor(const Shape& shape, std::uint64_t seed, float low = -1.0f, float high = 1.0f);
 Tensor int_tensor(const Shape& shape, const std::vector<std::int32_t>& values);
 
 // Forward against the reference, then every input's gradient against finite differences
 // of the reference under a random cotangent. Reports mismatches with indices via gtest.
-void check_op(const OpUnderTest& op, const Reference& reference,
-              const std::vector<Tensor>& inputs, const Tolerance& tolerance = {});
+void check_op(const OpUnderTest& op, const Reference& reference, const std::vector<Tensor>& inputs,
+              const Tolerance& tolerance = {});
 
 // Runs the op on the whole batch and on each row alone (rows of the inputs listed in
 // `batched`; the others passed whole) and expects row r of the batch result to equal the
@@ -71,7 +69,6 @@ void check_batched_matches_rows(const OpUnderTest& op, const std::vector<Tensor>
                                 const std::vector<bool>& batched, double tolerance = 1e-5);
 
 // Expects `body` to throw weft::Error whose message contains every fragment.
-void expect_error(const std::function<void()>& body,
-                  const std::vector<std::string>& fragments);
+void expect_error(const std::function<void()>& body, const std::vector<std::string>& fragments);
 
 }  // namespace weft::testing

@@ -1,2 +1,144 @@
-// PLACEHOLDER: to be replaced by the real tests.
+// Unary functions and broadcasting arithmetic: reference, gradients, batching, errors.
+#include <cmath>
+
 #include "op_test_util.h"
+
+namespace weft::testing {
+namespace {
+
+using UnaryVarFn = Var (*)(Var);
+
+Reference unary_reference(double (*f)(double)) {
+  return [f](const std::vector<HostArray>& h) {
+    HostArray y = h[0];
+    for (double& v : y.values) v = f(v);
+    return y;
+  };
+}
+
+void check_unary(UnaryVarFn op, double (*f)(double), float low, float high) {
+  Tensor x = random_tensor({4, 3, 2}, 21, low, high);
+  check_op([op](const std::vector<Var>& v) { return op(v[0]); }, unary_reference(f), {x});
+  check_batched_matches_rows([op](const std::vector<Var>& v) { return op(v[0]); },
+                             {random_tensor({5, 7}, 22, low, high)}, {true});
+}
+
+WEFT_OP_TEST(neg, ReferenceGradientBatch) {
+  check_unary(
+      neg, [](double v) { return -v; }, -2, 2);
+}
+WEFT_OP_TEST(relu, ReferenceGradientBatch) {
+  // Values kept away from the kink at 0, where the derivative is undefined.
+  Tensor x = Tensor::from_vector({2, 3}, std::vector<float>{-1.5f, 0.7f, -0.2f, 2.0f, 0.3f, -0.9f});
+  check_op([](const std::vector<Var>& v) { return relu(v[0]); },
+           unary_reference([](double v) { return v > 0 ? v : 0.0; }), {x});
+  check_batched_matches_rows([](const std::vector<Var>& v) { return relu(v[0]); },
+                             {random_tensor({5, 7}, 23)}, {true});
+}
+WEFT_OP_TEST(sigmoid, ReferenceGradientBatch) {
+  check_unary(
+      sigmoid, [](double v) { return 1.0 / (1.0 + std::exp(-v)); }, -4, 4);
+}
+WEFT_OP_TEST(tanh, ReferenceGradientBatch) {
+  check_unary(
+      tanh, [](double v) { return std::tanh(v); }, -3, 3);
+}
+WEFT_OP_TEST(exp, ReferenceGradientBatch) {
+  check_unary(
+      exp, [](double v) { return std::exp(v); }, -2, 2);
+}
+WEFT_OP_TEST(log, ReferenceGradientBatch) {
+  check_unary(
+      log, [](double v) { return std::log(v); }, 0.2f, 3);
+}
+WEFT_OP_TEST(softplus, ReferenceGradientBatch) {
+  check_unary(
+      softplus, [](double v) { return std::log1p(std::exp(v)); }, -5, 5);
+}
+
+TEST(Op_softplus, LargeInputsStayFinite) {
+  Tape tape;
+  Var y = softplus(tape.constant(Tensor::from_vector({3}, std::vector<float>{-100, 0, 100})));
+  auto v = y.value().to_float_vector();
+  EXPECT_NEAR(v[0], 0.0f, 1e-6);
+  EXPECT_NEAR(v[1], std::log(2.0f), 1e-6);
+  EXPECT_NEAR(v[2], 100.0f, 1e-4);
+}
+
+// op(a, b) with b broadcast by period, as the kernel promises.
+Reference binary_reference(double (*f)(double, double)) {
+  return [f](const std::vector<HostArray>& h) {
+    const HostArray& big = h[0].size() >= h[1].size() ? h[0] : h[1];
+    HostArray y = big;
+    for (std::size_t i = 0; i < y.size(); ++i)
+      y[i] = f(h[0][i % h[0].size()], h[1][i % h[1].size()]);
+    return y;
+  };
+}
+
+using BinaryVarFn = Var (*)(Var, Var);
+
+void check_binary(BinaryVarFn op, double (*f)(double, double)) {
+  auto apply = [op](const std::vector<Var>& v) { return op(v[0], v[1]); };
+  // Divisors stay in [0.5, 2) so that div is smooth.
+  const Shape full{4, 3};
+  const std::vector<std::pair<Shape, Shape>> cases = {{full, full},        {full, Shape{3}},
+                                                      {full, Shape{1, 3}}, {full, Shape{}},
+                                                      {Shape{3}, full},    {Shape{1}, full}};
+  std::uint64_t seed = 30;
+  for (const auto& [sa, sb] : cases) {
+    SCOPED_TRACE("lhs " + sa.to_string() + " rhs " + sb.to_string());
+    check_op(apply, binary_reference(f),
+             {random_tensor(sa, seed++, 0.5f, 2.0f), random_tensor(sb, seed++, 0.5f, 2.0f)});
+  }
+  check_batched_matches_rows(apply, {random_tensor({6, 5}, 40), random_tensor({5}, 41, 0.5f, 2)},
+                             {true, false});
+}
+
+WEFT_OP_TEST(add, BroadcastCases) {
+  check_binary(add, [](double a, double b) { return a + b; });
+}
+WEFT_OP_TEST(sub, BroadcastCases) {
+  check_binary(sub, [](double a, double b) { return a - b; });
+}
+WEFT_OP_TEST(mul, BroadcastCases) {
+  check_binary(mul, [](double a, double b) { return a * b; });
+}
+WEFT_OP_TEST(div, BroadcastCases) {
+  check_binary(div, [](double a, double b) { return a / b; });
+}
+
+TEST(Op_add, OperatorsWithNumbersMatchOps) {
+  Tape tape;
+  Var x = tape.constant(Tensor::from_vector({2}, std::vector<float>{1, 4}));
+  auto values = [](Var v) { return v.value().to_float_vector(); };
+  EXPECT_EQ(values(x + 1.0f), (std::vector<float>{2, 5}));
+  EXPECT_EQ(values(x - 1.0f), (std::vector<float>{0, 3}));
+  EXPECT_EQ(values(x * 2.0f), (std::vector<float>{2, 8}));
+  EXPECT_EQ(values(x / 2.0f), (std::vector<float>{0.5f, 2}));
+  EXPECT_EQ(values(1.0f - x), (std::vector<float>{0, -3}));
+  EXPECT_EQ(values(3.0f * x), (std::vector<float>{3, 12}));
+  EXPECT_EQ(values(-x), (std::vector<float>{-1, -4}));
+}
+
+TEST(Op_add, ShapesThatDoNotBroadcastAreRejected) {
+  Tape tape;
+  Var a = tape.constant(random_tensor({4, 3}, 1));
+  Var b = tape.constant(random_tensor({4}, 2));
+  expect_error(
+      [&] { add(a, b); },
+      {"[add] shapes do not broadcast: lhs float32 [4, 3] vs rhs float32 [4]", "[3] or [1, 3]"});
+  Var ints = tape.constant(int_tensor({4, 3}, std::vector<std::int32_t>(12, 1)));
+  expect_error([&] { mul(a, ints); }, {"[mul] rhs must be float32, got int32 [4, 3]"});
+  expect_error([&] { tanh(ints); }, {"[tanh] input must be float32"});
+}
+
+TEST(Op_add, SharedOperandReceivesSummedGradient) {
+  Tape tape;
+  Var x = tape.variable(Tensor::from_vector({2}, std::vector<float>{3, -2}));
+  tape.backward(sum(x * x + x));  // d/dx = 2x + 1
+  EXPECT_EQ(x.grad().to_float_vector(), (std::vector<float>{7, -3}));
+}
+
+}  // namespace
+}  // namespace weft::testing

@@ -1,2 +1,125 @@
-// PLACEHOLDER: to be replaced by the real tests.
+// matmul (every transpose combination) and linear: reference, gradients, batching, errors.
 #include "op_test_util.h"
+
+namespace weft::testing {
+namespace {
+
+// C = op(A) · op(B) in float64, A and B stored row-major with their own shapes.
+HostArray reference_matmul(const HostArray& a, const HostArray& b, bool ta, bool tb) {
+  const std::int64_t m = ta ? a.shape[1] : a.shape[0], k = ta ? a.shape[0] : a.shape[1];
+  const std::int64_t n = tb ? b.shape[0] : b.shape[1];
+  HostArray c(Shape{m, n}, std::vector<double>(std::size_t(m * n), 0.0));
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < n; ++j)
+      for (std::int64_t p = 0; p < k; ++p) {
+        double av = ta ? a[std::size_t(p * a.shape[1] + i)] : a[std::size_t(i * a.shape[1] + p)];
+        double bv = tb ? b[std::size_t(j * b.shape[1] + p)] : b[std::size_t(p * b.shape[1] + j)];
+        c[std::size_t(i * n + j)] += av * bv;
+      }
+  return c;
+}
+
+struct TransposeCase {
+  bool ta, tb;
+};
+
+class MatmulTransposes : public ::testing::TestWithParam<TransposeCase> {};
+
+WEFT_OP_TEST(matmul, PlainProductAgainstReference) {
+  check_op(
+      [](const std::vector<Var>& v) { return matmul(v[0], v[1]); },
+      [](const std::vector<HostArray>& h) { return reference_matmul(h[0], h[1], false, false); },
+      {random_tensor({3, 4}, 1), random_tensor({4, 5}, 2)});
+}
+
+TEST_P(MatmulTransposes, ForwardAndGradients) {
+  const auto [ta, tb] = GetParam();
+  const Shape a_shape = ta ? Shape{4, 3} : Shape{3, 4};
+  const Shape b_shape = tb ? Shape{5, 4} : Shape{4, 5};
+  check_op(
+      [ta, tb](const std::vector<Var>& v) { return matmul(v[0], v[1], ta, tb); },
+      [ta, tb](const std::vector<HostArray>& h) { return reference_matmul(h[0], h[1], ta, tb); },
+      {random_tensor(a_shape, 3), random_tensor(b_shape, 4)});
+}
+
+INSTANTIATE_TEST_SUITE_P(AllCombinations, MatmulTransposes,
+                         ::testing::Values(TransposeCase{false, false}, TransposeCase{true, false},
+                                           TransposeCase{false, true}, TransposeCase{true, true}));
+
+TEST(Op_matmul, BatchedRowsEqualSingleRows) {
+  Tensor w = random_tensor({6, 3}, 5);
+  check_batched_matches_rows([](const std::vector<Var>& v) { return matmul(v[0], v[1]); },
+                             {random_tensor({7, 6}, 6), w}, {true, false});
+}
+
+TEST(Op_matmul, ErrorsNameTheOperands) {
+  Tape tape;
+  Var a = tape.constant(random_tensor({3, 4}, 1));
+  Var b = tape.constant(random_tensor({5, 2}, 2));
+  expect_error([&] { matmul(a, b); },
+               {"[matmul] inner dimensions differ: lhs [3, 4] vs rhs [5, 2]"});
+  Var v = tape.constant(random_tensor({3}, 3));
+  expect_error([&] { matmul(v, b); }, {"[matmul]", "lhs must have rank 2", "float32 [3]"});
+  Var ints = tape.constant(int_tensor({1, 1}, {1}));
+  expect_error([&] { matmul(ints, b); }, {"[matmul]", "must be float32", "int32 [1, 1]"});
+}
+
+TEST(Op_matmul, EmptyInnerDimensionGivesZeros) {
+  Tape tape;
+  Var y = matmul(tape.constant(Tensor::zeros({2, 0})), tape.constant(Tensor::zeros({0, 3})));
+  EXPECT_EQ(y.shape(), (Shape{2, 3}));
+  for (float v : y.value().to_float_vector()) EXPECT_EQ(v, 0.0f);
+}
+
+HostArray reference_linear(const std::vector<HostArray>& h) {
+  HostArray y = reference_matmul(h[0], h[1], false, false);
+  const std::size_t out = std::size_t(y.shape[1]);
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] += h[2][i % out];
+  return y;
+}
+
+WEFT_OP_TEST(linear, AgainstReferenceWithVectorBias) {
+  check_op([](const std::vector<Var>& v) { return linear(v[0], v[1], v[2]); }, reference_linear,
+           {random_tensor({5, 4}, 7), random_tensor({4, 3}, 8), random_tensor({3}, 9)});
+}
+
+WEFT_OP_TEST(linear, AgainstReferenceWithRowBias) {
+  check_op([](const std::vector<Var>& v) { return linear(v[0], v[1], v[2]); }, reference_linear,
+           {random_tensor({2, 6}, 10), random_tensor({6, 4}, 11), random_tensor({1, 4}, 12)});
+}
+
+TEST(Op_linear, BatchedRowsEqualSingleRows) {
+  check_batched_matches_rows(
+      [](const std::vector<Var>& v) { return linear(v[0], v[1], v[2]); },
+      {random_tensor({9, 8}, 13), random_tensor({8, 5}, 14), random_tensor({5}, 15)},
+      {true, false, false});
+}
+
+TEST(Op_linear, ParameterGradientsAccumulateAcrossBackwardCalls) {
+  Parameter w("w", random_tensor({3, 2}, 16));
+  Parameter b("b", Tensor::zeros({2}));
+  Tensor x = random_tensor({4, 3}, 17);
+  for (int step = 0; step < 2; ++step) {
+    Tape tape;
+    TapeScope scope(tape);
+    tape.backward(sum(linear(tape.constant(x), w, b)));
+  }
+  // d/db of sum over 4 rows, twice: 8 per output.
+  for (float g : b.grad().to_float_vector()) EXPECT_FLOAT_EQ(g, 8.0f);
+}
+
+TEST(Op_linear, ErrorsNameTheOperands) {
+  Tape tape;
+  Var x = tape.constant(random_tensor({2, 3}, 1));
+  Var w = tape.constant(random_tensor({4, 5}, 2));
+  Var b = tape.constant(random_tensor({5}, 3));
+  expect_error([&] { linear(x, w, b); },
+               {"[linear] input features differ from weight rows: input [2, 3] vs weight [4, 5]"});
+  Var w_ok = tape.constant(random_tensor({3, 5}, 4));
+  Var b_bad = tape.constant(random_tensor({4}, 5));
+  expect_error([&] { linear(x, w_ok, b_bad); },
+               {"[linear] bias [4] does not match weight [3, 5]", "expected [5] or [1, 5]"});
+}
+
+}  // namespace
+}  // namespace weft::testing

@@ -10,8 +10,7 @@
 namespace weft::detail {
 
 inline void require_float(const char* op, const char* role, const Tensor& t) {
-  if (t.dtype() != DType::kFloat32)
-    fail(op, role, " must be float32, got ", t.describe());
+  if (t.dtype() != DType::kFloat32) fail(op, role, " must be float32, got ", t.describe());
 }
 
 inline void require_rank(const char* op, const char* role, const Tensor& t, int rank) {
@@ -25,8 +24,7 @@ inline void require_same_device(const char* op, const Tensor& a, const Tensor& b
 }
 
 // Index tensors: int32, rank 1, every value in [0, limit).
-void require_indices(const char* op, const char* role, const Tensor& indices,
-                     std::int64_t limit);
+void require_indices(const char* op, const char* role, const Tensor& indices, std::int64_t limit);
 
 // Normalises a possibly negative axis against a rank, or throws.
 int normalize_axis(const char* op, int axis, const Tensor& t);

@@ -1,2 +1,104 @@
-// PLACEHOLDER: to be replaced by the real ops.
+// Matrix products: matmul with optional transposes, and linear (x · W + b). Forward and
+// backward are all GEMMs through the backend; gradients accumulate with beta = 1.
+#include "../backend/kernels.h"
+#include "op_checks.h"
 #include "weft/autodiff/ops.h"
+
+namespace weft {
+namespace {
+
+using backend::gemm;
+
+// y = op(a) · op(b): dA' = dy · op(b)ᵀ and dB' = op(a)ᵀ · dy, transposed back when the
+// operand was stored transposed.
+void matmul_backward(Tape& tape, std::uint32_t id) {
+  const TapeNode& node = tape.node(id);
+  const bool ta = node.int_attrs[0] != 0, tb = node.int_attrs[1] != 0;
+  const Tensor& dy = node.grad;
+  const Tensor& a = tape.node(tape.input(id, 0)).value;
+  const Tensor& b = tape.node(tape.input(id, 1)).value;
+  if (Tensor* da = tape.grad_of(tape.input(id, 0))) {
+    if (!ta)
+      gemm(dy, false, b, !tb, 1.0f, 1.0f, *da);
+    else
+      gemm(b, tb, dy, true, 1.0f, 1.0f, *da);
+  }
+  if (Tensor* db = tape.grad_of(tape.input(id, 1))) {
+    if (!tb)
+      gemm(a, !ta, dy, false, 1.0f, 1.0f, *db);
+    else
+      gemm(dy, true, a, ta, 1.0f, 1.0f, *db);
+  }
+}
+
+void check_matrix(const char* op, const char* role, const Tensor& t) {
+  detail::require_float(op, role, t);
+  detail::require_rank(op, role, t, 2);
+}
+
+}  // namespace
+
+// y = op(a) · op(b)
+Var matmul(Var a, Var b, bool transpose_a, bool transpose_b) {
+  const Tensor& va = a.value();
+  const Tensor& vb = b.value();
+  check_matrix("matmul", "lhs", va);
+  check_matrix("matmul", "rhs", vb);
+  detail::require_same_device("matmul", va, vb);
+  const std::int64_t m = transpose_a ? va.shape()[1] : va.shape()[0];
+  const std::int64_t k = transpose_a ? va.shape()[0] : va.shape()[1];
+  const std::int64_t kb = transpose_b ? vb.shape()[1] : vb.shape()[0];
+  const std::int64_t n = transpose_b ? vb.shape()[0] : vb.shape()[1];
+  if (k != kb)
+    fail("matmul", "inner dimensions differ: lhs ", va.shape(), transpose_a ? "ᵀ" : "", " vs rhs ",
+         vb.shape(), transpose_b ? "ᵀ" : "", " (", k, " vs ", kb, ")");
+  Tensor y = Tensor::empty(Shape{m, n}, DType::kFloat32, va.device());
+  gemm(va, transpose_a, vb, transpose_b, 1.0f, 0.0f, y);
+  Var out = a.tape().record(std::move(y), {a, b}, matmul_backward);
+  out.tape().node(out.id()).int_attrs[0] = transpose_a;
+  out.tape().node(out.id()).int_attrs[1] = transpose_b;
+  return out;
+}
+
+namespace {
+
+// y = x · W + b: dx += dy · Wᵀ, dW += xᵀ · dy, db += column sums of dy.
+void linear_backward(Tape& tape, std::uint32_t id) {
+  const Tensor& dy = tape.node(id).grad;
+  const Tensor& x = tape.node(tape.input(id, 0)).value;
+  const Tensor& w = tape.node(tape.input(id, 1)).value;
+  const Tensor& b = tape.node(tape.input(id, 2)).value;
+  if (Tensor* dx = tape.grad_of(tape.input(id, 0))) gemm(dy, false, w, true, 1.0f, 1.0f, *dx);
+  if (Tensor* dw = tape.grad_of(tape.input(id, 1))) gemm(x, true, dy, false, 1.0f, 1.0f, *dw);
+  if (Tensor* db = tape.grad_of(tape.input(id, 2)))
+    backend::binary_backward(backend::BinaryOp::kAdd, dy, b, dy, nullptr, db);
+}
+
+}  // namespace
+
+// y = x · W + b
+Var linear(Var x, Var weight, Var bias) {
+  const Tensor& vx = x.value();
+  const Tensor& vw = weight.value();
+  const Tensor& vb = bias.value();
+  check_matrix("linear", "input", vx);
+  check_matrix("linear", "weight", vw);
+  detail::require_float("linear", "bias", vb);
+  detail::require_same_device("linear", vx, vw);
+  detail::require_same_device("linear", vx, vb);
+  if (vx.shape()[1] != vw.shape()[0])
+    fail("linear", "input features differ from weight rows: input ", vx.shape(), " vs weight ",
+         vw.shape(), " (the weight is [in, out])");
+  const std::int64_t out_features = vw.shape()[1];
+  const bool bias_ok = (vb.rank() == 1 && vb.shape()[0] == out_features) ||
+                       (vb.rank() == 2 && vb.shape()[0] == 1 && vb.shape()[1] == out_features);
+  if (!bias_ok)
+    fail("linear", "bias ", vb.shape(), " does not match weight ", vw.shape(), ": expected [",
+         out_features, "] or [1, ", out_features, "]");
+  Tensor y = Tensor::empty(Shape{vx.shape()[0], out_features}, DType::kFloat32, vx.device());
+  gemm(vx, false, vw, false, 1.0f, 0.0f, y);
+  backend::binary(backend::BinaryOp::kAdd, y, vb, y);
+  return x.tape().record(std::move(y), {x, weight, bias}, linear_backward);
+}
+
+}  // namespace weft

@@ -9,8 +9,8 @@
 #include <new>
 #include <vector>
 
-#include "weft/core/error.h"
 #include "../backend/device_memory.h"
+#include "weft/core/error.h"
 
 namespace weft {
 namespace {
@@ -84,7 +84,10 @@ class DevicePool {
     ++stats_.system_allocations;
     detail::StorageBlock* block = nullptr;
     if (device_ == Device::kCpu) {
-      void* memory = std::aligned_alloc(kAlignment, kHeaderBytes + class_bytes);
+      // aligned_alloc wants a multiple of the alignment; size classes below 128 bytes are not.
+      const std::size_t total =
+          (kHeaderBytes + class_bytes + kAlignment - 1) / kAlignment * kAlignment;
+      void* memory = std::aligned_alloc(kAlignment, total);
       if (!memory)
         fail("allocator", "out of host memory allocating ", class_bytes, " bytes (",
              stats_.bytes_in_use, " bytes in use, ", stats_.bytes_cached, " cached)");

@@ -67,8 +67,6 @@ std::string Shape::to_string() const {
   return out + "]";
 }
 
-std::ostream& operator<<(std::ostream& out, const Shape& shape) {
-  return out << shape.to_string();
-}
+std::ostream& operator<<(std::ostream& out, const Shape& shape) { return out << shape.to_string(); }
 
 }  // namespace weft

@@ -72,11 +72,10 @@ namespace {
 template <typename T>
 Tensor from_host(const Shape& shape, const std::vector<T>& values, Device device) {
   if (std::int64_t(values.size()) != shape.numel())
-    fail("from_vector", values.size(), " values do not fill shape ", shape, " (",
-         shape.numel(), " elements)");
+    fail("from_vector", values.size(), " values do not fill shape ", shape, " (", shape.numel(),
+         " elements)");
   Tensor t = Tensor::empty(shape, dtype_of<T>(), device);
-  backend::copy_bytes(t.raw_data(), device, values.data(), Device::kCpu,
-                      values.size() * sizeof(T));
+  backend::copy_bytes(t.raw_data(), device, values.data(), Device::kCpu, values.size() * sizeof(T));
   return t;
 }
 }  // namespace
@@ -145,14 +144,15 @@ Tensor Tensor::to(Device target) const {
 std::vector<float> Tensor::to_float_vector() const {
   std::vector<float> out(static_cast<std::size_t>(numel()));
   Tensor host = to(Device::kCpu);
-  std::memcpy(out.data(), host.data<float>(), out.size() * sizeof(float));
+  if (!out.empty()) std::memcpy(out.data(), host.data<float>(), out.size() * sizeof(float));
   return out;
 }
 
 std::vector<std::int32_t> Tensor::to_int_vector() const {
   std::vector<std::int32_t> out(static_cast<std::size_t>(numel()));
   Tensor host = to(Device::kCpu);
-  std::memcpy(out.data(), host.data<std::int32_t>(), out.size() * sizeof(std::int32_t));
+  if (!out.empty())
+    std::memcpy(out.data(), host.data<std::int32_t>(), out.size() * sizeof(std::int32_t));
   return out;
 }
 

@@ -1,2 +1,75 @@
-// PLACEHOLDER
-int main() { return 0; }
+// The weft command-line tool: parses arguments with CLI11 and dispatches to a subcommand
+// (demo_command.cpp, info_command.cpp). Every failure ends as one line on stderr and a
+// non-zero exit code, never a stack trace.
+#include <CLI/CLI.hpp>
+#include <exception>
+#include <iostream>
+
+#include "commands.h"
+#include "weft/core/error.h"
+
+namespace {
+
+int run(int argc, char** argv) {
+  using namespace weft::tool;
+  CLI::App app{"weft: deep learning on dynamic computation graphs", "weft"};
+  app.set_version_flag("--version", version());
+  app.require_subcommand(1);
+
+  DemoOptions demo;
+  CLI::App* demo_cmd =
+      app.add_subcommand("demo", "Train a small MLP on two interleaved spirals (the engine demo)");
+  demo_cmd->add_option("--epochs", demo.epochs, "Passes over the training set")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  demo_cmd->add_option("--seed", demo.seed, "Seed of the data and the initial weights")
+      ->capture_default_str();
+  demo_cmd->add_option("--threads", demo.threads, "GEMM threads (0: the backend's default)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1024));
+  demo_cmd->add_option("--batch-size", demo.batch_size, "Examples per SGD step")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  demo_cmd->add_option("--hidden", demo.hidden, "Hidden units")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 16));
+  demo_cmd->add_option("--learning-rate", demo.learning_rate, "SGD step size")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  demo_cmd->add_option("--examples", demo.examples, "Training examples")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 10000000));
+
+  InfoOptions info;
+  CLI::App* info_cmd = app.add_subcommand("info", "Print the version and the backend in use");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "weft: error: " << e.what() << " (see weft --help)\n";
+    return 2;
+  }
+
+  if (*demo_cmd) return run_demo(demo);
+  if (*info_cmd) return run_info(info);
+  return 2;  // unreachable: require_subcommand(1)
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const weft::Error& e) {
+    std::cerr << "weft: error: " << e.what() << "\n";
+  } catch (const std::exception& e) {
+    std::cerr << "weft: unexpected error: " << e.what() << "\n";
+  }
+  return 1;
+}

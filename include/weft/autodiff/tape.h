@@ -34,6 +34,8 @@ class Parameter {
   void set_trainable(bool trainable) { data_->trainable = trainable; }
   void zero_grad();
   const Shape& shape() const { return data_->value.shape(); }
+  // Identifies the parameter (copies of a handle share it), for de-duplication.
+  const void* identity() const { return data_.get(); }
 
  private:
   friend class Tape;

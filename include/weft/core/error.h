@@ -35,10 +35,9 @@ template <typename... Parts>
 
 // Internal invariant for kernels: inputs were validated by the user-facing op, so a failure
 // here is a bug in Weft, reported with file and line rather than silently wrong numbers.
-#define WEFT_ASSERT(cond)                                                                     \
-  do {                                                                                        \
-    if (!(cond))                                                                              \
-      throw ::weft::Error(::weft::detail::concat_message("[internal] assertion failed: ",    \
-                                                         #cond, " at ", __FILE__, ":",       \
-                                                         __LINE__));                         \
+#define WEFT_ASSERT(cond)                                                                        \
+  do {                                                                                           \
+    if (!(cond))                                                                                 \
+      throw ::weft::Error(::weft::detail::concat_message("[internal] assertion failed: ", #cond, \
+                                                         " at ", __FILE__, ":", __LINE__));      \
   } while (0)

@@ -1,8 +1,57 @@
-// PLACEHOLDER: to be replaced by the real kernels.
+// CPU copy_blocks: the strided block copy behind concat, split, slice and their gradients.
+// A block is a contiguous run of elements; a whole contiguous copy is one memcpy, otherwise
+// one memcpy per block, and accumulation is a loop the compiler vectorizes. A source stride
+// of 0 broadcasts one block into every destination block.
+#include <cstring>
+
 #include "../kernels.h"
 #include "weft/core/error.h"
+
 namespace weft::backend::cpu {
-void copy_blocks(const Tensor& src, std::int64_t src_offset, std::int64_t src_stride,
-                          Tensor& dst, std::int64_t dst_offset, std::int64_t dst_stride,
-                          std::int64_t blocks, std::int64_t block_size, bool accumulate) { fail("copy_blocks", "not implemented"); }
+namespace {
+
+template <typename T>
+void copy_typed(const T* src, std::int64_t src_stride, T* dst, std::int64_t dst_stride,
+                std::int64_t blocks, std::int64_t block_size, bool accumulate) {
+  if (!accumulate) {
+    if (src_stride == block_size && dst_stride == block_size) {
+      std::memcpy(dst, src, std::size_t(blocks * block_size) * sizeof(T));
+      return;
+    }
+    for (std::int64_t b = 0; b < blocks; ++b)
+      std::memcpy(dst + b * dst_stride, src + b * src_stride, std::size_t(block_size) * sizeof(T));
+    return;
+  }
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    const T* from = src + b * src_stride;
+    T* to = dst + b * dst_stride;
+    for (std::int64_t j = 0; j < block_size; ++j) to[j] += from[j];
+  }
 }
+
+// True when blocks of block_size at offset + k * stride, k < blocks, lie inside numel.
+bool blocks_fit(std::int64_t numel, std::int64_t offset, std::int64_t stride, std::int64_t blocks,
+                std::int64_t block_size) {
+  return offset >= 0 && stride >= 0 && offset + (blocks - 1) * stride + block_size <= numel;
+}
+
+}  // namespace
+
+void copy_blocks(const Tensor& src, std::int64_t src_offset, std::int64_t src_stride, Tensor& dst,
+                 std::int64_t dst_offset, std::int64_t dst_stride, std::int64_t blocks,
+                 std::int64_t block_size, bool accumulate) {
+  WEFT_ASSERT(src.dtype() == dst.dtype());
+  WEFT_ASSERT(blocks >= 0 && block_size >= 0);
+  if (blocks == 0 || block_size == 0) return;
+  WEFT_ASSERT(blocks_fit(src.numel(), src_offset, src_stride, blocks, block_size));
+  WEFT_ASSERT(blocks_fit(dst.numel(), dst_offset, dst_stride, blocks, block_size));
+  if (src.dtype() == DType::kFloat32) {
+    copy_typed(src.data<float>() + src_offset, src_stride, dst.data<float>() + dst_offset,
+               dst_stride, blocks, block_size, accumulate);
+  } else {
+    copy_typed(src.data<std::int32_t>() + src_offset, src_stride,
+               dst.data<std::int32_t>() + dst_offset, dst_stride, blocks, block_size, accumulate);
+  }
+}
+
+}  // namespace weft::backend::cpu

@@ -1,13 +1,197 @@
-// PLACEHOLDER: to be replaced by the real kernels.
+// CPU elementwise kernels: fill, axpy, the unary functions and the binary arithmetic with
+// periodic (row / scalar) broadcasting, each with its gradient. Transcendentals go through
+// Eigen's vectorized array functions (measured faster than std:: loops: BENCHMARKS.md);
+// the rest are plain loops the compiler vectorizes.
+// GCC 12 reports a false -Wmaybe-uninitialized inside its own AVX-512 intrinsics when
+// Eigen's packet math is inlined; the warning is about the compiler's header, not this code.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <Eigen/Core>
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
 #include "../kernels.h"
 #include "weft/core/error.h"
+
 namespace weft::backend::cpu {
-void fill(Tensor& y, float value) { fail("fill", "not implemented"); }
-void add_into(const Tensor& x, float scale, Tensor& y) { fail("add_into", "not implemented"); }
-void unary(UnaryOp op, const Tensor& x, Tensor& y) { fail("unary", "not implemented"); }
-void unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& dy,
-                             Tensor& dx) { fail("unary_backward", "not implemented"); }
-void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& y) { fail("binary", "not implemented"); }
-void binary_backward(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& dy,
-                              Tensor* da, Tensor* db) { fail("binary_backward", "not implemented"); }
+namespace {
+
+using ArrayMap = Eigen::Map<Eigen::ArrayXf>;
+using ConstArrayMap = Eigen::Map<const Eigen::ArrayXf>;
+
+ConstArrayMap array_of(const Tensor& t) { return {t.data<float>(), Eigen::Index(t.numel())}; }
+ArrayMap array_of(Tensor& t) { return {t.data<float>(), Eigen::Index(t.numel())}; }
+
+// softplus(x) = log(1 + exp(x)), written so neither branch overflows.
+inline float softplus_of(float x) { return std::max(x, 0.0f) + std::log1p(std::exp(-std::abs(x))); }
+
+// Applies fn(full[i], periodic[i % p]) over n elements, with the periodic operand's index
+// advancing in an inner loop the compiler can vectorize.
+template <typename Fn>
+void for_each_period(std::int64_t n, std::int64_t p, Fn fn) {
+  for (std::int64_t start = 0; start < n; start += p)
+    for (std::int64_t j = 0; j < p; ++j) fn(start + j, j);
 }
+
+}  // namespace
+
+void fill(Tensor& y, float value) {
+  if (y.dtype() == DType::kInt32) {
+    std::fill_n(y.data<std::int32_t>(), y.numel(), std::int32_t(value));
+  } else {
+    std::fill_n(y.data<float>(), y.numel(), value);
+  }
+}
+
+void add_into(const Tensor& x, float scale, Tensor& y) {
+  WEFT_ASSERT(x.numel() == y.numel());
+  const float* px = x.data<float>();
+  float* py = y.data<float>();
+  const std::int64_t n = y.numel();
+  if (scale == 1.0f) {
+    for (std::int64_t i = 0; i < n; ++i) py[i] += px[i];
+  } else {
+    for (std::int64_t i = 0; i < n; ++i) py[i] += scale * px[i];
+  }
+}
+
+void unary(UnaryOp op, const Tensor& x, Tensor& y) {
+  WEFT_ASSERT(x.numel() == y.numel());
+  auto in = array_of(x);
+  auto out = array_of(y);
+  switch (op) {
+    case UnaryOp::kNeg:
+      out = -in;
+      break;
+    case UnaryOp::kRelu:
+      out = in.max(0.0f);
+      break;
+    case UnaryOp::kSigmoid:
+      out = in.logistic();
+      break;
+    case UnaryOp::kTanh:
+      out = in.tanh();
+      break;
+    case UnaryOp::kExp:
+      out = in.exp();
+      break;
+    case UnaryOp::kLog:
+      out = in.log();
+      break;
+    case UnaryOp::kSoftplus:
+      out = in.unaryExpr([](float v) { return softplus_of(v); });
+      break;
+  }
+}
+
+void unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx) {
+  WEFT_ASSERT(x.numel() == dx.numel() && dy.numel() == dx.numel());
+  auto in = array_of(x);
+  auto out = array_of(y);
+  auto grad_out = array_of(dy);
+  auto grad_in = array_of(dx);
+  switch (op) {
+    case UnaryOp::kNeg:
+      grad_in -= grad_out;
+      break;
+    case UnaryOp::kRelu:
+      grad_in += (in > 0.0f).select(grad_out, 0.0f);
+      break;
+    case UnaryOp::kSigmoid:
+      grad_in += grad_out * out * (1.0f - out);
+      break;
+    case UnaryOp::kTanh:
+      grad_in += grad_out * (1.0f - out.square());
+      break;
+    case UnaryOp::kExp:
+      grad_in += grad_out * out;
+      break;
+    case UnaryOp::kLog:
+      grad_in += grad_out / in;
+      break;
+    case UnaryOp::kSoftplus:
+      grad_in += grad_out * in.logistic();
+      break;
+  }
+}
+
+namespace {
+
+template <typename Fn>
+void binary_with(const Tensor& a, const Tensor& b, Tensor& y, Fn fn) {
+  const std::int64_t n = y.numel();
+  const float* pa = a.data<float>();
+  const float* pb = b.data<float>();
+  float* py = y.data<float>();
+  if (n == 0) return;
+  if (a.numel() == n && b.numel() == n) {
+    for (std::int64_t i = 0; i < n; ++i) py[i] = fn(pa[i], pb[i]);
+  } else if (a.numel() == n) {
+    for_each_period(n, b.numel(),
+                    [&](std::int64_t i, std::int64_t j) { py[i] = fn(pa[i], pb[j]); });
+  } else {
+    WEFT_ASSERT(b.numel() == n);
+    for_each_period(n, a.numel(),
+                    [&](std::int64_t i, std::int64_t j) { py[i] = fn(pa[j], pb[i]); });
+  }
+}
+
+// Accumulates grad_a(a, b) * dy into da and grad_b(a, b) * dy into db, each reduced over
+// its operand's period (a broadcast operand receives the sum over the rows it was used in).
+template <typename GradA, typename GradB>
+void binary_backward_with(const Tensor& a, const Tensor& b, const Tensor& dy, Tensor* da,
+                          Tensor* db, GradA grad_a, GradB grad_b) {
+  const std::int64_t n = dy.numel();
+  const std::int64_t na = a.numel(), nb = b.numel();
+  const float* pa = a.data<float>();
+  const float* pb = b.data<float>();
+  const float* pdy = dy.data<float>();
+  float* pda = da ? da->data<float>() : nullptr;
+  float* pdb = db ? db->data<float>() : nullptr;
+  for (std::int64_t start = 0; start < n; start += std::min(na, nb)) {
+    const std::int64_t period = std::min(na, nb);
+    const std::int64_t ia = na == n ? start : 0, ib = nb == n ? start : 0;
+    for (std::int64_t j = 0; j < period; ++j) {
+      const float va = pa[ia + j], vb = pb[ib + j], g = pdy[start + j];
+      if (pda) pda[ia + j] += grad_a(va, vb) * g;
+      if (pdb) pdb[ib + j] += grad_b(va, vb) * g;
+    }
+  }
+}
+
+}  // namespace
+
+void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& y) {
+  switch (op) {
+    case BinaryOp::kAdd:
+      return binary_with(a, b, y, [](float u, float v) { return u + v; });
+    case BinaryOp::kSub:
+      return binary_with(a, b, y, [](float u, float v) { return u - v; });
+    case BinaryOp::kMul:
+      return binary_with(a, b, y, [](float u, float v) { return u * v; });
+    case BinaryOp::kDiv:
+      return binary_with(a, b, y, [](float u, float v) { return u / v; });
+  }
+}
+
+void binary_backward(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& dy, Tensor* da,
+                     Tensor* db) {
+  WEFT_ASSERT(a.numel() == dy.numel() || b.numel() == dy.numel());
+  if (dy.numel() == 0) return;
+  auto one = [](float, float) { return 1.0f; };
+  switch (op) {
+    case BinaryOp::kAdd:
+      return binary_backward_with(a, b, dy, da, db, one, one);
+    case BinaryOp::kSub:
+      return binary_backward_with(a, b, dy, da, db, one, [](float, float) { return -1.0f; });
+    case BinaryOp::kMul:
+      return binary_backward_with(
+          a, b, dy, da, db, [](float, float v) { return v; }, [](float u, float) { return u; });
+    case BinaryOp::kDiv:
+      return binary_backward_with(
+          a, b, dy, da, db, [](float, float v) { return 1.0f / v; },
+          [](float u, float v) { return -u / (v * v); });
+  }
+}
+
+}  // namespace weft::backend::cpu

@@ -38,8 +38,8 @@ void apply_threads(int threads) {
 
 std::string describe(const CpuSettings& s) {
   std::string cpu = __builtin_cpu_supports("avx512f") ? "avx512"
-                    : __builtin_cpu_supports("avx2") ? "avx2"
-                                                     : "generic";
+                    : __builtin_cpu_supports("avx2")  ? "avx2"
+                                                      : "generic";
   return "gemm=" + std::string(gemm_provider_name(s.provider)) +
          " threads=" + std::to_string(s.threads) + " cpu=" + cpu;
 }
@@ -121,8 +121,8 @@ void gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, 
   }
 #endif
   cblas_sgemm(CblasRowMajor, transpose_a ? CblasTrans : CblasNoTrans,
-              transpose_b ? CblasTrans : CblasNoTrans, int(m), int(n), int(k), alpha, pa,
-              int(lda), pb, int(ldb), beta, out, int(ldc));
+              transpose_b ? CblasTrans : CblasNoTrans, int(m), int(n), int(k), alpha, pa, int(lda),
+              pb, int(ldb), beta, out, int(ldc));
 }
 
 }  // namespace backend::cpu

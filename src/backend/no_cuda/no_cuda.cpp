@@ -9,8 +9,9 @@
 namespace weft::backend {
 namespace {
 [[noreturn]] void no_cuda(const char* what) {
-  fail(what, "this Weft was built without CUDA; reconfigure with -DWEFT_WITH_CUDA=ON on a "
-             "machine with the CUDA toolkit, or keep tensors on Device::kCpu");
+  fail(what,
+       "this Weft was built without CUDA; reconfigure with -DWEFT_WITH_CUDA=ON on a "
+       "machine with the CUDA toolkit, or keep tensors on Device::kCpu");
 }
 }  // namespace
 

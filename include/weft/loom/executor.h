@@ -1,0 +1,78 @@
+// The executor runs a scheduled weave on a tape: per step ONE gather per argument (none when
+// the rows are already contiguous and in order; straight into the concatenated layout for
+// concat_inputs operations), ONE call of the body, and the outputs kept as that step's chunk
+// of the type's values — every value is stored once. The gathers are tape ops whose backward
+// scatter-adds, so tape.backward() runs the schedule in reverse and a value used by several
+// consumers gets the sum of their gradients; gradients reach parameters and fed batches.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "weft/loom/schedule.h"
+
+namespace weft::loom {
+
+struct OperationStats {
+  std::string name;
+  std::int64_t batched_calls = 0;  // steps of this operation
+  std::int64_t rows = 0;           // calls of this operation, summed over steps
+  std::int64_t max_rows = 0;       // the largest step
+  double mean_rows() const { return batched_calls ? double(rows) / double(batched_calls) : 0; }
+};
+
+struct RunStats {
+  std::uint32_t levels = 0;
+  std::int64_t batched_calls = 0;
+  std::int64_t nodes = 0;  // calls woven
+  std::int64_t bytes_gathered = 0;
+  std::int64_t gathers_skipped = 0;  // arguments passed as views (already contiguous)
+  double schedule_seconds = 0;
+  double execute_seconds = 0;
+  std::vector<OperationStats> operations;
+  // A multi-line human-readable report.
+  std::string to_string() const;
+};
+
+class LoomResult;
+
+// Where a value lives after a run: row `row` of chunk `chunk` (a step's output, or a
+// depth-0 block of constants, a parameter or a fed batch).
+struct ValueLocation {
+  std::uint32_t chunk;
+  std::uint32_t row;
+};
+
+class Executor {
+ public:
+  Executor(const Loom& loom, Tape& tape);
+  // The batch tensor whose rows Weaver::batch_input(type, row) refers to: [rows, ...shape].
+  void feed(TypeId type, Var batch);
+  // Schedules and runs; record further ops (a loss) on the same tape, then backward().
+  LoomResult run(const Weaver& weaver, Strategy strategy = Strategy::kByDepth);
+  LoomResult run(const Weaver& weaver, const Schedule& schedule);
+
+ private:
+  const Loom* loom_;
+  Tape* tape_;
+  std::vector<Var> fed_;  // per type
+};
+
+class LoomResult {
+ public:
+  // The weave's outputs of one type, in the order they were added: [n, ...shape].
+  Var outputs(TypeId type) const;
+  // Any values of the weave gathered into one [n, ...shape] Var (all of one type).
+  Var gather(std::span<const Value> values) const;
+  const RunStats& stats() const { return stats_; }
+
+ private:
+  friend class Executor;
+  const Weaver* weaver_ = nullptr;
+  std::vector<Var> chunks_;
+  std::vector<ValueLocation> locations_;  // per value
+  RunStats stats_;
+};
+
+}  // namespace weft::loom

@@ -1,0 +1,52 @@
+// Scheduling: the order in which a weave's calls run, as steps of one operation each, every
+// step one batched call of the operation's body. Strategies are named and swappable:
+//   by_depth — the paper's: one step per (depth, operation), depths in order;
+//   agenda   — DyNet's: repeatedly run every ready call of the operation type with the
+//              lowest average depth (batches better when operations interleave);
+//   none     — one step per call: the unbatched baseline.
+// Orders are deterministic: by call id, never by pointer or hash order.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "weft/loom/weaver.h"
+
+namespace weft::loom {
+
+enum class Strategy { kByDepth, kAgenda, kNone };
+
+std::string_view strategy_name(Strategy strategy);
+// "by_depth" / "agenda" / "none"; throws naming the accepted names otherwise.
+Strategy parse_strategy(std::string_view name);
+
+struct ScheduleStep {
+  OpId op;
+  std::uint32_t level;  // by_depth: depth - 1; otherwise the step's index
+  std::uint32_t begin;  // calls()[begin, end) are this step's call ids, ascending
+  std::uint32_t end;
+  std::uint32_t size() const { return end - begin; }
+};
+
+struct Schedule {
+  Strategy strategy = Strategy::kByDepth;
+  std::vector<ScheduleStep> steps;
+  std::vector<std::uint32_t> calls;  // call ids, step after step
+  std::uint32_t num_levels = 0;
+
+  std::span<const std::uint32_t> step_calls(const ScheduleStep& step) const {
+    return std::span<const std::uint32_t>(calls).subspan(step.begin, step.size());
+  }
+};
+
+Schedule make_schedule(const Weaver& weaver, Strategy strategy);
+
+// A readable summary: one line per step (level, operation, rows), then per-operation totals.
+std::string schedule_text(const Weaver& weaver, const Schedule& schedule);
+// Graphviz DOT of the weave, nodes coloured by level (for small batches).
+std::string schedule_dot(const Weaver& weaver, const Schedule& schedule);
+
+}  // namespace weft::loom

@@ -1,0 +1,101 @@
+// The weaver records, for one example or many, the small DAG the loom will batch: constants,
+// parameters, rows of fed batch tensors (all at depth 0) and calls of operations on earlier
+// values (depth 1 + the deepest argument). Recording is a few appends to flat arrays, so
+// weaving runs at millions of nodes per second. Weavers built independently (one per
+// example, on several threads) merge with append(), keeping output order.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "weft/loom/loom.h"
+
+namespace weft::loom {
+
+using Value = std::uint32_t;
+
+enum class ValueKind : std::uint8_t { kConstant, kParameter, kBatchInput, kCallOutput };
+
+class Weaver {
+ public:
+  explicit Weaver(const Loom& loom);
+
+  // A constant of the given type (value's shape must be the type's per-example shape).
+  Value constant(TypeId type, const Tensor& value);
+  // A float constant from raw values (exactly the type's number of elements).
+  Value constant(TypeId type, std::span<const float> values);
+  // A parameter / shared tensor whose shape is the type's shape; differentiable. Used any
+  // number of times, it is one row of the type's value buffer.
+  Value parameter(TypeId type, const Parameter& parameter);
+  // Row `row` of the batch tensor fed for this type at run time; differentiable.
+  Value batch_input(TypeId type, std::int64_t row);
+  // Calls an operation; returns its output values (valid until the next call).
+  std::span<const Value> call(OpId op, std::span<const Value> args);
+  std::span<const Value> call(OpId op, std::initializer_list<Value> args) {
+    return call(op, std::span<const Value>(args.begin(), args.size()));
+  }
+  // Marks a value as an output; outputs are returned per type, in the order added.
+  void add_output(Value value);
+
+  // Appends another weaver's recording (of the same loom): its values are renumbered after
+  // ours, its outputs follow ours, shared parameters stay one row. Returns the offset added
+  // to the other weaver's value ids.
+  Value append(const Weaver& other);
+
+  const Loom& loom() const { return *loom_; }
+  std::size_t num_values() const { return values_.size(); }
+  std::size_t num_calls() const { return calls_.size(); }
+  int depth(Value value) const { return int(info(value).depth); }
+  TypeId type_of(Value value) const { return info(value).type; }
+  ValueKind kind_of(Value value) const { return info(value).kind; }
+  int deepest() const { return deepest_; }
+  std::span<const Value> outputs() const { return outputs_; }
+
+  // For the scheduler and executor ---------------------------------------------------
+  struct ValueInfo {
+    TypeId type;
+    std::uint32_t depth;
+    ValueKind kind;
+    std::uint32_t index;  // constant row, parameter slot, batch row, or call index
+  };
+  struct CallInfo {
+    OpId op;
+    std::uint32_t depth;
+    std::uint32_t first_arg;     // into args()
+    std::uint32_t first_output;  // value id of output 0; outputs are consecutive
+  };
+  const ValueInfo& info(Value value) const;
+  std::span<const CallInfo> calls() const { return calls_; }
+  std::span<const Value> args() const { return args_; }
+  std::span<const Value> call_args(std::uint32_t call) const;
+  std::span<const Parameter> parameters() const { return parameters_; }
+  // Raw 4-byte words of every constant of a type, row after row.
+  std::span<const std::uint32_t> constant_words(TypeId type) const;
+  std::int64_t constant_rows(TypeId type) const;
+
+ private:
+  struct Constants {
+    std::vector<std::uint32_t> words;
+    std::uint32_t rows = 0;
+  };
+  Value add_value(TypeId type, std::uint32_t depth, ValueKind kind, std::uint32_t index);
+  void check_type(TypeId type, const char* what) const;
+  std::uint32_t* new_constant_row(TypeId type);
+  std::uint32_t parameter_slot(const Parameter& parameter);
+
+  const Loom* loom_;
+  std::vector<ValueInfo> values_;
+  std::vector<CallInfo> calls_;
+  std::vector<Value> args_;
+  std::vector<Value> outputs_;
+  std::vector<Parameter> parameters_;
+  std::vector<Constants> constants_;  // per type
+  std::unordered_map<const void*, std::uint32_t> parameter_slots_;
+  std::vector<Value> call_outputs_;
+  int deepest_ = 0;
+};
+
+}  // namespace weft::loom

@@ -1,0 +1,43 @@
+// CPU kernels of the loom's gather: copying argument rows out of the per-step value chunks
+// into one contiguous batch (optionally at a column offset, for concatenated inputs), and
+// scatter-adding the gradient rows back.
+#include <cstring>
+
+#include "../kernels.h"
+#include "weft/core/error.h"
+
+namespace weft::backend::cpu {
+
+void gather_chunk_rows(std::span<const Tensor> chunks, const Tensor& refs, Tensor& dst,
+                       std::int64_t column) {
+  const std::int32_t* r = refs.data<std::int32_t>();
+  const std::int64_t n = refs.rows();
+  const std::int64_t dst_row = dst.row_size();
+  char* out = static_cast<char*>(dst.raw_data());
+  for (std::int64_t i = 0; i < n; ++i) {
+    const Tensor& chunk = chunks[std::size_t(r[2 * i])];
+    const std::int64_t width = chunk.row_size();
+    WEFT_ASSERT(r[2 * i + 1] < chunk.rows() && column + width <= dst_row);
+    std::memcpy(out + (i * dst_row + column) * 4,
+                static_cast<const char*>(chunk.raw_data()) + std::int64_t(r[2 * i + 1]) * width * 4,
+                std::size_t(width) * 4);
+  }
+}
+
+void scatter_add_chunk_rows(const Tensor& src, std::int64_t column, const Tensor& refs,
+                            std::span<Tensor* const> grads) {
+  const std::int32_t* r = refs.data<std::int32_t>();
+  const std::int64_t n = refs.rows();
+  const std::int64_t src_row = src.row_size();
+  const float* in = src.data<float>();
+  for (std::int64_t i = 0; i < n; ++i) {
+    Tensor* grad = grads[std::size_t(r[2 * i])];
+    if (grad == nullptr) continue;
+    const std::int64_t width = grad->row_size();
+    float* target = grad->data<float>() + std::int64_t(r[2 * i + 1]) * width;
+    const float* source = in + i * src_row + column;
+    for (std::int64_t j = 0; j < width; ++j) target[j] += source[j];
+  }
+}
+
+}  // namespace weft::backend::cpu

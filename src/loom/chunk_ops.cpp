@@ -1,0 +1,71 @@
+// Forward and backward of the executor's argument ops (see chunk_ops.h).
+#include "chunk_ops.h"
+
+#include "../backend/kernels.h"
+
+namespace weft::loom::detail {
+namespace {
+
+void view_backward(Tape& tape, std::uint32_t id) {
+  const TapeNode& node = tape.node(id);
+  if (Tensor* grad = tape.grad_of(tape.input(id, 0))) {
+    Tensor rows = grad->rows_view(node.int_attrs[0], node.int_attrs[1]);
+    backend::add_into(node.grad, 1.0f, rows);
+  }
+}
+
+void gather_backward(Tape& tape, std::uint32_t id) {
+  const TapeNode& node = tape.node(id);
+  std::vector<Tensor*> grads(node.num_inputs);
+  bool any = false;
+  for (std::uint32_t k = 0; k < node.num_inputs; ++k) {
+    grads[k] = tape.grad_of(tape.input(id, k));
+    any = any || grads[k] != nullptr;
+  }
+  if (!any) return;
+  const std::int64_t rows = node.int_attrs[0];
+  const int positions = int(node.int_attrs[1]);
+  std::int64_t column = 0;
+  for (int p = 0; p < positions; ++p) {
+    Tensor refs = node.saved[0].rows_view(p * rows, rows);
+    backend::scatter_add_chunk_rows(node.grad, column, refs, grads);
+    if (rows > 0)
+      column +=
+          tape.node(tape.input(id, std::uint32_t(refs.data<std::int32_t>()[0]))).value.row_size();
+  }
+}
+
+}  // namespace
+
+Var chunk_rows_view(Var chunk, std::int64_t start, std::int64_t count) {
+  Var out = chunk.tape().record(chunk.value().rows_view(start, count), {chunk}, view_backward);
+  out.tape().node(out.id()).int_attrs[0] = start;
+  out.tape().node(out.id()).int_attrs[1] = count;
+  return out;
+}
+
+Var gather_chunk_rows(std::span<const Var> chunks, const std::vector<std::int32_t>& refs,
+                      std::int64_t rows, int positions, const Shape& result_shape) {
+  Tape& tape = chunks[0].tape();
+  const Tensor& first = chunks[0].value();
+  Tensor refs_tensor = Tensor::empty(Shape{std::int64_t(refs.size() / 2), 2}, DType::kInt32);
+  std::copy(refs.begin(), refs.end(), refs_tensor.data<std::int32_t>());
+  std::vector<Tensor> values;
+  values.reserve(chunks.size());
+  for (const Var& c : chunks) values.push_back(c.value());
+  Tensor out = Tensor::empty(result_shape, first.dtype(), first.device());
+  std::int64_t column = 0;
+  for (int p = 0; p < positions; ++p) {
+    Tensor position_refs = refs_tensor.rows_view(p * rows, rows);
+    backend::gather_chunk_rows(values, position_refs, out, column);
+    if (rows > 0) column += values[std::size_t(refs[std::size_t(2 * p * rows)])].row_size();
+  }
+  Var result = tape.record(std::move(out), chunks, gather_backward);
+  TapeNode& node = tape.node(result.id());
+  if (node.backward) node.saved[0] = refs_tensor;
+  node.int_attrs[0] = rows;
+  node.int_attrs[1] = positions;
+  return result;
+}
+
+}  // namespace weft::loom::detail

@@ -1,0 +1,23 @@
+// The two tape ops through which the executor hands arguments to operation bodies: a
+// zero-copy view of consecutive rows of one chunk, and a gather of rows from many chunks
+// (into column blocks, for concatenated inputs). Both scatter their gradient back.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "weft/autodiff/tape.h"
+
+namespace weft::loom::detail {
+
+// Rows [start, start + count) of `chunk`, sharing its storage.
+Var chunk_rows_view(Var chunk, std::int64_t start, std::int64_t count);
+
+// For each position p (a column block of the result) and row i: the row
+// refs[p * rows + i] = (index into `chunks`, row). The result is [rows, sum of widths], or
+// [rows, ...row_shape] when there is one position.
+Var gather_chunk_rows(std::span<const Var> chunks, const std::vector<std::int32_t>& refs,
+                      std::int64_t rows, int positions, const Shape& result_shape);
+
+}  // namespace weft::loom::detail
