@@ -38,39 +38,46 @@ Tape& Tape::current() {
   return default_tape;
 }
 
+TapeNode& Tape::push_node(std::uint32_t& id) {
+  id = size_++;
+  if ((id >> kBlockBits) >= blocks_.size())
+    blocks_.push_back(std::make_unique<TapeNode[]>(kBlockSize));
+  return node(id);
+}
+
 Var Tape::constant(Tensor value) {
   if (!value.defined()) fail("constant", "undefined tensor");
-  nodes_.emplace_back();
-  nodes_.back().value = std::move(value);
-  return Var(this, std::uint32_t(nodes_.size() - 1));
+  std::uint32_t id;
+  push_node(id).value = std::move(value);
+  return Var(this, id);
 }
 
 Var Tape::variable(Tensor value) {
   if (!value.defined()) fail("variable", "undefined tensor");
   if (value.dtype() != DType::kFloat32)
     fail("variable", "a differentiable leaf must be float32, got ", value.describe());
-  nodes_.emplace_back();
-  TapeNode& node = nodes_.back();
+  std::uint32_t id;
+  TapeNode& node = push_node(id);
   node.value = std::move(value);
   node.requires_grad = grad_enabled_;
   node.is_leaf = true;
-  return Var(this, std::uint32_t(nodes_.size() - 1));
+  return Var(this, id);
 }
 
 Var Tape::parameter(const Parameter& parameter) {
   if (!parameter.defined()) fail("parameter", "undefined parameter");
   Parameter::Data& data = *parameter.data_;
   if (data.tape == this && data.generation == generation_) return Var(this, data.node);
-  nodes_.emplace_back();
-  TapeNode& node = nodes_.back();
+  std::uint32_t id;
+  TapeNode& node = push_node(id);
   node.value = data.value;
   node.requires_grad = grad_enabled_ && data.trainable;
   node.is_leaf = true;
   if (node.requires_grad) node.grad = data.grad;  // gradients land in the parameter itself
   data.tape = this;
   data.generation = generation_;
-  data.node = std::uint32_t(nodes_.size() - 1);
-  return Var(this, data.node);
+  data.node = id;
+  return Var(this, id);
 }
 
 Var Tape::record(Tensor value, std::span<const Var> inputs, BackwardFn backward_fn) {
@@ -78,28 +85,27 @@ Var Tape::record(Tensor value, std::span<const Var> inputs, BackwardFn backward_
   for (const Var& input : inputs) {
     if (&input.tape() != this)
       fail("autodiff", "an op mixes Vars of different tapes; record a step on one tape");
-    needs_grad = needs_grad || nodes_[input.id()].requires_grad;
+    needs_grad = needs_grad || node(input.id()).requires_grad;
   }
   needs_grad = needs_grad && grad_enabled_ && backward_fn != nullptr;
-  TapeNode node;
-  node.value = std::move(value);
+  std::uint32_t id;
+  TapeNode& recorded = push_node(id);
+  recorded.value = std::move(value);
   if (needs_grad) {
-    node.requires_grad = true;
-    node.backward = backward_fn;
-    node.first_input = std::uint32_t(inputs_.size());
-    node.num_inputs = std::uint32_t(inputs.size());
+    recorded.requires_grad = true;
+    recorded.backward = backward_fn;
+    recorded.first_input = std::uint32_t(inputs_.size());
+    recorded.num_inputs = std::uint32_t(inputs.size());
     for (const Var& input : inputs) inputs_.push_back(input.id());
   }
-  nodes_.push_back(std::move(node));
-  return Var(this, std::uint32_t(nodes_.size() - 1));
+  return Var(this, id);
 }
 
 Tensor* Tape::grad_of(std::uint32_t id) {
-  TapeNode& node = nodes_[id];
-  if (!node.requires_grad) return nullptr;
-  if (!node.grad.defined())
-    node.grad = Tensor::zeros(node.value.shape(), DType::kFloat32, node.value.device());
-  return &node.grad;
+  TapeNode& n = node(id);
+  if (!n.requires_grad) return nullptr;
+  if (!n.grad.defined()) n.grad = Tensor::zeros(n.value.shape(), DType::kFloat32, n.value.device());
+  return &n.grad;
 }
 
 void Tape::backward(Var output) {
@@ -114,20 +120,21 @@ void Tape::backward(Var output, const Tensor& cotangent) {
   if (cotangent.shape() != output.value().shape() || cotangent.dtype() != DType::kFloat32)
     fail("backward", "cotangent ", cotangent.describe(), " does not match output ",
          output.value().describe());
-  if (!nodes_[output.id()].requires_grad) return;  // nothing upstream is differentiable
+  if (!node(output.id()).requires_grad) return;  // nothing upstream is differentiable
   backend::add_into(cotangent, 1.0f, *grad_of(output.id()));
   for (std::int64_t id = output.id(); id >= 0; --id) {
-    TapeNode& node = nodes_[std::size_t(id)];
-    if (!node.grad.defined() || node.backward == nullptr) continue;
-    node.backward(*this, std::uint32_t(id));
+    TapeNode& n = node(std::uint32_t(id));
+    if (!n.grad.defined() || n.backward == nullptr) continue;
+    n.backward(*this, std::uint32_t(id));
     // An interior gradient is spent once propagated; releasing it keeps peak memory at the
     // live frontier instead of one gradient per node.
-    if (!nodes_[std::size_t(id)].is_leaf) nodes_[std::size_t(id)].grad = Tensor();
+    if (!n.is_leaf) n.grad = Tensor();
   }
 }
 
 void Tape::clear() {
-  nodes_.clear();
+  for (std::uint32_t id = 0; id < size_; ++id) node(id) = TapeNode();  // releases tensors
+  size_ = 0;
   inputs_.clear();
   generation_ = next_generation++;
 }

@@ -122,7 +122,7 @@ class Tape {
   void set_grad_enabled(bool enabled) { grad_enabled_ = enabled; }
   bool grad_enabled() const { return grad_enabled_; }
 
-  std::size_t size() const { return nodes_.size(); }
+  std::size_t size() const { return size_; }
   std::uint64_t generation() const { return generation_; }
 
   // For op implementations --------------------------------------------------------------
@@ -132,18 +132,28 @@ class Tape {
     return record(std::move(value), std::span<const Var>(inputs.begin(), inputs.size()),
                   backward_fn);
   }
-  TapeNode& node(std::uint32_t id) { return nodes_[id]; }
-  const TapeNode& node(std::uint32_t id) const { return nodes_[id]; }
+  // Nodes never move once recorded (they live in fixed-size blocks), so references to a
+  // node or its value stay valid while more ops are recorded.
+  TapeNode& node(std::uint32_t id) { return blocks_[id >> kBlockBits][id & (kBlockSize - 1)]; }
+  const TapeNode& node(std::uint32_t id) const {
+    return blocks_[id >> kBlockBits][id & (kBlockSize - 1)];
+  }
   // The id of input k of a node.
-  std::uint32_t input(std::uint32_t node, std::uint32_t k) const {
-    return inputs_[nodes_[node].first_input + k];
+  std::uint32_t input(std::uint32_t id, std::uint32_t k) const {
+    return inputs_[node(id).first_input + k];
   }
   // The gradient buffer of a node, zero-filled on first use, for kernels to accumulate into;
   // nullptr when the node does not require a gradient.
   Tensor* grad_of(std::uint32_t node);
 
  private:
-  std::vector<TapeNode> nodes_;
+  static constexpr int kBlockBits = 10;
+  static constexpr std::uint32_t kBlockSize = 1u << kBlockBits;
+  // A fresh node at the end (blocks are kept across clear(), so steady state allocates none).
+  TapeNode& push_node(std::uint32_t& id);
+
+  std::vector<std::unique_ptr<TapeNode[]>> blocks_;
+  std::uint32_t size_ = 0;
   std::vector<std::uint32_t> inputs_;
   bool grad_enabled_ = true;
   std::uint64_t generation_;
