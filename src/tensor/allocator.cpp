@@ -94,8 +94,9 @@ class DevicePool {
       block = new (memory) detail::StorageBlock{};
       block->data = static_cast<char*>(memory) + kHeaderBytes;
     } else {
+      void* data = backend::device_allocate(device_, class_bytes);  // may throw: allocate first
       block = new detail::StorageBlock{};
-      block->data = backend::device_allocate(device_, class_bytes);
+      block->data = data;
     }
     block->bytes = class_bytes;
     block->device = device_;
