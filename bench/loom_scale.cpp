@@ -59,11 +59,9 @@ struct TreeModel {
     concat.concat_inputs = true;
     cell = loom.add_operation(
         "cell", {hidden_type, hidden_type}, {hidden_type},
-        [this, n](std::span<const Var> in) {
+        [this](std::span<const Var> in) {
           Var h = relu(linear(in[0], w0, b0));
-          auto [fl, fr, i, g] = split<4>(linear(h, w, b));
-          Var left = slice(in[0], 1, 0, n), right = slice(in[0], 1, n, n);
-          return std::vector<Var>{sigmoid(fl) * left + sigmoid(fr) * right + sigmoid(i) * tanh(g)};
+          return std::vector<Var>{lstm_cell_state(linear(h, w, b), in[0])};
         },
         concat);
     word = loom.type_id(word_type);
@@ -156,15 +154,16 @@ void random_trees(const char* name, std::int64_t n, std::size_t min_nodes, std::
   run_forward_backward(name, m, weaver, n);
 }
 
+constexpr std::int32_t kWord = 7;
+
 void deep_chain() {
   Rng rng(3);
   const std::int64_t n = 16;
   TreeModel m(n, 1000, rng);
   loom::Weaver weaver(m.loom);
   auto word = [&] {
-    return weaver.call(
-        m.leaf,
-        {weaver.constant(m.word, Tensor::from_vector(Shape{}, std::vector<std::int32_t>{7}))})[0];
+    return weaver.call(m.leaf,
+                       {weaver.constant(m.word, std::span<const std::int32_t>(&kWord, 1))})[0];
   };
   Value h = word();
   for (int i = 0; i < 100000; ++i) h = weaver.call(m.cell, {h, word()})[0];

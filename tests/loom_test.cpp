@@ -302,7 +302,7 @@ TEST(LoomWeaver, MisuseIsReportedByMessage) {
   expect_error([&] { w.call(m.embed, {Value(999)}); }, {"[weaver] value 999 does not exist"});
   float two[2] = {1, 2};
   expect_error([&] { w.constant(m.word, two); },
-               {"[weaver] constant of 2 float values does not match type float32 [3] 'word'"});
+               {"[weaver] constant of 2 float32 values does not match type float32 [3] 'word'"});
   expect_error([&] { w.parameter(m.word, m.h0); },
                {"[weaver] parameter 'h0' float32 [4] does not match type float32 [3] 'word'"});
   Loom shallow(2);

@@ -30,15 +30,22 @@ Value Weaver::add_value(TypeId type, std::uint32_t depth, ValueKind kind, std::u
   return Value(values_.size() - 1);
 }
 
-Value Weaver::constant(TypeId type, std::span<const float> values) {
+Value Weaver::raw_constant(TypeId type, DType dtype, const void* values, std::size_t count) {
   check_type(type, "constant");
   const TypeShape& ts = loom_->type(type);
-  if (ts.dtype != DType::kFloat32 || std::int64_t(values.size()) != ts.shape.numel())
-    fail("weaver", "constant of ", values.size(), " float values does not match type ",
+  if (ts.dtype != dtype || std::int64_t(count) != ts.shape.numel())
+    fail("weaver", "constant of ", count, " ", dtype_name(dtype), " values does not match type ",
          ts.to_string());
-  std::uint32_t* row = new_constant_row(type);
-  std::memcpy(row, values.data(), values.size() * sizeof(float));
+  std::memcpy(new_constant_row(type), values, count * sizeof(std::uint32_t));
   return add_value(type, 0, ValueKind::kConstant, constants_[type].rows - 1);
+}
+
+Value Weaver::constant(TypeId type, std::span<const float> values) {
+  return raw_constant(type, DType::kFloat32, values.data(), values.size());
+}
+
+Value Weaver::constant(TypeId type, std::span<const std::int32_t> values) {
+  return raw_constant(type, DType::kInt32, values.data(), values.size());
 }
 
 Value Weaver::constant(TypeId type, const Tensor& value) {

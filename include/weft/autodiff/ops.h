@@ -96,6 +96,11 @@ Var l2_loss(Var x);
 // 1 / (1 - drop_prob); identity when !training or drop_prob == 0. The mask comes from rng.
 Var dropout(Var x, float drop_prob, Rng& rng, bool training = true);
 
+// The LSTM cell state, fused (no intermediates kept): gates [B, (K+2)N] = [f_1..f_K | i | g],
+// children [B, KN] = [x_1..x_K] (the previous cell state, or a tree node's K children's);
+// c = sum_k sigmoid(f_k) * x_k + sigmoid(i) * tanh(g), [B, N].
+Var lstm_cell_state(Var gates, Var children);
+
 template <int N>
 std::array<Var, N> split(Var x, int axis) {
   int a = axis < 0 ? x.shape().rank() + axis : axis;

@@ -25,8 +25,10 @@ class Weaver {
 
   // A constant of the given type (value's shape must be the type's per-example shape).
   Value constant(TypeId type, const Tensor& value);
-  // A float constant from raw values (exactly the type's number of elements).
+  // A constant from raw values (exactly the type's number of elements, of its dtype): the
+  // fast path for weaving, with no tensor made per value.
   Value constant(TypeId type, std::span<const float> values);
+  Value constant(TypeId type, std::span<const std::int32_t> values);
   // A parameter / shared tensor whose shape is the type's shape; differentiable. Used any
   // number of times, it is one row of the type's value buffer.
   Value parameter(TypeId type, const Parameter& parameter);
@@ -84,6 +86,7 @@ class Weaver {
   Value add_value(TypeId type, std::uint32_t depth, ValueKind kind, std::uint32_t index);
   void check_type(TypeId type, const char* what) const;
   std::uint32_t* new_constant_row(TypeId type);
+  Value raw_constant(TypeId type, DType dtype, const void* values, std::size_t count);
   std::uint32_t parameter_slot(const Parameter& parameter);
 
   const Loom* loom_;
