@@ -1,0 +1,75 @@
+// The model of the ICLR 2017 dynamic-batching benchmark (Looks et al.; spec §2): binary
+// trees of random, balanced or sequence shape over word leaves, a leaf embedding lookup, and
+// an internal cell that is either "tree LSTM" (relu hidden layer over [l|r], one matmul to
+// four gates, no output gate) or "tree FC" (relu([l|r]·W + b)). Written on the loom; also
+// callable directly on batches, which is what hand-batched ("manual") baselines use.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "weft/core/rng.h"
+#include "weft/loom/weaver.h"
+
+namespace weft::models {
+
+enum class TreeType { kRandom, kBalanced, kSequence };
+std::string_view tree_type_name(TreeType type);
+// "random" / "balanced" / "sequence"; throws naming the accepted names otherwise.
+TreeType parse_tree_type(std::string_view name);
+
+// A binary tree in post-order: a leaf is its word id (>= 0); kInternal combines the two
+// subtrees completed just before it.
+struct BinaryTree {
+  static constexpr std::int32_t kInternal = -1;
+  std::vector<std::int32_t> postorder;
+
+  int leaves() const;
+  // Internal nodes on the longest root-to-leaf path (a lone leaf has depth 0).
+  int depth() const;
+};
+
+// random: a leaf for n <= 1, else (tree(r), tree(n - r)) with r uniform in [1, n - 1];
+// balanced: a perfect tree (n must be a power of two); sequence: the left chain
+// (seq(n - 1), leaf). Word ids are uniform in [0, vocab). Built without recursion.
+BinaryTree make_tree(TreeType type, int leaves, int vocab, Rng& rng);
+
+enum class BenchmarkCell { kTreeLstm, kTreeFc };
+std::string_view cell_name(BenchmarkCell cell);
+// "tree-lstm" / "tree-fc"
+BenchmarkCell parse_cell(std::string_view name);
+
+class IclrBenchmarkModel {
+ public:
+  // Initialised as the original: W0 and the FC weight uniform-unit-scaling 1.43, the gate
+  // weight 1.0, biases 0, the embedding table uniform in [0, 1).
+  IclrBenchmarkModel(BenchmarkCell cell, std::int64_t vector_size, std::int64_t vocab, Rng& rng);
+  IclrBenchmarkModel(const IclrBenchmarkModel&) = delete;
+  IclrBenchmarkModel& operator=(const IclrBenchmarkModel&) = delete;
+
+  // Weaves one tree; returns its root value (type hidden_type()).
+  loom::Value weave(loom::Weaver& weaver, const BinaryTree& tree) const;
+
+  // The leaf op on a batch of word ids (int32 [B]) -> [B, N].
+  Var leaf(const Tensor& ids) const;
+  // The internal op on a batch of concatenated children [B, 2N] -> [B, N].
+  Var internal(Var children) const;
+
+  const loom::Loom& loom() const { return loom_; }
+  loom::TypeId hidden_type() const { return hidden_; }
+  loom::TypeId word_type() const { return word_; }
+  std::int64_t vector_size() const { return vector_size_; }
+  BenchmarkCell cell() const { return cell_; }
+  std::vector<Parameter> parameters() const;
+
+ private:
+  BenchmarkCell cell_;
+  std::int64_t vector_size_;
+  Parameter table_, w0_, b0_, w1_, b1_;
+  loom::Loom loom_;
+  loom::TypeId word_ = 0, hidden_ = 0;
+  loom::OpId leaf_op_ = 0, internal_op_ = 0;
+};
+
+}  // namespace weft::models
