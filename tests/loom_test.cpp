@@ -373,6 +373,7 @@ TEST(LoomExecutor, StatisticsDescribeTheRun) {
   EXPECT_EQ(stats.operations[m.combine].batched_calls, 3);
   EXPECT_GT(stats.bytes_gathered, 0);
   EXPECT_NE(stats.to_string().find("combine: 3 calls, 14 rows"), std::string::npos);
+  EXPECT_EQ(result.schedule().steps.size(), 4u);
 }
 
 }  // namespace

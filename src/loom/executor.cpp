@@ -219,6 +219,7 @@ LoomResult Executor::run(const Weaver& weaver, const Schedule& schedule) {
   TapeScope scope(*tape_);
   LoomResult result;
   result.weaver_ = &weaver;
+  result.schedule_ = schedule;
   result.locations_.resize(weaver.num_values());
   RunStats& stats = result.stats_;
   stats.operations.resize(loom_->num_operations());

@@ -1,6 +1,6 @@
 // The weft command-line tool: parses arguments with CLI11 and dispatches to a subcommand
-// (demo_command.cpp, info_command.cpp). Every failure ends as one line on stderr and a
-// non-zero exit code, never a stack trace.
+// (demo_command.cpp, info_command.cpp, loom_command.cpp). Every failure ends as one line on stderr
+// and a non-zero exit code, never a stack trace.
 #include <CLI/CLI.hpp>
 #include <exception>
 #include <iostream>
@@ -43,6 +43,26 @@ int run(int argc, char** argv) {
   InfoOptions info;
   CLI::App* info_cmd = app.add_subcommand("info", "Print the version and the backend in use");
 
+  LoomOptions loom;
+  CLI::App* loom_cmd = app.add_subcommand(
+      "loom", "Weave a few trees, run them batched, show the schedule and the loom's statistics");
+  loom_cmd->add_option("--trees", loom.trees, "Trees in the batch")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
+  loom_cmd->add_option("--leaves", loom.leaves, "Leaves per tree")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
+  loom_cmd->add_option("--tree-type", loom.tree_type, "random, balanced or sequence")
+      ->capture_default_str();
+  loom_cmd->add_option("--model", loom.model, "tree-lstm or tree-fc")->capture_default_str();
+  loom_cmd->add_option("--vector-size", loom.vector_size, "Hidden vector size")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 16));
+  loom_cmd->add_option("--strategy", loom.strategy, "by_depth, agenda or none")
+      ->capture_default_str();
+  loom_cmd->add_option("--seed", loom.seed, "Seed of the trees and weights")->capture_default_str();
+  loom_cmd->add_option("--dot", loom.dot_file, "Write the schedule as Graphviz DOT to this file");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -58,6 +78,7 @@ int run(int argc, char** argv) {
 
   if (*demo_cmd) return run_demo(demo);
   if (*info_cmd) return run_info(info);
+  if (*loom_cmd) return run_loom(loom);
   return 2;  // unreachable: require_subcommand(1)
 }
 

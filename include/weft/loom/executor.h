@@ -66,12 +66,15 @@ class LoomResult {
   // Any values of the weave gathered into one [n, ...shape] Var (all of one type).
   Var gather(std::span<const Value> values) const;
   const RunStats& stats() const { return stats_; }
+  // The schedule that ran (for schedule_text / schedule_dot).
+  const Schedule& schedule() const { return schedule_; }
 
  private:
   friend class Executor;
   const Weaver* weaver_ = nullptr;
   std::vector<Var> chunks_;
   std::vector<ValueLocation> locations_;  // per value
+  Schedule schedule_;
   RunStats stats_;
 };
 
