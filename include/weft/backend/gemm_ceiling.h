@@ -34,8 +34,9 @@ std::string gemm_shape_label(const GemmShape& shape);
 // gemm_flops(shape) / median seconds per call / 1e9. Protocol: one untimed warm-up call,
 // then further untimed calls until ~min_seconds/10 has passed (caches, page faults, thread
 // pools); then samples, each a run of back-to-back calls sized to last about min_seconds/8,
-// until at least 5 samples and min_seconds have been spent. The median over samples of the
-// per-call time is reported, which ignores a sample disturbed by another process.
+// until at least 5 samples and min_seconds have been spent, or 3 samples and 2·min_seconds
+// (calls longer than a sample). The median over samples of the per-call time is reported,
+// which ignores a sample disturbed by another process. Wall-clock time.
 double measure_gflops(const GemmShape& shape, const std::function<void()>& product,
                       double min_seconds = 0.2);
 
