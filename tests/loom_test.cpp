@@ -4,6 +4,8 @@
 // exact schedule shape of known inputs, merging, and every misuse by message.
 #include "weft/loom/executor.h"
 
+#include <thread>
+
 #include "op_test_util.h"
 
 namespace weft::testing {
@@ -266,6 +268,33 @@ TEST(LoomExecutor, InferenceModeKeepsNoBackward) {
   Var out = executor.run(w).outputs(m.hidden);
   EXPECT_FALSE(out.requires_grad());
   EXPECT_EQ(out.shape(), (Shape{1, 4}));
+}
+
+TEST(LoomWeaver, WeavesBuiltOnThreadsMergeIntoTheSameBatch) {
+  TestModel m;
+  constexpr int kExamples = 8;
+  Weaver sequential(m.loom);
+  for (int e = 0; e < kExamples; ++e) {
+    Rng rng(500 + std::uint64_t(e));
+    weave_random_example(m, sequential, rng, 4);
+  }
+  std::vector<Weaver> parts(kExamples, Weaver(m.loom));
+  std::vector<std::thread> threads;
+  for (int e = 0; e < kExamples; ++e)
+    threads.emplace_back([&, e] {
+      Rng rng(500 + std::uint64_t(e));
+      weave_random_example(m, parts[std::size_t(e)], rng, 4);
+    });
+  for (auto& t : threads) t.join();
+  Weaver merged(m.loom);
+  for (const Weaver& part : parts) merged.append(part);
+  ASSERT_EQ(merged.num_calls(), sequential.num_calls());
+  Tensor batch = random_tensor({4, 3}, 9);
+  RunOutcome a = run_strategy(m, sequential, batch, Strategy::kByDepth);
+  RunOutcome b = run_strategy(m, merged, batch, Strategy::kByDepth);
+  EXPECT_EQ(a.hidden_out, b.hidden_out);
+  EXPECT_EQ(a.pair_out, b.pair_out);
+  EXPECT_EQ(a.batch_grad, b.batch_grad);
 }
 
 TEST(LoomWeaver, DepthsFollowTheRule) {
