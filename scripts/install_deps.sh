@@ -7,6 +7,7 @@ set -euo pipefail
 packages=(
   build-essential g++ cmake ninja-build pkg-config git
   libopenblas-dev libdnnl-dev libeigen3-dev libfmt-dev
+  ocl-icd-opencl-dev  # oneDNN's CMake package requires OpenCL; only Recommended by libdnnl-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
   clang-format python3 python3-numpy
   libblis-dev  # only for the GEMM comparison benchmark
