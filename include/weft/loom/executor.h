@@ -49,7 +49,8 @@ class Executor {
   Executor(const Loom& loom, Tape& tape);
   // The batch tensor whose rows Weaver::batch_input(type, row) refers to: [rows, ...shape].
   void feed(TypeId type, Var batch);
-  // Schedules and runs; record further ops (a loss) on the same tape, then backward().
+  // Schedules and runs; record further ops (a loss) on the same tape, then backward(). The
+  // weaver must outlive the result.
   LoomResult run(const Weaver& weaver, Strategy strategy = Strategy::kByDepth);
   LoomResult run(const Weaver& weaver, const Schedule& schedule);
 
@@ -59,6 +60,8 @@ class Executor {
   std::vector<Var> fed_;  // per type
 };
 
+// The outcome of Executor::run: where every value of the weave lives on the tape. It refers
+// to the weave (keep the Weaver alive while using it) and to Vars of the run's tape.
 class LoomResult {
  public:
   // The weave's outputs of one type, in the order they were added: [n, ...shape].
