@@ -5,11 +5,11 @@
 // [weave|million|chain|memory]
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <string>
 
 #include "weft/autodiff/ops.h"
 #include "weft/backend/cpu.h"
+#include "weft/core/memory_usage.h"
 #include "weft/loom/executor.h"
 #include "weft/models/iclr_benchmark.h"
 
@@ -22,18 +22,6 @@ using models::TreeType;
 
 double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-double peak_rss_mb() {
-  std::ifstream status("/proc/self/status");
-  std::string key;
-  while (status >> key)
-    if (key == "VmHWM:") {
-      double kb = 0;
-      status >> kb;
-      return kb / 1024.0;
-    }
-  return 0;
 }
 
 void row(const char* bench, const char* metric, double value, const char* unit) {
