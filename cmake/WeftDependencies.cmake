@@ -6,6 +6,7 @@ find_package(BLAS REQUIRED)
 find_path(WEFT_CBLAS_INCLUDE_DIR cblas.h PATH_SUFFIXES openblas openblas-pthread REQUIRED)
 find_package(Eigen3 3.4 REQUIRED NO_MODULE)
 find_package(fmt REQUIRED)
+find_package(nlohmann_json 3.10 REQUIRED)  # header-only: safetensors headers, benchmark JSON
 set(WEFT_HAVE_ONEDNN OFF)
 if(WEFT_WITH_ONEDNN)
   find_package(dnnl QUIET)

@@ -5,6 +5,11 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+}
 
 namespace weft::tool {
 
@@ -31,6 +36,28 @@ struct LoomOptions {
   std::string dot_file;  // empty: no DOT output
 };
 
+struct BenchTreeOptions {
+  std::string model = "tree-lstm";
+  std::string tree_type = "random";
+  int tree_size = 128;
+  std::vector<std::int64_t> vector_sizes{1024};
+  std::vector<int> batch_sizes{1, 32, 64, 128, 256, 1024};
+  std::vector<std::string> modes{"unbatched", "manual", "dynamic", "full-dynamic"};
+  bool train = false;  // --train: training, which is also the default
+  bool infer = false;  // --infer: inference instead
+  int threads = 1;
+  int repeats = 3;
+  std::uint64_t seed = 1;
+  int max_unbatched_trees = 32;
+  double ceiling_seconds = 0.05;
+  std::string format = "table";
+  std::string out_file;                // empty: stdout
+  std::string plot_file;               // empty: no SVG
+  std::string export_dir;              // empty: no export (trees, weights and the cross-check loss)
+  std::vector<std::string> from_json;  // saved --format json runs to re-render instead of running
+  bool quiet = false;                  // no progress lines on stderr
+};
+
 // Trains a small MLP on two interleaved spirals and reports loss, accuracy and speed.
 int run_demo(const DemoOptions& options);
 // Prints the version and how this build runs: GEMM provider, threads, CUDA.
@@ -39,6 +66,12 @@ int run_info(const InfoOptions& options);
 // Weaves a few benchmark trees, runs them forward and backward, prints the schedule and
 // the loom's statistics, and optionally writes the schedule as Graphviz DOT.
 int run_loom(const LoomOptions& options);
+
+// `weft bench treelstm`: the ICLR 2017 timing benchmark (rows as table, CSV or JSON; an SVG
+// plot; optionally the trees and weights for the PyTorch side-by-side script). Its options
+// are bound in bench_command.cpp, next to the CSV schema its --help prints.
+CLI::App* add_bench_treelstm(CLI::App& bench, BenchTreeOptions& options);
+int run_bench_treelstm(const BenchTreeOptions& options);
 
 // The version of the weft library this tool was built with.
 const char* version();

@@ -1,6 +1,6 @@
 // The weft command-line tool: parses arguments with CLI11 and dispatches to a subcommand
-// (demo_command.cpp, info_command.cpp, loom_command.cpp). Every failure ends as one line on stderr
-// and a non-zero exit code, never a stack trace.
+// (demo_command.cpp, info_command.cpp, loom_command.cpp, bench_command.cpp). Every failure ends as
+// one line on stderr and a non-zero exit code, never a stack trace.
 #include <CLI/CLI.hpp>
 #include <exception>
 #include <iostream>
@@ -63,6 +63,11 @@ int run(int argc, char** argv) {
   loom_cmd->add_option("--seed", loom.seed, "Seed of the trees and weights")->capture_default_str();
   loom_cmd->add_option("--dot", loom.dot_file, "Write the schedule as Graphviz DOT to this file");
 
+  CLI::App* bench_cmd = app.add_subcommand("bench", "Benchmarks");
+  bench_cmd->require_subcommand(1);
+  BenchTreeOptions bench;
+  CLI::App* tree_bench_cmd = add_bench_treelstm(*bench_cmd, bench);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -79,6 +84,7 @@ int run(int argc, char** argv) {
   if (*demo_cmd) return run_demo(demo);
   if (*info_cmd) return run_info(info);
   if (*loom_cmd) return run_loom(loom);
+  if (*tree_bench_cmd) return run_bench_treelstm(bench);
   return 2;  // unreachable: require_subcommand(1)
 }
 

@@ -1,0 +1,154 @@
+// The ICLR 2017 timing benchmark (spec §2) run four ways on the model of iclr_benchmark.h:
+// unbatched (one call per node), manual (identical-shape trees hand-batched level by level
+// with tensor code, no loom), dynamic (the loom on those same trees) and full-dynamic (the loom
+// on independently random trees). Produces one row per (vector size, batch size, mode), with
+// throughput, weave time, ratios, the fraction of the sgemm ceiling and peak RSS, and renders
+// rows as a table, CSV, JSON or an SVG plot. `weft bench treelstm` is a thin CLI over this.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "weft/models/iclr_benchmark.h"
+
+namespace weft::models {
+
+namespace detail {
+struct ManualPlan;  // manual mode's gathers for one tree shape and batch size
+}
+
+enum class BenchMode { kUnbatched, kManual, kDynamic, kFullDynamic };
+std::string_view bench_mode_name(BenchMode mode);
+// "unbatched" / "manual" / "dynamic" / "full-dynamic"; throws naming the accepted names.
+BenchMode parse_bench_mode(std::string_view name);
+
+struct TreeBenchmarkOptions {
+  BenchmarkCell cell = BenchmarkCell::kTreeLstm;
+  TreeType tree_type = TreeType::kRandom;
+  int tree_size = 128;  // leaves per tree; also the embedding table's rows, as the original
+  std::vector<std::int64_t> vector_sizes{1024};
+  std::vector<int> batch_sizes{1, 32, 64, 128, 256, 1024};
+  std::vector<BenchMode> modes{BenchMode::kUnbatched, BenchMode::kManual, BenchMode::kDynamic,
+                               BenchMode::kFullDynamic};
+  bool train = true;  // forward + ½Σy² + backward + SGD; else forward + Σy only
+  int threads = 1;
+  int repeats = 3;  // timed batches per row (more below batch 32: see timed_batches)
+  std::uint64_t seed = 1;
+  // Unbatched rows time at most this many trees of each batch and scale the time to the
+  // whole batch (its per-tree rate does not depend on the batch size).
+  int max_unbatched_trees = 32;
+  // Seconds per GEMM shape when measuring the sgemm ceiling; 0 skips it (gemm_fraction NaN).
+  double ceiling_seconds = 0.05;
+  float learning_rate = 1e-5f;
+};
+
+// Timed batches per row: int(32 / B) * repeats below batch 32 (the original's rule), else
+// repeats; each row first runs one untimed warm-up batch.
+int timed_batches(int batch_size, int repeats);
+
+// The trees of batch `index` (0 = warm-up) at one batch size. same_shape: every tree has the
+// shape of one tree drawn once per (seed, batch size), with its own random leaf words (manual
+// and dynamic); otherwise every tree is drawn independently (full-dynamic and unbatched).
+// Deterministic in (seed, type, leaves, batch_size, index).
+std::vector<BinaryTree> benchmark_batch(TreeType type, int leaves, int batch_size, bool same_shape,
+                                        std::uint64_t seed, int index);
+
+// One batch run by one mode.
+struct StepResult {
+  double weave_s = 0;  // weave + schedule (loom modes); 0 for manual
+  double run_s = 0;    // forward (+ loss, backward, SGD update when training)
+  double loss = 0;     // ½Σy² over the roots (training) or Σy (inference), before the update
+  double grad_sq = 0;  // Σ grad² over every parameter, before the update, when asked
+  std::int64_t internal_nodes = 0;
+  std::map<std::int64_t, std::int64_t> level_rows;  // internal-op call size -> how many calls
+};
+
+// Runs batches of one mode on one model, reusing a tape (and, for manual, the index plan of
+// the last tree shape, which like the original's static graph is built outside the timing).
+class TreeBenchmarkRunner {
+ public:
+  TreeBenchmarkRunner(const IclrBenchmarkModel& model, bool train, float learning_rate);
+  ~TreeBenchmarkRunner();
+  TreeBenchmarkRunner(const TreeBenchmarkRunner&) = delete;
+  TreeBenchmarkRunner& operator=(const TreeBenchmarkRunner&) = delete;
+
+  // kManual needs trees of one shape (checked). kUnbatched runs every node as its own call.
+  StepResult step(BenchMode mode, std::span<const BinaryTree> trees, bool want_grad_sq = false);
+
+ private:
+  StepResult step_loom(BenchMode mode, std::span<const BinaryTree> trees, bool want_grad_sq);
+  StepResult step_manual(std::span<const BinaryTree> trees, bool want_grad_sq);
+  void finish(Var roots, StepResult& result, bool want_grad_sq);
+
+  const IclrBenchmarkModel* model_;
+  bool train_;
+  float learning_rate_;
+  Tape tape_;
+  std::unique_ptr<detail::ManualPlan> plan_;
+};
+
+struct TreeBenchmarkRow {
+  BenchMode mode = BenchMode::kFullDynamic;
+  BenchmarkCell cell = BenchmarkCell::kTreeLstm;
+  TreeType tree_type = TreeType::kRandom;
+  std::int64_t vector_size = 0;
+  int batch_size = 0;
+  bool train = true;
+  double trees_per_s = 0;
+  double batch_s_min = 0, batch_s_median = 0, batch_s_max = 0;  // weave + run, per batch
+  double weave_s = 0;                                           // median, per batch
+  double speedup_vs_unbatched = 0;                              // NaN without an unbatched row
+  double ratio_vs_manual = 0;                                   // NaN without a manual row
+  double gemm_fraction = 0;  // model GEMM GFLOP/s per batch time ÷ sgemm ceiling at its shapes
+  double peak_rss_mb = 0;
+  // Not in the CSV: for JSON and the side-by-side script.
+  double gemm_gflops = 0, ceiling_gflops = 0;
+  double loss = 0;      // of the warm-up batch
+  int trees_timed = 0;  // per batch (unbatched: at most max_unbatched_trees)
+};
+
+using ProgressFn = std::function<void(const std::string& line)>;
+
+// Runs every (vector size, batch size, mode) and fills in the ratios. Sets the GEMM threads.
+std::vector<TreeBenchmarkRow> run_tree_benchmark(const TreeBenchmarkOptions& options,
+                                                 const ProgressFn& progress = {});
+
+// Model GEMM flops of a batch: internal nodes × (12 N² tree-LSTM, 4 N² tree-FC) × 3 if training.
+double benchmark_gemm_flops(BenchmarkCell cell, std::int64_t vector_size,
+                            std::int64_t internal_nodes, bool train);
+
+// Output. The CSV header is exactly kTreeBenchmarkCsvHeader (a stable schema, documented in
+// BENCHMARKS.md and `weft bench treelstm --help`); missing ratios are empty fields.
+inline constexpr std::string_view kTreeBenchmarkCsvHeader =
+    "mode,model,tree_type,vector_size,batch_size,phase,trees_per_s,batch_s_min,batch_s_median,"
+    "batch_s_max,weave_s,speedup_vs_unbatched,ratio_vs_manual,gemm_fraction,peak_rss_mb";
+std::string tree_benchmark_csv(std::span<const TreeBenchmarkRow> rows);
+std::string tree_benchmark_json(std::span<const TreeBenchmarkRow> rows,
+                                const TreeBenchmarkOptions& options);
+// Rows only, without the options and backend (for rows merged from saved runs).
+std::string tree_benchmark_json(std::span<const TreeBenchmarkRow> rows);
+std::string tree_benchmark_table(std::span<const TreeBenchmarkRow> rows);
+// The rows of tree_benchmark_json's output (to re-render or merge saved runs); the speedups
+// and ratios are kept as saved.
+std::vector<TreeBenchmarkRow> tree_benchmark_rows_from_json(const std::string& text);
+// Speedup against unbatched (log scale) over batch size, one polyline per mode and vector size.
+std::string tree_benchmark_svg(std::span<const TreeBenchmarkRow> rows);
+
+// For cross-checks with other implementations (bench/peers): writes `dir`/trees.safetensors
+// (every batch of every batch size, int32 post-orders) and `dir`/weights_V<N>.safetensors
+// (initial weights per vector size), and returns, per vector size, the loss and Σ grad² of
+// one training step's forward/backward on the first random batch of the first batch size.
+struct CrossCheck {
+  std::int64_t vector_size;
+  double loss, grad_sq;
+};
+std::vector<CrossCheck> export_tree_benchmark(const TreeBenchmarkOptions& options,
+                                              const std::string& dir);
+
+}  // namespace weft::models

@@ -1,0 +1,188 @@
+// The ICLR benchmark harness on tiny sizes: batches are deterministic and same-shape where
+// asked, manual and the loom agree on identical-shape trees (loss and gradients), every mode
+// yields a sane row, the CSV header is the documented schema, and the SVG is well formed.
+#include "weft/models/tree_benchmark.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <regex>
+
+#include "op_test_util.h"
+
+namespace weft::testing {
+namespace {
+
+using models::BenchmarkCell;
+using models::BenchMode;
+using models::TreeType;
+
+TEST(TreeBenchmark, BatchesAreDeterministicAndSameShapeWhenAsked) {
+  auto a = models::benchmark_batch(TreeType::kRandom, 16, 5, true, 7, 1);
+  auto b = models::benchmark_batch(TreeType::kRandom, 16, 5, true, 7, 1);
+  auto c = models::benchmark_batch(TreeType::kRandom, 16, 5, true, 7, 2);
+  ASSERT_EQ(a.size(), 5u);
+  for (std::size_t t = 0; t < a.size(); ++t) {
+    EXPECT_EQ(a[t].postorder, b[t].postorder);
+    EXPECT_EQ(a[t].leaves(), 16);
+    for (std::size_t i = 0; i < a[t].postorder.size(); ++i) {  // one shape in every batch
+      EXPECT_EQ(a[t].postorder[i] < 0, a[0].postorder[i] < 0);
+      EXPECT_EQ(c[t].postorder[i] < 0, a[0].postorder[i] < 0);
+    }
+  }
+  EXPECT_NE(a[0].postorder, a[1].postorder);  // the words differ
+  auto r = models::benchmark_batch(TreeType::kRandom, 16, 8, false, 7, 1);
+  int shapes_differ = 0;
+  for (std::size_t t = 1; t < r.size(); ++t) shapes_differ += r[t].depth() != r[0].depth();
+  EXPECT_GT(shapes_differ, 0);
+  EXPECT_EQ(models::timed_batches(1, 3), 96);
+  EXPECT_EQ(models::timed_batches(8, 2), 8);
+  EXPECT_EQ(models::timed_batches(64, 2), 2);
+}
+
+// Manual (hand-batched) and the loom on the same identical-shape trees, from equal weights.
+void expect_manual_equals_loom(BenchmarkCell cell, TreeType type, bool train) {
+  const auto trees = models::benchmark_batch(type, 8, 4, true, 3, 0);
+  models::StepResult results[2];
+  const BenchMode modes[2] = {BenchMode::kManual, BenchMode::kDynamic};
+  for (int k = 0; k < 2; ++k) {
+    Rng rng(11);
+    models::IclrBenchmarkModel model(cell, 5, 8, rng);
+    models::TreeBenchmarkRunner runner(model, train, 1e-5f);
+    results[k] = runner.step(modes[k], trees, true);
+  }
+  const char* what = models::tree_type_name(type).data();
+  EXPECT_NEAR(results[0].loss, results[1].loss, 1e-5 * std::abs(results[1].loss)) << what;
+  EXPECT_NEAR(results[0].grad_sq, results[1].grad_sq, 1e-4 * results[1].grad_sq + 1e-9) << what;
+  EXPECT_EQ(results[0].internal_nodes, 4 * 7);
+  EXPECT_EQ(results[1].internal_nodes, 4 * 7);
+  if (train) {
+    EXPECT_GT(results[0].grad_sq, 0);
+  }
+}
+
+TEST(TreeBenchmark, ManualEqualsDynamicOnIdenticalShapes) {
+  for (TreeType type : {TreeType::kRandom, TreeType::kBalanced, TreeType::kSequence}) {
+    expect_manual_equals_loom(BenchmarkCell::kTreeLstm, type, true);
+    expect_manual_equals_loom(BenchmarkCell::kTreeFc, type, false);
+  }
+}
+
+TEST(TreeBenchmark, UnbatchedEqualsFullDynamic) {
+  const auto trees = models::benchmark_batch(TreeType::kRandom, 8, 3, false, 5, 0);
+  double losses[2];
+  const BenchMode modes[2] = {BenchMode::kUnbatched, BenchMode::kFullDynamic};
+  for (int k = 0; k < 2; ++k) {
+    Rng rng(2);
+    models::IclrBenchmarkModel model(BenchmarkCell::kTreeLstm, 4, 8, rng);
+    models::TreeBenchmarkRunner runner(model, true, 1e-5f);
+    losses[k] = runner.step(modes[k], trees).loss;
+  }
+  EXPECT_NEAR(losses[0], losses[1], 1e-5 * std::abs(losses[1]));
+}
+
+TEST(TreeBenchmark, ManualRejectsMixedShapes) {
+  Rng rng(1);
+  models::IclrBenchmarkModel model(BenchmarkCell::kTreeLstm, 4, 8, rng);
+  models::TreeBenchmarkRunner runner(model, false, 1e-5f);
+  std::vector<models::BinaryTree> trees{models::make_tree(TreeType::kSequence, 8, 8, rng),
+                                        models::make_tree(TreeType::kBalanced, 8, 8, rng)};
+  expect_error([&] { runner.step(BenchMode::kManual, trees); },
+               {"[bench] manual batching needs every tree of the batch to have the same shape"});
+  expect_error([] { models::parse_bench_mode("static"); },
+               {"[bench] unknown mode 'static'; expected unbatched, manual, dynamic or "
+                "full-dynamic"});
+}
+
+models::TreeBenchmarkOptions tiny_options(bool train) {
+  models::TreeBenchmarkOptions o;
+  o.tree_size = 8;
+  o.vector_sizes = {4};
+  o.batch_sizes = {2, 32};
+  o.repeats = 1;
+  o.train = train;
+  o.max_unbatched_trees = 4;
+  o.ceiling_seconds = 0.001;
+  return o;
+}
+
+TEST(TreeBenchmark, EveryModeGivesASaneRowAndTheCsvFollowsTheSchema) {
+  for (bool train : {true, false}) {
+    const auto rows = models::run_tree_benchmark(tiny_options(train));
+    ASSERT_EQ(rows.size(), 8u);
+    for (const auto& r : rows) {
+      const std::string mode(models::bench_mode_name(r.mode));
+      EXPECT_GT(r.trees_per_s, 0) << mode;
+      EXPECT_LE(r.batch_s_min, r.batch_s_median) << mode;
+      EXPECT_LE(r.batch_s_median, r.batch_s_max) << mode;
+      EXPECT_GE(r.weave_s, 0) << mode;
+      EXPECT_LE(r.weave_s, r.batch_s_median) << mode;
+      EXPECT_TRUE(std::isfinite(r.speedup_vs_unbatched)) << mode;
+      EXPECT_TRUE(std::isfinite(r.ratio_vs_manual)) << mode;
+      EXPECT_GT(r.gemm_fraction, 0) << mode;
+      EXPECT_GT(r.peak_rss_mb, 0) << mode;
+      EXPECT_EQ(r.trees_timed,
+                r.mode == BenchMode::kUnbatched ? std::min(4, r.batch_size) : r.batch_size);
+      if (r.mode == BenchMode::kManual) {
+        EXPECT_DOUBLE_EQ(r.ratio_vs_manual, 1.0);
+        EXPECT_EQ(r.weave_s, 0);
+      }
+      if (r.mode == BenchMode::kUnbatched) {
+        EXPECT_DOUBLE_EQ(r.speedup_vs_unbatched, 1.0);
+      }
+    }
+    const std::string csv = models::tree_benchmark_csv(rows);
+    EXPECT_EQ(csv.substr(0, csv.find('\n')),
+              "mode,model,tree_type,vector_size,batch_size,phase,trees_per_s,batch_s_min,"
+              "batch_s_median,batch_s_max,weave_s,speedup_vs_unbatched,ratio_vs_manual,"
+              "gemm_fraction,peak_rss_mb");
+    const std::regex line(
+        std::string("(unbatched|manual|dynamic|full-dynamic),tree-lstm,random,4,(2|32),") +
+        (train ? "train" : "infer") + "(,[0-9.e+-]+){9}");
+    std::size_t lines = 0, pos = csv.find('\n') + 1;
+    while (pos < csv.size()) {
+      const std::size_t end = csv.find('\n', pos);
+      EXPECT_TRUE(std::regex_match(csv.substr(pos, end - pos), line)) << csv.substr(pos, end - pos);
+      ++lines;
+      pos = end + 1;
+    }
+    EXPECT_EQ(lines, rows.size());
+    const std::string json = models::tree_benchmark_json(rows, tiny_options(train));
+    EXPECT_NE(json.find("\"mode\": \"full-dynamic\""), std::string::npos);
+    EXPECT_EQ(models::tree_benchmark_csv(models::tree_benchmark_rows_from_json(json)), csv);
+    EXPECT_NE(models::tree_benchmark_table(rows).find("full-dynamic"), std::string::npos);
+  }
+}
+
+TEST(TreeBenchmark, SvgHasOnePolylinePerMode) {
+  auto options = tiny_options(false);
+  options.ceiling_seconds = 0;
+  const auto rows = models::run_tree_benchmark(options);
+  EXPECT_TRUE(std::isnan(rows[0].gemm_fraction));
+  const std::string svg = models::tree_benchmark_svg(rows);
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+  EXPECT_NE(svg.find("</svg>"), std::string::npos);
+  std::size_t polylines = 0;
+  for (std::size_t p = svg.find("<polyline"); p != std::string::npos;
+       p = svg.find("<polyline", p + 1))
+    ++polylines;
+  EXPECT_EQ(polylines, 4u);
+  for (const char* mode : {"unbatched V=4", "manual V=4", "dynamic V=4", "full-dynamic V=4"})
+    EXPECT_NE(svg.find(mode), std::string::npos) << mode;
+  EXPECT_EQ(svg.find("nan"), std::string::npos);
+}
+
+TEST(TreeBenchmark, BadOptionsAreReported) {
+  auto options = tiny_options(true);
+  options.batch_sizes = {0};
+  expect_error([&] { models::run_tree_benchmark(options); },
+               {"[bench] batch sizes must be positive, got 0"});
+  expect_error(
+      [] { models::tree_benchmark_rows_from_json("{\"rows\": [{\"mode\": \"manual\"}]}"); },
+      {"[bench] row 0 of the JSON is malformed"});
+  expect_error([] { models::tree_benchmark_rows_from_json("[1, 2"); },
+               {"[bench] not the JSON of `weft bench treelstm --format json`"});
+}
+
+}  // namespace
+}  // namespace weft::testing
