@@ -2,11 +2,9 @@
 // ceiling at the products each row made (measured in this process), peak RSS per row, the
 // ratios between rows, and the export of trees and weights for cross-checks with peers.
 #include <fmt/core.h>
-#include <malloc.h>
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <tuple>
@@ -14,6 +12,7 @@
 #include "weft/backend/cpu.h"
 #include "weft/backend/gemm_ceiling.h"
 #include "weft/core/error.h"
+#include "weft/core/memory_usage.h"
 #include "weft/io/safetensors.h"
 #include "weft/models/tree_benchmark.h"
 
@@ -21,26 +20,6 @@ namespace weft::models {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-// Forgets the process's peak RSS (Linux: "5" to /proc/self/clear_refs) after returning cached
-// tensor blocks and free heap to the system, so each row's VmHWM is its own.
-void reset_peak_rss() {
-  release_cached_memory();
-  ::malloc_trim(0);
-  std::ofstream("/proc/self/clear_refs") << "5";
-}
-
-double peak_rss_mb() {
-  std::ifstream status("/proc/self/status");
-  std::string key;
-  while (status >> key)
-    if (key == "VmHWM:") {
-      double kb = 0;
-      status >> kb;
-      return kb / 1024.0;
-    }
-  return kNaN;
-}
 
 // The sgemm products of one internal call of `rows` nodes (tree-FC has only W0's).
 std::vector<GemmShape> cell_shapes(BenchmarkCell cell, std::int64_t rows, std::int64_t n,

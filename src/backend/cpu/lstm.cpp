@@ -1,7 +1,13 @@
 // CPU kernels of the fused LSTM cell state (kernels.def: lstm_cell_state). One pass per row
 // computes every gate's activation, so a Tree-LSTM node keeps only its gates and children
-// for backward instead of a dozen elementwise intermediates.
-#include <cmath>
+// for backward instead of a dozen elementwise intermediates. The activations go through
+// Eigen's vectorized logistic and tanh (scalar std::exp / std::tanh cost ~40 % of a training
+// step at N = 128: BENCHMARKS.md, the ICLR benchmark).
+// GCC 12 reports false (maybe-)uninitialized warnings inside its own AVX-512 intrinsics when
+// Eigen's packet math is inlined (as in elementwise.cpp); they concern the compiler's header.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include <Eigen/Core>
 
 #include "../kernels.h"
 #include "weft/core/error.h"
@@ -9,7 +15,8 @@
 namespace weft::backend::cpu {
 namespace {
 
-inline float sigmoid_of(float v) { return 1.0f / (1.0f + std::exp(-v)); }
+using ArrayMap = Eigen::Map<Eigen::ArrayXf>;
+using ConstArrayMap = Eigen::Map<const Eigen::ArrayXf>;
 
 struct CellShape {
   std::int64_t rows, n, k;
@@ -31,12 +38,10 @@ void lstm_cell_state(const Tensor& gates, const Tensor& children, Tensor& c) {
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* gr = g + r * (k + 2) * n;
     const float* xr = x + r * k * n;
-    float* cr = out + r * n;
-    for (std::int64_t j = 0; j < n; ++j)
-      cr[j] = sigmoid_of(gr[k * n + j]) * std::tanh(gr[(k + 1) * n + j]);
+    ArrayMap cr(out + r * n, n);
+    cr = ConstArrayMap(gr + k * n, n).logistic() * ConstArrayMap(gr + (k + 1) * n, n).tanh();
     for (std::int64_t child = 0; child < k; ++child)
-      for (std::int64_t j = 0; j < n; ++j)
-        cr[j] += sigmoid_of(gr[child * n + j]) * xr[child * n + j];
+      cr += ConstArrayMap(gr + child * n, n).logistic() * ConstArrayMap(xr + child * n, n);
   }
 }
 
@@ -48,23 +53,23 @@ void lstm_cell_state_backward(const Tensor& gates, const Tensor& children, const
   const float* d = dc.data<float>();
   float* dg = dgates ? dgates->data<float>() : nullptr;
   float* dx = dchildren ? dchildren->data<float>() : nullptr;
+  Eigen::ArrayXf f(n), t(n);
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* gr = g + r * (k + 2) * n;
     const float* xr = x + r * k * n;
-    const float* dr = d + r * n;
-    for (std::int64_t child = 0; child < k; ++child)
-      for (std::int64_t j = 0; j < n; ++j) {
-        const float f = sigmoid_of(gr[child * n + j]);
-        if (dg) dg[r * (k + 2) * n + child * n + j] += dr[j] * xr[child * n + j] * f * (1 - f);
-        if (dx) dx[r * k * n + child * n + j] += dr[j] * f;
-      }
-    if (!dg) continue;
-    for (std::int64_t j = 0; j < n; ++j) {
-      const float i = sigmoid_of(gr[k * n + j]);
-      const float t = std::tanh(gr[(k + 1) * n + j]);
-      dg[r * (k + 2) * n + k * n + j] += dr[j] * t * i * (1 - i);
-      dg[r * (k + 2) * n + (k + 1) * n + j] += dr[j] * i * (1 - t * t);
+    const ConstArrayMap dr(d + r * n, n);
+    for (std::int64_t child = 0; child < k; ++child) {
+      f = ConstArrayMap(gr + child * n, n).logistic();
+      if (dg)
+        ArrayMap(dg + r * (k + 2) * n + child * n, n) +=
+            dr * ConstArrayMap(xr + child * n, n) * f * (1 - f);
+      if (dx) ArrayMap(dx + r * k * n + child * n, n) += dr * f;
     }
+    if (!dg) continue;
+    f = ConstArrayMap(gr + k * n, n).logistic();
+    t = ConstArrayMap(gr + (k + 1) * n, n).tanh();
+    ArrayMap(dg + r * (k + 2) * n + k * n, n) += dr * t * f * (1 - f);
+    ArrayMap(dg + r * (k + 2) * n + (k + 1) * n, n) += dr * f * (1 - t * t);
   }
 }
 
