@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "weft/core/error.h"
+#include "weft/core/named_enum.h"
 
 namespace weft::loom {
 
@@ -22,9 +23,8 @@ std::string_view strategy_name(Strategy strategy) {
 }
 
 Strategy parse_strategy(std::string_view name) {
-  for (Strategy s : {Strategy::kByDepth, Strategy::kAgenda, Strategy::kNone})
-    if (name == strategy_name(s)) return s;
-  fail("schedule", "unknown strategy '", name, "'; expected by_depth, agenda or none");
+  return parse_named("schedule", "strategy", name,
+                     {Strategy::kByDepth, Strategy::kAgenda, Strategy::kNone}, strategy_name);
 }
 
 namespace {

@@ -7,6 +7,7 @@
 
 #include "weft/autodiff/ops.h"
 #include "weft/core/error.h"
+#include "weft/core/named_enum.h"
 
 namespace weft::models {
 namespace {
@@ -38,9 +39,8 @@ std::string_view tree_type_name(TreeType type) {
 }
 
 TreeType parse_tree_type(std::string_view name) {
-  for (TreeType t : {TreeType::kRandom, TreeType::kBalanced, TreeType::kSequence})
-    if (name == tree_type_name(t)) return t;
-  fail("tree", "unknown tree type '", name, "'; expected random, balanced or sequence");
+  return parse_named("tree", "tree type", name,
+                     {TreeType::kRandom, TreeType::kBalanced, TreeType::kSequence}, tree_type_name);
 }
 
 std::string_view cell_name(BenchmarkCell cell) {
@@ -48,9 +48,8 @@ std::string_view cell_name(BenchmarkCell cell) {
 }
 
 BenchmarkCell parse_cell(std::string_view name) {
-  for (BenchmarkCell c : {BenchmarkCell::kTreeLstm, BenchmarkCell::kTreeFc})
-    if (name == cell_name(c)) return c;
-  fail("model", "unknown model '", name, "'; expected tree-lstm or tree-fc");
+  return parse_named("model", "model", name, {BenchmarkCell::kTreeLstm, BenchmarkCell::kTreeFc},
+                     cell_name);
 }
 
 int BinaryTree::leaves() const {

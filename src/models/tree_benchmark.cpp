@@ -9,6 +9,7 @@
 #include "../backend/kernels.h"
 #include "weft/autodiff/ops.h"
 #include "weft/core/error.h"
+#include "weft/core/named_enum.h"
 #include "weft/loom/executor.h"
 
 namespace weft::models {
@@ -17,9 +18,6 @@ namespace {
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
-
-constexpr BenchMode kAllModes[] = {BenchMode::kUnbatched, BenchMode::kManual, BenchMode::kDynamic,
-                                   BenchMode::kFullDynamic};
 
 // The shape of a tree: its post-order with every word replaced by 0.
 std::vector<std::int32_t> shape_of(const BinaryTree& tree) {
@@ -45,9 +43,10 @@ std::string_view bench_mode_name(BenchMode mode) {
 }
 
 BenchMode parse_bench_mode(std::string_view name) {
-  for (BenchMode m : kAllModes)
-    if (name == bench_mode_name(m)) return m;
-  fail("bench", "unknown mode '", name, "'; expected unbatched, manual, dynamic or full-dynamic");
+  return parse_named(
+      "bench", "mode", name,
+      {BenchMode::kUnbatched, BenchMode::kManual, BenchMode::kDynamic, BenchMode::kFullDynamic},
+      bench_mode_name);
 }
 
 int timed_batches(int batch_size, int repeats) {

@@ -12,6 +12,7 @@
 #include "../kernels.h"
 #include "weft/backend/cpu.h"
 #include "weft/core/error.h"
+#include "weft/core/named_enum.h"
 #ifdef WEFT_HAVE_ONEDNN
 #include <dnnl.h>
 #endif
@@ -66,9 +67,8 @@ std::string_view gemm_provider_name(GemmProvider provider) {
 }
 
 GemmProvider parse_gemm_provider(std::string_view name) {
-  for (GemmProvider p : {GemmProvider::kOneDnn, GemmProvider::kOpenBlas})
-    if (name == gemm_provider_name(p)) return p;
-  fail("gemm", "unknown GEMM provider '", name, "'; expected onednn or openblas");
+  return parse_named("gemm", "GEMM provider", name,
+                     {GemmProvider::kOneDnn, GemmProvider::kOpenBlas}, gemm_provider_name);
 }
 
 std::span<const GemmProvider> available_gemm_providers() { return kProviders; }
