@@ -24,7 +24,7 @@ struct CellOptions {
   float forget_bias = 1.0f;
   // Drop probability of the candidate (g in the LSTM, u in the Tree-LSTMs, the GRU's h~).
   float recurrent_dropout = 0.f;
-  Initializer weight_init;  // empty: glorot_uniform(); biases start at zero (+ forget_bias)
+  Initializer weight_init{};  // empty: glorot_uniform(); biases start at zero (+ forget_bias)
 };
 
 // (x, h, c) -> (h', c'):  [f | i | g | o] = [x | h] W + b;

@@ -14,7 +14,7 @@
 namespace weft::nn {
 
 struct EmbeddingOptions {
-  Initializer init;  // empty: uniform(-0.05, 0.05); from_tensor(vectors) for pretrained ones
+  Initializer init{};  // empty: uniform(-0.05, 0.05); from_tensor(vectors) for pretrained ones
   bool trainable = true;
   bool mod_inputs = true;  // id -> |id| mod num_buckets; otherwise out-of-range ids throw
 };

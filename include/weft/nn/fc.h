@@ -24,8 +24,8 @@ Var apply_activation(Activation activation, Var x);
 struct FCOptions {
   Activation activation = Activation::kRelu;
   float input_dropout = 0.f, output_dropout = 0.f;  // drop probabilities, used when training
-  Initializer weight_init;  // empty: uniform_unit_scaling(1.43 relu, 1.15 tanh, 1.0 otherwise)
-  Initializer bias_init;    // empty: zeros
+  Initializer weight_init{};  // empty: uniform_unit_scaling(1.43 relu, 1.15 tanh, 1.0 otherwise)
+  Initializer bias_init{};    // empty: zeros
 };
 
 class FC {
