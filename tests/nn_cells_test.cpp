@@ -111,7 +111,7 @@ TEST(NnLSTMCell, ErrorsNameTheCellAndTheArgument) {
   expect_error([&] { cell(t(3, 5), t(3, 3), t(3, 4)); },
                {"[LSTMCell 'lstm'] h has 3 features, expected 4"});
   expect_error([&] { cell(t(3, 5), t(3, 4), t(2, 4)); },
-               {"[LSTMCell 'lstm'] c has 2 rows but h has 3"});
+               {"[LSTMCell 'lstm'] c has 2 rows but input has 3"});
   expect_error([&] { cell(Var(), t(3, 4), t(3, 4)); },
                {"[LSTMCell 'lstm'] input is an undefined Var, expected [B, 5]"});
   expect_error([&] { nn::LSTMCell(store, "bad", 5, 4, {.recurrent_dropout = -0.1f}); },

@@ -197,11 +197,19 @@ TEST(NnEmbedding, FrozenTableGetsNoGradient) {
 TEST(NnEmbedding, PretrainedVectorsBySettingTheValue) {
   nn::ParameterStore store;
   nn::Embedding emb(store, "glove", 3, 2, {.trainable = false});
-  Parameter table = emb.table();  // a handle: assigning its value replaces the vectors
-  table.value() = Tensor::from_vector({3, 2}, std::vector<float>{1, 2, 3, 4, 5, 6});
+  emb.table().value() = Tensor::from_vector({3, 2}, std::vector<float>{1, 2, 3, 4, 5, 6});
   Tape tape;
+  Var ids = tape.constant(int_tensor({2}, {2, 0}));
+  EXPECT_EQ(values_of(emb(ids)), (std::vector<float>{5, 6, 1, 2}));
+  emb.set_table(Tensor::from_vector({3, 2}, std::vector<float>{7, 8, 9, 10, 11, 12}));
+  tape.clear();
   EXPECT_EQ(values_of(emb(tape.constant(int_tensor({2}, {2, 0})))),
-            (std::vector<float>{5, 6, 1, 2}));
+            (std::vector<float>{11, 12, 7, 8}));
+  expect_error(
+      [&] {
+        emb.set_table(Tensor::zeros({2, 3}));
+      },
+      {"[Embedding 'glove'] vectors float32 [2, 3] do not fit the table float32 [3, 2]"});
 }
 
 TEST(NnEmbedding, BatchedRowsEqualSingleRows) {

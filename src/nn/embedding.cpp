@@ -26,6 +26,14 @@ Embedding::Embedding(ParameterStore& store, const std::string& name, std::int64_
   table_ = store.create("table", {num_buckets, dim}, options_.init, options_.trainable);
 }
 
+void Embedding::set_table(const Tensor& vectors) {
+  const std::string where = detail::layer_where("Embedding", name_);
+  if (!vectors.defined() || vectors.dtype() != DType::kFloat32 || vectors.shape() != table_.shape())
+    fail(where, "vectors ", vectors.defined() ? vectors.describe() : "undefined",
+         " do not fit the table float32 ", table_.shape().to_string());
+  table_.value() = vectors.clone().to(table_.value().device());
+}
+
 Tensor Embedding::bucket_ids(const Tensor& ids) const {
   const std::string where = detail::layer_where("Embedding", name_);
   if (!ids.defined() || ids.dtype() != DType::kInt32 || ids.rank() != 1)

@@ -38,16 +38,11 @@ void require_rows_of(const std::string& where, const std::string& role, Var v, s
     fail(where, role, " has ", t.shape()[1], " features, expected ", width);
 }
 
-void require_same_rows(const std::string& where, std::span<const Var> vs,
-                       std::span<const std::string> roles) {
-  for (std::size_t k = 1; k < vs.size(); ++k)
-    if (vs[k].value().rows() != vs[0].value().rows())
-      fail(where, roles[k], " has ", vs[k].value().rows(), " rows but ", roles[0], " has ",
-           vs[0].value().rows(), ": every argument needs one row per batch element");
-}
+namespace {
 
-void append_cell_input(const std::string& where, Var x, std::int64_t input_size,
-                       std::vector<Var>& parts, std::vector<std::string>& roles) {
+// Appends x to parts unless the cell takes no input.
+void add_cell_input(const std::string& where, Var x, std::int64_t input_size,
+                    std::vector<NamedVar>& parts) {
   if (input_size == 0) {
     if (x.defined() && (x.value().rank() != 2 || x.value().shape()[1] != 0))
       fail(where, "the cell has input_size 0, so x must be an undefined Var, got ",
@@ -55,8 +50,44 @@ void append_cell_input(const std::string& where, Var x, std::int64_t input_size,
     return;
   }
   require_rows_of(where, "input", x, input_size);
-  parts.push_back(x);
-  roles.emplace_back("input");
+  parts.push_back({"input", x});
+}
+
+void require_same_rows(const std::string& where, std::span<const NamedVar> parts) {
+  for (const NamedVar& part : parts.subspan(1))
+    if (part.var.value().rows() != parts[0].var.value().rows())
+      fail(where, part.role, " has ", part.var.value().rows(), " rows but ", parts[0].role, " has ",
+           parts[0].var.value().rows(), ": every argument needs one row per batch element");
+}
+
+}  // namespace
+
+Var checked_gate_input(const std::string& where, Var x, std::int64_t input_size,
+                       std::span<const NamedVar> gate_states,
+                       std::span<const NamedVar> other_states, std::int64_t hidden) {
+  std::vector<NamedVar> parts;
+  add_cell_input(where, x, input_size, parts);
+  for (const NamedVar& state : gate_states) {
+    require_rows_of(where, state.role, state.var, hidden);
+    parts.push_back(state);
+  }
+  const std::size_t num_gate_inputs = parts.size();
+  for (const NamedVar& state : other_states) {
+    require_rows_of(where, state.role, state.var, hidden);
+    parts.push_back(state);
+  }
+  require_same_rows(where, parts);
+  if (num_gate_inputs == 1) return parts[0].var;
+  std::vector<Var> vars;
+  for (std::size_t k = 0; k < num_gate_inputs; ++k) vars.push_back(parts[k].var);
+  return concat(vars);
+}
+
+std::vector<NamedVar> named(const char* role, std::span<const Var> states) {
+  std::vector<NamedVar> out;
+  for (std::size_t k = 0; k < states.size(); ++k)
+    out.push_back({std::string(role) + "[" + std::to_string(k) + "]", states[k]});
+  return out;
 }
 
 Initializer gate_bias(std::int64_t start, std::int64_t length, float value) {

@@ -28,14 +28,23 @@ void check_cell_sizes(const std::string& where, std::int64_t input_size, std::in
 
 // Throws unless v is a float32 [B, width] Var; `role` names it ("input", "h", "child_c[1]").
 void require_rows_of(const std::string& where, const std::string& role, Var v, std::int64_t width);
-// Throws unless every defined Var in vs has the same number of rows as the first.
-void require_same_rows(const std::string& where, std::span<const Var> vs,
-                       std::span<const std::string> roles);
 
-// The input x of a cell whose input_size may be 0: with input_size 0 it must be undefined
-// (or [B, 0]) and nothing is added; otherwise it is checked and appended to `parts`.
-void append_cell_input(const std::string& where, Var x, std::int64_t input_size,
-                       std::vector<Var>& parts, std::vector<std::string>& roles);
+// A cell argument and the name its errors use.
+struct NamedVar {
+  std::string role;
+  Var var;
+};
+
+// The input of a cell's gate linear, [x | gate_states...], after checking everything a cell
+// step receives: x is [B, input_size], or with input_size 0 must be undefined (or [B, 0])
+// and is left out; every state is [B, hidden]; all have the same B. `other_states` are
+// checked the same way but not concatenated (the cell states c).
+Var checked_gate_input(const std::string& where, Var x, std::int64_t input_size,
+                       std::span<const NamedVar> gate_states,
+                       std::span<const NamedVar> other_states, std::int64_t hidden);
+
+// Names states role[0], role[1], ...
+std::vector<NamedVar> named(const char* role, std::span<const Var> states);
 
 // A bias initializer: `value` in columns [start, start + length), zero elsewhere (the
 // forget-gate columns of a cell's fused gate bias).

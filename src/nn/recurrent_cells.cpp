@@ -7,25 +7,6 @@
 #include "weft/nn/mode.h"
 
 namespace weft::nn {
-namespace {
-
-// [x | states...] after checking every part's width and that all have the same rows.
-Var cell_inputs(const std::string& where, Var x, std::int64_t input_size,
-                std::initializer_list<std::pair<const char*, Var>> states, std::int64_t hidden) {
-  std::vector<Var> parts;
-  std::vector<std::string> roles;
-  detail::append_cell_input(where, x, input_size, parts, roles);
-  for (const auto& [role, v] : states) {
-    detail::require_rows_of(where, role, v, hidden);
-    parts.push_back(v);
-    roles.emplace_back(role);
-  }
-  detail::require_same_rows(where, parts, roles);
-  return parts.size() == 1 ? parts[0] : concat(parts);
-}
-
-}  // namespace
-
 LSTMCell::LSTMCell(ParameterStore& store, const std::string& name, std::int64_t input_size,
                    std::int64_t hidden, CellOptions options)
     : name_(store.scoped(name)),
@@ -43,11 +24,8 @@ LSTMCell::LSTMCell(ParameterStore& store, const std::string& name, std::int64_t 
 
 std::pair<Var, Var> LSTMCell::operator()(Var x, Var h, Var c) const {
   const std::string where = detail::layer_where("LSTMCell", name_);
-  Var xh = cell_inputs(where, x, input_size_, {{"h", h}}, hidden_);
-  detail::require_rows_of(where, "c", c, hidden_);
-  const Var hc[] = {h, c};
-  const std::string hc_roles[] = {"h", "c"};
-  detail::require_same_rows(where, hc, hc_roles);
+  const detail::NamedVar h_state[] = {{"h", h}}, c_state[] = {{"c", c}};
+  Var xh = detail::checked_gate_input(where, x, input_size_, h_state, c_state, hidden_);
   Tape& tape = h.tape();
   Var gates = linear(xh, tape.parameter(weight_), tape.parameter(bias_));
   Var c_new = detail::cell_state(slice(gates, 1, 0, 3 * hidden_), c, 1, hidden_,
@@ -76,12 +54,14 @@ GRUCell::GRUCell(ParameterStore& store, const std::string& name, std::int64_t in
 
 Var GRUCell::operator()(Var x, Var h) const {
   const std::string where = detail::layer_where("GRUCell", name_);
-  Var xh = cell_inputs(where, x, input_size_, {{"h", h}}, hidden_);
+  const detail::NamedVar h_state[] = {{"h", h}};
+  Var xh = detail::checked_gate_input(where, x, input_size_, h_state, {}, hidden_);
   Tape& tape = h.tape();
   Var rz = sigmoid(linear(xh, tape.parameter(gates_weight_), tape.parameter(gates_bias_)));
   Var r = slice(rz, 1, 0, hidden_);
   Var z = slice(rz, 1, hidden_, hidden_);
-  Var x_rh = cell_inputs(where, x, input_size_, {{"h", r * h}}, hidden_);
+  const detail::NamedVar rh_state[] = {{"r * h", r * h}};
+  Var x_rh = detail::checked_gate_input(where, x, input_size_, rh_state, {}, hidden_);
   Var candidate =
       tanh(linear(x_rh, tape.parameter(candidate_weight_), tape.parameter(candidate_bias_)));
   candidate = mode_dropout(candidate, options_.recurrent_dropout);

@@ -8,27 +8,6 @@
 #include "weft/nn/mode.h"
 
 namespace weft::nn {
-namespace {
-
-// Checks `states` (named role[k]) and appends them to parts/roles.
-void append_states(const std::string& where, const char* role, std::span<const Var> states,
-                   std::int64_t hidden, std::vector<Var>& parts, std::vector<std::string>& roles) {
-  for (std::size_t k = 0; k < states.size(); ++k) {
-    std::string name = std::string(role) + "[" + std::to_string(k) + "]";
-    detail::require_rows_of(where, name, states[k], hidden);
-    parts.push_back(states[k]);
-    roles.push_back(std::move(name));
-  }
-}
-
-Var concat_checked(const std::string& where, std::vector<Var>& parts,
-                   const std::vector<std::string>& roles) {
-  detail::require_same_rows(where, parts, roles);
-  return parts.size() == 1 ? parts[0] : concat(parts);
-}
-
-}  // namespace
-
 NaryTreeLSTMCell::NaryTreeLSTMCell(ParameterStore& store, const std::string& name,
                                    std::int64_t input_size, std::int64_t hidden, int arity,
                                    CellOptions options)
@@ -55,14 +34,8 @@ std::pair<Var, Var> NaryTreeLSTMCell::operator()(Var x, std::span<const Var> chi
   if (child_h.size() != std::size_t(arity_) || child_c.size() != std::size_t(arity_))
     fail(where, "got ", child_h.size(), " child h and ", child_c.size(),
          " child c states for a cell of arity ", arity_);
-  std::vector<Var> parts;
-  std::vector<std::string> roles;
-  detail::append_cell_input(where, x, input_size_, parts, roles);
-  append_states(where, "child_h", child_h, hidden_, parts, roles);
-  const std::size_t num_gate_inputs = parts.size();
-  append_states(where, "child_c", child_c, hidden_, parts, roles);
-  detail::require_same_rows(where, parts, roles);
-  Var xh = concat(std::span<const Var>(parts.data(), num_gate_inputs));
+  Var xh = detail::checked_gate_input(where, x, input_size_, detail::named("child_h", child_h),
+                                      detail::named("child_c", child_c), hidden_);
   Var children = arity_ == 1 ? child_c[0] : concat(child_c);
   Tape& tape = child_h[0].tape();
   const std::int64_t k = arity_;
@@ -92,16 +65,8 @@ ChildSumTreeLSTMCell::ChildSumTreeLSTMCell(ParameterStore& store, const std::str
 
 Var ChildSumTreeLSTMCell::forget_times_cell(Var x, Var child_h, Var child_c) const {
   const std::string where = detail::layer_where("ChildSumTreeLSTMCell", name_);
-  std::vector<Var> parts;
-  std::vector<std::string> roles;
-  detail::append_cell_input(where, x, input_size_, parts, roles);
-  const Var h_one[] = {child_h};
-  append_states(where, "child_h", h_one, hidden_, parts, roles);
-  Var xh = concat_checked(where, parts, roles);
-  detail::require_rows_of(where, "child_c", child_c, hidden_);
-  const Var hc[] = {child_h, child_c};
-  const std::string hc_roles[] = {"child_h", "child_c"};
-  detail::require_same_rows(where, hc, hc_roles);
+  const detail::NamedVar h_state[] = {{"child_h", child_h}}, c_state[] = {{"child_c", child_c}};
+  Var xh = detail::checked_gate_input(where, x, input_size_, h_state, c_state, hidden_);
   Tape& tape = child_h.tape();
   return sigmoid(linear(xh, tape.parameter(forget_weight_), tape.parameter(forget_bias_))) *
          child_c;
@@ -109,17 +74,8 @@ Var ChildSumTreeLSTMCell::forget_times_cell(Var x, Var child_h, Var child_c) con
 
 std::pair<Var, Var> ChildSumTreeLSTMCell::node(Var x, Var h_sum, Var fc_sum) const {
   const std::string where = detail::layer_where("ChildSumTreeLSTMCell", name_);
-  std::vector<Var> parts;
-  std::vector<std::string> roles;
-  detail::append_cell_input(where, x, input_size_, parts, roles);
-  detail::require_rows_of(where, "h_sum", h_sum, hidden_);
-  detail::require_rows_of(where, "fc_sum", fc_sum, hidden_);
-  parts.push_back(h_sum);
-  roles.emplace_back("h_sum");
-  Var xh = concat_checked(where, parts, roles);
-  const Var hc[] = {h_sum, fc_sum};
-  const std::string hc_roles[] = {"h_sum", "fc_sum"};
-  detail::require_same_rows(where, hc, hc_roles);
+  const detail::NamedVar h_state[] = {{"h_sum", h_sum}}, fc_state[] = {{"fc_sum", fc_sum}};
+  Var xh = detail::checked_gate_input(where, x, input_size_, h_state, fc_state, hidden_);
   Tape& tape = h_sum.tape();
   auto [i, u, o] = split<3>(linear(xh, tape.parameter(iou_weight_), tape.parameter(iou_bias_)));
   Var c = sigmoid(i) * mode_dropout(tanh(u), options_.recurrent_dropout) + fc_sum;

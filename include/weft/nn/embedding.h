@@ -33,8 +33,13 @@ class Embedding {
   // check. Throws naming the bad id, its position and the range.
   Tensor bucket_ids(const Tensor& ids) const;
 
-  // [num_buckets, dim]; assign table().value() (same shape) to load pretrained vectors.
+  // [num_buckets, dim]. For pretrained vectors assign table().value() (same shape, float32)
+  // or call set_table(), which checks both. A tape that already used the table this
+  // recording keeps the old values until tape.clear().
   const Parameter& table() const { return table_; }
+  Parameter& table() { return table_; }
+  // Copies `vectors` (float32 [num_buckets, dim]) into the table; throws naming both shapes.
+  void set_table(const Tensor& vectors);
   std::int64_t num_buckets() const { return num_buckets_; }
   std::int64_t dim() const { return dim_; }
   const std::string& name() const { return name_; }
