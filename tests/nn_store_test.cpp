@@ -143,6 +143,17 @@ TEST(NnParameterStore, DuplicateAndMissingNamesThrow) {
   expect_error([&] { store.scope(""); }, {"[ParameterStore] a scope name must not be empty"});
 }
 
+TEST(NnParameterStore, MovedScopeClosesOnce) {
+  nn::ParameterStore store;
+  auto outer = store.scope("a");
+  {
+    auto inner = store.scope("b");
+    auto moved = std::move(inner);
+    EXPECT_EQ(store.scoped("w"), "a/b/w");
+  }
+  EXPECT_EQ(store.scoped("w"), "a/w");
+}
+
 TEST(NnParameterStore, SameSeedSameParameters) {
   auto build = [](std::uint64_t seed) {
     nn::ParameterStore store(seed);
