@@ -1,0 +1,56 @@
+// FC: a fully connected layer over batched rows, y = act(dropout_in(x) W + b) followed by
+// output dropout, as TF Fold's td.FC. Dropout is active only in a training ForwardMode.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "weft/autodiff/tape.h"
+#include "weft/nn/initializers.h"
+#include "weft/nn/parameter_store.h"
+
+namespace weft::nn {
+
+enum class Activation { kNone, kRelu, kTanh, kSigmoid };
+// "none" / "relu" / "tanh" / "sigmoid"
+std::string_view activation_name(Activation activation);
+// Parses those names; throws listing the accepted ones.
+Activation parse_activation(std::string_view name);
+// act(x); kNone returns x.
+Var apply_activation(Activation activation, Var x);
+
+struct FCOptions {
+  Activation activation = Activation::kRelu;
+  float input_dropout = 0.f, output_dropout = 0.f;  // drop probabilities, used when training
+  Initializer weight_init{};  // empty: uniform_unit_scaling(1.43 relu, 1.15 tanh, 1.0 otherwise)
+  Initializer bias_init{};    // empty: zeros
+};
+
+class FC {
+ public:
+  // Creates "name/weight" [in, out] and "name/bias" [out] in the store's current scope.
+  FC(ParameterStore& store, const std::string& name, std::int64_t in, std::int64_t out,
+     FCOptions options = {});
+
+  // x [B, in] -> [B, out]. Throws "[FC 'name'] input has 7 features, expected 5".
+  Var operator()(Var x) const;
+
+  std::int64_t in_features() const { return in_; }
+  std::int64_t out_features() const { return out_; }
+  const Parameter& weight() const { return weight_; }
+  const Parameter& bias() const { return bias_; }
+  const FCOptions& options() const { return options_; }
+  // The scoped name, e.g. "tree_lstm/fc".
+  const std::string& name() const { return name_; }
+  std::vector<Parameter> parameters() const { return {weight_, bias_}; }
+
+ private:
+  std::string name_;
+  std::int64_t in_, out_;
+  FCOptions options_;
+  Parameter weight_, bias_;
+};
+
+}  // namespace weft::nn

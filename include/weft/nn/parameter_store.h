@@ -1,0 +1,73 @@
+// ParameterStore: the named parameters of a model, in creation order, with the Rng their
+// initializers draw from and TF-style name scopes ("tree_lstm/fc/weight"). Layers create
+// their parameters here; optimizers and checkpoints read parameters() back.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "weft/autodiff/tape.h"
+#include "weft/core/rng.h"
+#include "weft/nn/initializers.h"
+
+namespace weft::nn {
+
+class ParameterStore {
+ public:
+  // `seed` seeds rng(), from which every initializer draws, in creation order.
+  explicit ParameterStore(std::uint64_t seed = 0);
+  // Not copyable (two stores would share parameters under two registries); NameScopes
+  // refer to their store, so do not move a store while a scope is open.
+  ParameterStore(const ParameterStore&) = delete;
+  ParameterStore& operator=(const ParameterStore&) = delete;
+  ParameterStore(ParameterStore&&) = default;
+  ParameterStore& operator=(ParameterStore&&) = default;
+
+  // Creates scoped(name) as a float32 CPU tensor of `shape` filled by `init` (zeros when
+  // init is empty). Throws "[ParameterStore] parameter 'x' already exists ..." if taken.
+  Parameter create(const std::string& name, const Shape& shape, const Initializer& init,
+                   bool trainable = true);
+  // Looks up a full name (the scope is NOT applied: names are as parameters() reports them).
+  // Throws naming the missing name.
+  Parameter get(const std::string& name) const;
+  bool contains(const std::string& name) const;
+  // Every parameter, in creation order.
+  const std::vector<Parameter>& parameters() const { return parameters_; }
+  std::vector<Parameter> trainable_parameters() const;
+  std::size_t size() const { return parameters_.size(); }
+  // Total number of elements over every parameter.
+  std::int64_t num_elements() const;
+  // Zeroes every parameter's accumulated gradient.
+  void zero_grad();
+  Rng& rng() { return rng_; }
+  // `name` under the current scopes: "outer/inner/name" (just "name" outside any scope).
+  std::string scoped(const std::string& name) const;
+
+  // RAII name prefix, nestable:
+  //   { auto s = store.scope("tree_lstm"); FC fc(store, "fc", ...); }  -> "tree_lstm/fc/weight"
+  class NameScope {
+   public:
+    NameScope(NameScope&& other) noexcept;
+    NameScope(const NameScope&) = delete;
+    NameScope& operator=(const NameScope&) = delete;
+    NameScope& operator=(NameScope&&) = delete;
+    ~NameScope();
+
+   private:
+    friend class ParameterStore;
+    explicit NameScope(ParameterStore* store) : store_(store) {}
+    ParameterStore* store_;
+  };
+  // Throws if prefix is empty.
+  NameScope scope(const std::string& prefix);
+
+ private:
+  Rng rng_;
+  std::vector<Parameter> parameters_;
+  std::map<std::string, std::size_t> index_;
+  std::vector<std::string> scopes_;
+};
+
+}  // namespace weft::nn

@@ -1,0 +1,88 @@
+// FC: parameters with TF Fold's default initializers, and the forward with width checks and
+// mode-dependent dropout.
+#include "weft/nn/fc.h"
+
+#include "layer_util.h"
+#include "weft/autodiff/ops.h"
+#include "weft/core/error.h"
+#include "weft/core/named_enum.h"
+#include "weft/nn/mode.h"
+
+namespace weft::nn {
+namespace {
+
+// TF Fold's FC: uniform_unit_scaling with the gain that keeps activations' scale.
+Initializer default_weight_init(Activation activation) {
+  switch (activation) {
+    case Activation::kRelu:
+      return uniform_unit_scaling(1.43f);
+    case Activation::kTanh:
+      return uniform_unit_scaling(1.15f);
+    case Activation::kNone:
+    case Activation::kSigmoid:
+      break;
+  }
+  return uniform_unit_scaling(1.0f);
+}
+
+}  // namespace
+
+std::string_view activation_name(Activation activation) {
+  switch (activation) {
+    case Activation::kNone:
+      return "none";
+    case Activation::kRelu:
+      return "relu";
+    case Activation::kTanh:
+      return "tanh";
+    case Activation::kSigmoid:
+      return "sigmoid";
+  }
+  return "?";
+}
+
+Activation parse_activation(std::string_view name) {
+  return parse_named(
+      "activation", "activation", name,
+      {Activation::kNone, Activation::kRelu, Activation::kTanh, Activation::kSigmoid},
+      activation_name);
+}
+
+Var apply_activation(Activation activation, Var x) {
+  switch (activation) {
+    case Activation::kRelu:
+      return relu(x);
+    case Activation::kTanh:
+      return tanh(x);
+    case Activation::kSigmoid:
+      return sigmoid(x);
+    case Activation::kNone:
+      break;
+  }
+  return x;
+}
+
+FC::FC(ParameterStore& store, const std::string& name, std::int64_t in, std::int64_t out,
+       FCOptions options)
+    : name_(store.scoped(name)), in_(in), out_(out), options_(std::move(options)) {
+  const std::string where = detail::layer_where("FC", name_);
+  detail::require_extent(where, "in", in);
+  detail::require_extent(where, "out", out);
+  detail::require_drop_prob(where, "input_dropout", options_.input_dropout);
+  detail::require_drop_prob(where, "output_dropout", options_.output_dropout);
+  if (!options_.weight_init) options_.weight_init = default_weight_init(options_.activation);
+  if (!options_.bias_init) options_.bias_init = zeros();
+  auto scope = store.scope(name);
+  weight_ = store.create("weight", {in, out}, options_.weight_init);
+  bias_ = store.create("bias", {out}, options_.bias_init);
+}
+
+Var FC::operator()(Var x) const {
+  detail::require_rows_of(detail::layer_where("FC", name_), "input", x, in_);
+  Tape& tape = x.tape();
+  Var in = mode_dropout(x, options_.input_dropout);
+  Var y = linear(in, tape.parameter(weight_), tape.parameter(bias_));
+  return mode_dropout(apply_activation(options_.activation, y), options_.output_dropout);
+}
+
+}  // namespace weft::nn

@@ -1,0 +1,71 @@
+// LSTMCell and GRUCell: one linear over [x | h] for the gates (one GEMM per batched step);
+// the LSTM's cell state through the fused lstm_cell_state op.
+#include "layer_util.h"
+#include "weft/autodiff/ops.h"
+#include "weft/core/error.h"
+#include "weft/nn/cells.h"
+#include "weft/nn/mode.h"
+
+namespace weft::nn {
+LSTMCell::LSTMCell(ParameterStore& store, const std::string& name, std::int64_t input_size,
+                   std::int64_t hidden, CellOptions options)
+    : name_(store.scoped(name)),
+      input_size_(input_size),
+      hidden_(hidden),
+      options_(std::move(options)) {
+  detail::check_cell_sizes(detail::layer_where("LSTMCell", name_), input_size, hidden,
+                           options_.recurrent_dropout);
+  auto scope = store.scope(name);
+  weight_ = store.create("weight", {input_size + hidden, 4 * hidden},
+                         detail::cell_weight_init(options_.weight_init));
+  // Columns [f | i | g | o]: the forget bias goes to the first `hidden`.
+  bias_ = store.create("bias", {4 * hidden}, detail::gate_bias(0, hidden, options_.forget_bias));
+}
+
+std::pair<Var, Var> LSTMCell::operator()(Var x, Var h, Var c) const {
+  const std::string where = detail::layer_where("LSTMCell", name_);
+  const detail::NamedVar h_state[] = {{"h", h}}, c_state[] = {{"c", c}};
+  Var xh = detail::checked_gate_input(where, x, input_size_, h_state, c_state, hidden_);
+  Tape& tape = h.tape();
+  Var gates = linear(xh, tape.parameter(weight_), tape.parameter(bias_));
+  Var c_new = detail::cell_state(slice(gates, 1, 0, 3 * hidden_), c, 1, hidden_,
+                                 options_.recurrent_dropout);
+  Var o = slice(gates, 1, 3 * hidden_, hidden_);
+  return {sigmoid(o) * tanh(c_new), c_new};
+}
+
+GRUCell::GRUCell(ParameterStore& store, const std::string& name, std::int64_t input_size,
+                 std::int64_t hidden, CellOptions options)
+    : name_(store.scoped(name)),
+      input_size_(input_size),
+      hidden_(hidden),
+      options_(std::move(options)) {
+  detail::check_cell_sizes(detail::layer_where("GRUCell", name_), input_size, hidden,
+                           options_.recurrent_dropout);
+  auto scope = store.scope(name);
+  const Initializer init = detail::cell_weight_init(options_.weight_init);
+  gates_weight_ = store.create("gates_weight", {input_size + hidden, 2 * hidden}, init);
+  // Columns [r | z]: the forget bias goes to z, the gate that keeps the old state.
+  gates_bias_ = store.create("gates_bias", {2 * hidden},
+                             detail::gate_bias(hidden, hidden, options_.forget_bias));
+  candidate_weight_ = store.create("candidate_weight", {input_size + hidden, hidden}, init);
+  candidate_bias_ = store.create("candidate_bias", {hidden}, zeros());
+}
+
+Var GRUCell::operator()(Var x, Var h) const {
+  const std::string where = detail::layer_where("GRUCell", name_);
+  const detail::NamedVar h_state[] = {{"h", h}};
+  Var xh = detail::checked_gate_input(where, x, input_size_, h_state, {}, hidden_);
+  Tape& tape = h.tape();
+  Var rz = sigmoid(linear(xh, tape.parameter(gates_weight_), tape.parameter(gates_bias_)));
+  Var r = slice(rz, 1, 0, hidden_);
+  Var z = slice(rz, 1, hidden_, hidden_);
+  const detail::NamedVar rh_state[] = {{"r * h", r * h}};
+  Var x_rh = detail::checked_gate_input(where, x, input_size_, rh_state, {}, hidden_);
+  Var candidate =
+      tanh(linear(x_rh, tape.parameter(candidate_weight_), tape.parameter(candidate_bias_)));
+  candidate = mode_dropout(candidate, options_.recurrent_dropout);
+  return candidate + z * (h - candidate);  // z h + (1 - z) candidate
+}
+
+}  // namespace weft::nn
