@@ -41,9 +41,13 @@ if(WEFT_HAVE_CUDA)
   if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES OR CMAKE_CUDA_ARCHITECTURES STREQUAL "")
     set(CMAKE_CUDA_ARCHITECTURES 80 90)
   endif()
-  set(CMAKE_CUDA_STANDARD 20)
-  set(CMAKE_CUDA_STANDARD_REQUIRED ON)
   enable_language(CUDA)
+  # libweft requires cxx_std_20, which CMake also applies to its CUDA sources; CMake 3.25 does
+  # not know nvcc's flag for it (nvcc 12+ accepts -std=c++20), so it is named here.
+  if(NOT CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
+    set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+    set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+  endif()
   message(STATUS "weft: CUDA backend on (CUDA ${CUDAToolkit_VERSION}, architectures "
                  "${CMAKE_CUDA_ARCHITECTURES})")
 endif()

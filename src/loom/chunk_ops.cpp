@@ -52,8 +52,8 @@ Var gather_chunk_rows(std::span<const Var> chunks, const std::vector<std::int32_
   for (const Var& c : chunks)
     if (c.value().device() != first.device())
       fail("loom", "a gather reads values on different devices: ", device_name(first.device()),
-           " and ", device_name(c.value().device()), " (", first.describe(), " vs ", c.value().describe(),
-           "): parameters, fed batches and the Executor's device must agree");
+           " and ", device_name(c.value().device()), " (", first.describe(), " vs ",
+           c.value().describe(), "): parameters, fed batches and the Executor's device must agree");
   Tensor refs_tensor = Tensor::empty(Shape{std::int64_t(refs.size() / 2), 2}, DType::kInt32);
   std::copy(refs.begin(), refs.end(), refs_tensor.data<std::int32_t>());
   std::vector<Tensor> values;

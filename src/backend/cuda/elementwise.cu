@@ -75,8 +75,8 @@ __global__ void unary_kernel(UnaryOp op, const float* x, float* y, std::int64_t 
   WEFT_GRID_STRIDE(i, n) y[i] = unary_of(op, x[i]);
 }
 
-__global__ void unary_backward_kernel(UnaryOp op, const float* x, const float* y,
-                                      const float* dy, float* dx, std::int64_t n) {
+__global__ void unary_backward_kernel(UnaryOp op, const float* x, const float* y, const float* dy,
+                                      float* dx, std::int64_t n) {
   WEFT_GRID_STRIDE(i, n) dx[i] += dy[i] * unary_derivative(op, x[i], y[i]);
 }
 
@@ -152,8 +152,8 @@ __global__ void binary_backward_small_kernel(BinaryOp op, const float* full, con
 
 template <typename T>
 __global__ void copy_blocks_kernel(const T* src, std::int64_t src_stride, T* dst,
-                                   std::int64_t dst_stride, std::int64_t block_size,
-                                   std::int64_t n, bool accumulate) {
+                                   std::int64_t dst_stride, std::int64_t block_size, std::int64_t n,
+                                   bool accumulate) {
   WEFT_GRID_STRIDE(i, n) {
     const std::int64_t blk = i / block_size, j = i % block_size;
     const T v = src[blk * src_stride + j];
@@ -188,8 +188,7 @@ __global__ void lstm_cell_state_kernel(const float* gates, const float* children
 
 __global__ void lstm_cell_state_backward_kernel(const float* gates, const float* children,
                                                 const float* dc, float* dgates, float* dchildren,
-                                                std::int64_t rows, std::int64_t n,
-                                                std::int64_t k) {
+                                                std::int64_t rows, std::int64_t n, std::int64_t k) {
   WEFT_GRID_STRIDE(e, rows * n) {
     const std::int64_t r = e / n, u = e % n;
     const std::int64_t gate0 = r * (k + 2) * n + u, child0 = r * k * n + u;
@@ -219,8 +218,8 @@ void fill(Tensor& y, float value) {
   } else {
     std::memcpy(&bits, &value, 4);
   }
-  fill_kernel<<<grid_for(n), kThreads, 0, stream()>>>(static_cast<std::uint32_t*>(y.raw_data()),
-                                                      n, bits);
+  fill_kernel<<<grid_for(n), kThreads, 0, stream()>>>(static_cast<std::uint32_t*>(y.raw_data()), n,
+                                                      bits);
   check_launch("fill");
 }
 
@@ -228,8 +227,8 @@ void add_into(const Tensor& x, float scale, Tensor& y) {
   WEFT_ASSERT(x.numel() == y.numel());
   const std::int64_t n = y.numel();
   if (n == 0) return;
-  add_into_kernel<<<grid_for(n), kThreads, 0, stream()>>>(x.data<float>(), scale,
-                                                          y.data<float>(), n);
+  add_into_kernel<<<grid_for(n), kThreads, 0, stream()>>>(x.data<float>(), scale, y.data<float>(),
+                                                          n);
   check_launch("add_into");
 }
 
@@ -254,9 +253,8 @@ void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& y) {
   const std::int64_t n = y.numel();
   if (n == 0) return;
   WEFT_ASSERT(a.numel() == n || b.numel() == n);
-  binary_kernel<<<grid_for(n), kThreads, 0, stream()>>>(op, a.data<float>(), a.numel(),
-                                                        b.data<float>(), b.numel(),
-                                                        y.data<float>(), n);
+  binary_kernel<<<grid_for(n), kThreads, 0, stream()>>>(
+      op, a.data<float>(), a.numel(), b.data<float>(), b.numel(), y.data<float>(), n);
   check_launch("binary");
 }
 
@@ -316,8 +314,8 @@ void dropout_mask(float keep_prob, std::uint64_t seed, Tensor& mask) {
   WEFT_ASSERT(keep_prob > 0.0f && keep_prob <= 1.0f);
   const std::int64_t n = mask.numel();
   if (n == 0) return;
-  dropout_mask_kernel<<<grid_for(n), kThreads, 0, stream()>>>(keep_prob, seed,
-                                                              mask.data<float>(), n);
+  dropout_mask_kernel<<<grid_for(n), kThreads, 0, stream()>>>(keep_prob, seed, mask.data<float>(),
+                                                              n);
   check_launch("dropout_mask");
 }
 

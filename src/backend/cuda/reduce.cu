@@ -76,8 +76,7 @@ __device__ inline float from_ordered_bits(std::uint32_t u) {
 // key = ordered value in the high half, 0xffffffff - row in the low half: the maximum key is
 // the largest value, and among equal values the first row. 0 means "no row yet".
 __global__ void segment_max_kernel(const float* x, const std::int32_t* ids,
-                                   unsigned long long* keys, std::int64_t rows,
-                                   std::int64_t size) {
+                                   unsigned long long* keys, std::int64_t rows, std::int64_t size) {
   WEFT_GRID_STRIDE(e, rows * size) {
     const std::int64_t r = e / size, f = e % size;
     const unsigned long long key = (static_cast<unsigned long long>(ordered_bits(x[e])) << 32) |
@@ -155,9 +154,8 @@ __global__ void softmax_backward_kernel(const float* y, const float* dy, bool lo
   }
 }
 
-__global__ void cross_entropy_kernel(const float* logits, const std::int32_t* labels,
-                                     float* losses, float* probs, std::int64_t rows,
-                                     std::int64_t classes) {
+__global__ void cross_entropy_kernel(const float* logits, const std::int32_t* labels, float* losses,
+                                     float* probs, std::int64_t rows, std::int64_t classes) {
   __shared__ float scratch[32];
   for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const float* in = logits + r * classes;
@@ -264,8 +262,8 @@ void softmax_cross_entropy(const Tensor& logits, const Tensor& labels, Tensor& l
   WEFT_ASSERT(labels.numel() == logits.rows() && losses.numel() == logits.rows());
   if (logits.rows() == 0) return;
   cross_entropy_kernel<<<row_grid(logits.rows()), kRowThreads, 0, stream()>>>(
-      logits.data<float>(), labels.data<std::int32_t>(), losses.data<float>(),
-      probs.data<float>(), logits.rows(), logits.row_size());
+      logits.data<float>(), labels.data<std::int32_t>(), losses.data<float>(), probs.data<float>(),
+      logits.rows(), logits.row_size());
   check_launch("softmax_cross_entropy");
 }
 
