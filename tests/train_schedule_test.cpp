@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "op_test_util.h"
 
 namespace weft::testing {
