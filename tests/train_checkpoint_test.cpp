@@ -79,8 +79,10 @@ void train_steps(Regression& model, train::Optimizer& optimizer, Rng& rng, std::
     std::vector<float> xb, yb;
     for (int i = 0; i < 4; ++i) {
       const std::size_t row = std::size_t(rng.below(16));
-      xb.insert(xb.end(), xs.begin() + std::ptrdiff_t(3 * row), xs.begin() + std::ptrdiff_t(3 * row + 3));
-      yb.insert(yb.end(), ys.begin() + std::ptrdiff_t(2 * row), ys.begin() + std::ptrdiff_t(2 * row + 2));
+      xb.insert(xb.end(), xs.begin() + std::ptrdiff_t(3 * row),
+                xs.begin() + std::ptrdiff_t(3 * row + 3));
+      yb.insert(yb.end(), ys.begin() + std::ptrdiff_t(2 * row),
+                ys.begin() + std::ptrdiff_t(2 * row + 2));
     }
     tape.clear();
     TapeScope scope(tape);
@@ -121,8 +123,9 @@ TEST_F(TrainCheckpoint, RoundTripRestoresEverything) {
   EXPECT_EQ(c.info.config_json, R"({"hidden": 3})");
   EXPECT_EQ(c.format_version, train::kCheckpointFormatVersion);
   EXPECT_TRUE(c.has_optimizer);
-  EXPECT_EQ(c.optimizer_description, "adam beta1=0.9 beta2=0.999 eps=1e-08 weight_decay=0.01 "
-                                     "(decoupled)");
+  EXPECT_EQ(c.optimizer_description,
+            "adam beta1=0.9 beta2=0.999 eps=1e-08 weight_decay=0.01 "
+            "(decoupled)");
   ASSERT_EQ(c.extra.size(), 1u);
   EXPECT_EQ(c.extra.at("best/reg/w").to_float_vector(), std::vector<float>(6, 1.5f));
   // A model-only load ignores the optimizer state; read_checkpoint_info needs no model.
@@ -200,8 +203,8 @@ TEST_F(TrainCheckpoint, TruncatedAndForeignFilesAreRejected) {
   Regression other(2);
   const std::vector<float> before = other.w.value().to_float_vector();
   expect_error([&] { train::load_checkpoint(path("c"), other.parameters()); },
-               {"[checkpoint] cannot load '", "[safetensors] '",
-                "runs past the end of the data", "is the file truncated?"});
+               {"[checkpoint] cannot load '", "[safetensors] '", "runs past the end of the data",
+                "is the file truncated?"});
   fs::resize_file(path("c"), 5);
   expect_error([&] { train::load_checkpoint(path("c"), other.parameters()); },
                {"[checkpoint] cannot load '", "is truncated: 5 bytes"});
@@ -236,23 +239,29 @@ TEST_F(TrainCheckpoint, MismatchesAreAllNamed) {
   Parameter added("tree_lstm/new", Tensor::zeros({4}));
   const std::vector<Parameter> model{new_weight, new_bias, added};
   expect_error([&] { train::load_checkpoint(path("c"), model); },
-               {"[checkpoint] '", "c': parameter 'tree_lstm/fc/weight' has shape [300, 150] "
-                                  "in the file but [300, 100] in the model",
+               {"[checkpoint] '",
+                "c': parameter 'tree_lstm/fc/weight' has shape [300, 150] "
+                "in the file but [300, 100] in the model",
                 "missing parameters (in the model, not in the file): 'tree_lstm/new'",
                 "unexpected parameters (in the file, not in the model): 'tree_lstm/old'"});
   EXPECT_EQ(new_bias.value().to_float_vector(), std::vector<float>(300, 1.0f));  // all or nothing
   auto optimizer = train::make_optimizer({}, std::vector<Parameter>{weight, bias, old});
-  expect_error([&] { train::load_checkpoint(path("c"), std::vector<Parameter>{weight, bias, old},
-                                            optimizer.get()); },
-               {"the file has no optimizer state (it was saved without an optimizer)"});
+  expect_error(
+      [&] {
+        train::load_checkpoint(path("c"), std::vector<Parameter>{weight, bias, old},
+                               optimizer.get());
+      },
+      {"the file has no optimizer state (it was saved without an optimizer)"});
   auto adam = train::make_optimizer(adam_spec(), std::vector<Parameter>{bias});
   train::save_checkpoint(path("adam"), std::vector<Parameter>{bias}, adam.get(), {}, {"m"});
   OptimizerSpec momentum;
   momentum.momentum = 0.9;
   auto sgd = train::make_optimizer(momentum, std::vector<Parameter>{bias});
-  expect_error([&] { train::load_checkpoint(path("adam"), std::vector<Parameter>{bias}, sgd.get()); },
-               {"the file holds the state of 'adam beta1=0.9", "but the optimizer is 'sgd "
-                                                               "momentum=0.9'"});
+  expect_error(
+      [&] { train::load_checkpoint(path("adam"), std::vector<Parameter>{bias}, sgd.get()); },
+      {"the file holds the state of 'adam beta1=0.9",
+       "but the optimizer is 'sgd "
+       "momentum=0.9'"});
   expect_error(
       [&] {
         train::save_checkpoint(path("x"), std::vector<Parameter>{bias}, nullptr, {}, {"m"},

@@ -51,8 +51,11 @@ TEST(TrainMetrics, ArgmaxHits) {
   // Row argmaxes: 1, 0 (first of a tie), 2.
   EXPECT_EQ(train::argmax_hits(logits, int_tensor({3}, {1, 0, 2})), 3);
   EXPECT_EQ(train::argmax_hits(logits, int_tensor({3}, {1, 1, 0})), 1);
-  expect_error([&] { train::argmax_hits(logits, int_tensor({2}, {0, 0})); },
-               {"[argmax_hits] labels must be int32 [3] for logits float32 [3, 3], got int32 [2]"});
+  expect_error(
+      [&] {
+        train::argmax_hits(logits, int_tensor({2}, {0, 0}));
+      },
+      {"[argmax_hits] labels must be int32 [3] for logits float32 [3, 3], got int32 [2]"});
 }
 
 }  // namespace

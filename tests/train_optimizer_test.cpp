@@ -58,7 +58,8 @@ std::vector<double> reference(const OptimizerSpec& s, std::vector<double> p) {
 
 void set_grad(Parameter& p, int t, std::size_t offset) {
   float* g = p.grad().data<float>();
-  for (std::int64_t i = 0; i < p.value().numel(); ++i) g[i] = gradient_at(t, offset + std::size_t(i));
+  for (std::int64_t i = 0; i < p.value().numel(); ++i)
+    g[i] = gradient_at(t, offset + std::size_t(i));
 }
 
 // Runs the optimizer on two parameters (6 + 4 values, seen as one flat vector by the
@@ -76,7 +77,8 @@ void expect_matches_reference(const OptimizerSpec& spec) {
     set_grad(frozen, t, 0);
     optimizer->step(learning_rate_at(t));
   }
-  const std::vector<double> expected = reference(spec, std::vector<double>(init.begin(), init.end()));
+  const std::vector<double> expected =
+      reference(spec, std::vector<double>(init.begin(), init.end()));
   std::vector<float> got = w.value().to_float_vector();
   const std::vector<float> got_b = b.value().to_float_vector();
   got.insert(got.end(), got_b.begin(), got_b.end());
@@ -240,8 +242,11 @@ TEST(TrainOptimizer, SpecErrors) {
   EXPECT_EQ(train::parse_weight_decay_mode("decoupled"), WeightDecayMode::kDecoupled);
   Parameter a("same", Tensor::zeros({1}));
   Parameter b("same", Tensor::zeros({1}));
-  expect_error([&] { train::make_optimizer({}, std::vector<Parameter>{a, b}); },
-               {"two different parameters are named 'same'"});
+  expect_error(
+      [&] {
+        train::make_optimizer({}, std::vector<Parameter>{a, b});
+      },
+      {"two different parameters are named 'same'"});
   auto optimizer = train::make_optimizer({}, std::vector<Parameter>{a});
   expect_error([&] { optimizer->step(std::nan("")); }, {"the learning rate must be finite"});
 }

@@ -64,7 +64,7 @@ TEST(TrainSchedule, CosineWithWarmup) {
   s.validate();
   EXPECT_DOUBLE_EQ(s.at(4), 0.5);
   EXPECT_DOUBLE_EQ(s.at(10), 1.0);
-  EXPECT_NEAR(s.at(60), 0.6, 1e-12);                                // half way: the mean
+  EXPECT_NEAR(s.at(60), 0.6, 1e-12);                                   // half way: the mean
   EXPECT_NEAR(s.at(35), 0.2 + 0.8 * (1 + std::sqrt(0.5)) / 2, 1e-12);  // a quarter
   EXPECT_DOUBLE_EQ(s.at(110), 0.2);
   EXPECT_DOUBLE_EQ(s.at(500), 0.2);  // stays at min_lr after total_steps

@@ -30,8 +30,7 @@ class Logistic : public train::TrainableModel {
  public:
   explicit Logistic(std::uint64_t init_seed, std::size_t train_size = 240,
                     std::size_t dev_size = 120)
-      : w_("logistic/w", random_tensor({2, 2}, init_seed)),
-        b_("logistic/b", Tensor::zeros({2})) {
+      : w_("logistic/w", random_tensor({2, 2}, init_seed)), b_("logistic/b", Tensor::zeros({2})) {
     Rng rng(11);
     for (std::size_t i = 0; i < train_size + dev_size; ++i) {
       const float x0 = rng.normal(), x1 = rng.normal();
@@ -53,8 +52,8 @@ class Logistic : public train::TrainableModel {
     std::thread::id thread;
   };
 
-  std::unique_ptr<train::PreparedBatch> prepare_batch(
-      Split split, std::span<const std::size_t> ids) override {
+  std::unique_ptr<train::PreparedBatch> prepare_batch(Split split,
+                                                      std::span<const std::size_t> ids) override {
     ++prepared_;
     return make_inputs(split, ids);
   }
@@ -203,7 +202,8 @@ TEST_F(TrainTrainer, SameSeedSameNumbers) {
   for (std::size_t r = 1; r < results.size(); ++r) {
     EXPECT_EQ(weights[r], weights[0]);
     EXPECT_EQ(results[r].state, results[0].state);
-    for (std::size_t e = 0; e < 3; ++e) expect_same_records(results[r].epochs[e], results[0].epochs[e]);
+    for (std::size_t e = 0; e < 3; ++e)
+      expect_same_records(results[r].epochs[e], results[0].epochs[e]);
   }
   Logistic other(1);
   train::TrainerOptions o = options(3);
@@ -327,7 +327,8 @@ TEST_F(TrainTrainer, JsonLinesLog) {
     EXPECT_EQ(j["epoch"], i + 1);
     EXPECT_EQ(j["step"], 15 * (i + 1));
     EXPECT_EQ(j["examples"], 240);
-    EXPECT_DOUBLE_EQ(j["learning_rate"].get<double>(), o.schedule.at(std::int64_t(15 * (i + 1) - 1)));
+    EXPECT_DOUBLE_EQ(j["learning_rate"].get<double>(),
+                     o.schedule.at(std::int64_t(15 * (i + 1) - 1)));
     EXPECT_DOUBLE_EQ(j["train"]["loss"].get<double>(), result.epochs[i].train.value("loss"));
     EXPECT_GT(j["train"]["accuracy"].get<double>(), 0.0);
     EXPECT_DOUBLE_EQ(j["dev"]["accuracy"].get<double>(), result.epochs[i].dev.value("accuracy"));
@@ -384,7 +385,8 @@ TEST_F(TrainTrainer, Errors) {
   expect_error([&] { train::Trainer{o}; }, {"[trainer] batch_size must be >= 1"});
   o = scripted_options(1);
   o.resume_from = path("missing.ckpt");
-  expect_error([&] { train::Trainer(o).fit(model); }, {"[checkpoint] cannot load '", "missing.ckpt'"});
+  expect_error([&] { train::Trainer(o).fit(model); },
+               {"[checkpoint] cannot load '", "missing.ckpt'"});
   Logistic diverging(1);
   o = options(2);
   o.schedule.kind = train::ScheduleKind::kConstant;

@@ -58,8 +58,8 @@ T json_field(const Json& j, const char* key, const std::string& path) {
   try {
     return j.at(key).get<T>();
   } catch (const Json::exception&) {
-    fail("checkpoint", "'", path, "': training_state '", key, "' has the wrong type: ",
-         j.at(key).dump());
+    fail("checkpoint", "'", path, "': training_state '", key,
+         "' has the wrong type: ", j.at(key).dump());
   }
 }
 
@@ -82,11 +82,9 @@ TrainingState parse_training_state(const std::string& text, const std::string& p
   return state;
 }
 
-std::string metadata_field(const io::Metadata& metadata, const char* key,
-                           const std::string& path) {
+std::string metadata_field(const io::Metadata& metadata, const char* key, const std::string& path) {
   const auto it = metadata.find(key);
-  if (it == metadata.end())
-    fail("checkpoint", "'", path, "': the metadata lacks '", key, "'");
+  if (it == metadata.end()) fail("checkpoint", "'", path, "': the metadata lacks '", key, "'");
   return it->second;
 }
 
@@ -135,8 +133,8 @@ void save_checkpoint(const std::string& path, std::span<const Parameter> paramet
                      const Optimizer* optimizer, const TrainingState& state,
                      const CheckpointInfo& info, const io::TensorMap& extra) {
   if (Json::parse(info.config_json, nullptr, /*allow_exceptions=*/false).is_discarded())
-    fail("checkpoint", "cannot save '", path, "': the config is not valid JSON: ",
-         info.config_json);
+    fail("checkpoint", "cannot save '", path,
+         "': the config is not valid JSON: ", info.config_json);
   io::TensorMap tensors;
   for (const Parameter& p : unique_parameters(parameters, path))
     tensors.emplace(std::string(kModelPrefix) + p.name(), p.value());

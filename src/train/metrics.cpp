@@ -92,8 +92,8 @@ std::int64_t argmax_hits(const Tensor& logits, const Tensor& labels) {
   if (logits.rank() != 2 || logits.dtype() != DType::kFloat32)
     fail("argmax_hits", "logits must be float32 [B, C], got ", logits.describe());
   if (labels.rank() != 1 || labels.dtype() != DType::kInt32 || labels.numel() != logits.rows())
-    fail("argmax_hits", "labels must be int32 [", logits.rows(), "] for logits ",
-         logits.describe(), ", got ", labels.describe());
+    fail("argmax_hits", "labels must be int32 [", logits.rows(), "] for logits ", logits.describe(),
+         ", got ", labels.describe());
   const std::vector<float> z = logits.to_float_vector();
   const std::vector<std::int32_t> y = labels.to_int_vector();
   const std::int64_t classes = logits.shape()[1];

@@ -144,7 +144,8 @@ io::TensorMap Optimizer::state() const {
   const std::string kind(kind_name());
   if (steps_ > std::numeric_limits<std::int32_t>::max())
     fail("optimizer", "the step count ", steps_, " does not fit the int32 state tensor");
-  out[kind + "/step"] = Tensor::from_vector(Shape{}, std::vector<std::int32_t>{std::int32_t(steps_)});
+  out[kind + "/step"] =
+      Tensor::from_vector(Shape{}, std::vector<std::int32_t>{std::int32_t(steps_)});
   for (std::size_t i = 0; i < parameters_.size(); ++i)
     for (std::size_t k = 0; k < slot_names_.size(); ++k)
       out[kind + "/" + slot_names_[k] + "/" + parameters_[i].name()] = slots_[i][k];
@@ -159,8 +160,8 @@ std::vector<std::string> Optimizer::state_problems(const io::TensorMap& state) c
       expected, state, "optimizer state", fmt::format("this {} optimizer", kind_name()));
   const auto step = state.find(std::string(kind_name()) + "/step");
   if (problems.empty() && step->second.to_int_vector()[0] < 0)
-    problems.push_back(fmt::format("the optimizer step count is negative ({})",
-                                   step->second.to_int_vector()[0]));
+    problems.push_back(
+        fmt::format("the optimizer step count is negative ({})", step->second.to_int_vector()[0]));
   return problems;
 }
 
@@ -184,8 +185,9 @@ namespace {
 class Sgd final : public Optimizer {
  public:
   Sgd(const OptimizerSpec& spec, std::span<const Parameter> parameters)
-      : Optimizer(spec, parameters, spec.momentum > 0 ? std::vector<std::string>{"velocity"}
-                                                      : std::vector<std::string>{}) {}
+      : Optimizer(spec, parameters,
+                  spec.momentum > 0 ? std::vector<std::string>{"velocity"}
+                                    : std::vector<std::string>{}) {}
 
  protected:
   void update(float* value, const float* grad, std::span<float* const> slots, std::int64_t n,

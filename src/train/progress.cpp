@@ -66,8 +66,8 @@ void Progress::draw(std::int64_t done, double mean_loss, double seconds) {
 void Progress::end_epoch(const EpochRecord& record) {
   if (!enabled_) return;
   if (bar_ && drawn_) fmt::print(stream_, "\r\x1b[K");
-  std::string line = fmt::format("epoch {}/{}  train{}", record.epoch, epochs_,
-                                 figures_text(record.train));
+  std::string line =
+      fmt::format("epoch {}/{}  train{}", record.epoch, epochs_, figures_text(record.train));
   if (!record.dev.empty()) line += " | dev" + figures_text(record.dev);
   line += fmt::format(" | {:.0f} ex/s {:.2f} s lr {:.6g}{}", record.examples_per_second,
                       record.seconds, record.learning_rate, record.best ? " (best)" : "");

@@ -43,9 +43,8 @@ void LrSchedule::validate() const {
          " decay needs step_size >= 1 and gamma > 0, got step_size ", step_size, " and gamma ",
          gamma);
   if (kind == ScheduleKind::kCosine && total_steps <= warmup_steps)
-    fail("schedule", "cosine decay needs total_steps > warmup_steps, got total_steps ",
-         total_steps, " and warmup_steps ", warmup_steps,
-         "; set total_steps to epochs * batches per epoch");
+    fail("schedule", "cosine decay needs total_steps > warmup_steps, got total_steps ", total_steps,
+         " and warmup_steps ", warmup_steps, "; set total_steps to epochs * batches per epoch");
   if (kind == ScheduleKind::kCosine && !(min_lr >= 0 && min_lr <= learning_rate))
     fail("schedule", "cosine decay needs 0 <= min_lr <= learning_rate, got min_lr ", min_lr);
 }

@@ -37,22 +37,22 @@ std::vector<std::string> compare_tensors(std::span<const ExpectedTensor> expecte
     }
     const Tensor& t = it->second;
     if (t.dtype() != e.dtype)
-      problems.push_back(weft::detail::concat_message(what, " '", e.name, "' is ", dtype_name(t.dtype()),
-                                                " in the file but ", dtype_name(e.dtype), " in ",
-                                                owner));
+      problems.push_back(weft::detail::concat_message(what, " '", e.name, "' is ",
+                                                      dtype_name(t.dtype()), " in the file but ",
+                                                      dtype_name(e.dtype), " in ", owner));
     else if (t.shape() != e.shape)
       problems.push_back(weft::detail::concat_message(what, " '", e.name, "' has shape ", t.shape(),
-                                                " in the file but ", e.shape, " in ", owner));
+                                                      " in the file but ", e.shape, " in ", owner));
   }
   std::vector<std::string> unexpected;
   for (const auto& entry : found)
     if (known.count(entry.first) == 0) unexpected.push_back(entry.first);
   if (!missing.empty())
     problems.push_back(weft::detail::concat_message("missing ", what, "s (in ", owner,
-                                              ", not in the file): ", list_names(missing)));
+                                                    ", not in the file): ", list_names(missing)));
   if (!unexpected.empty())
     problems.push_back(weft::detail::concat_message("unexpected ", what, "s (in the file, not in ",
-                                              owner, "): ", list_names(unexpected)));
+                                                    owner, "): ", list_names(unexpected)));
   return problems;
 }
 

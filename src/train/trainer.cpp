@@ -33,8 +33,9 @@ void for_each_batch(TrainableModel& model, Split split, std::span<const std::siz
     return ids.subspan(b * batch_size, std::min(batch_size, ids.size() - b * batch_size));
   };
   auto launch = [&](std::size_t b) {
-    return std::async(std::launch::async,
-                      [&model, split, batch = ids_of(b)] { return model.prepare_batch(split, batch); });
+    return std::async(std::launch::async, [&model, split, batch = ids_of(b)] {
+      return model.prepare_batch(split, batch);
+    });
   };
   std::future<std::unique_ptr<PreparedBatch>> next;
   if (ahead && count > 0) next = launch(0);
@@ -62,9 +63,10 @@ std::string checkpoint_config(const TrainableModel& model, const TrainerOptions&
   nlohmann::json model_config =
       nlohmann::json::parse(model.config_json(), nullptr, /*allow_exceptions=*/false);
   if (model_config.is_discarded())
-    fail("trainer", "model '", model.name(), "' returned a config that is not JSON: ",
-         model.config_json());
-  return nlohmann::json{{"model", model_config}, {"trainer", nlohmann::json::parse(options.to_json())}}
+    fail("trainer", "model '", model.name(),
+         "' returned a config that is not JSON: ", model.config_json());
+  return nlohmann::json{{"model", model_config},
+                        {"trainer", nlohmann::json::parse(options.to_json())}}
       .dump();
 }
 

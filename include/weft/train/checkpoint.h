@@ -25,8 +25,8 @@ namespace weft::train {
 inline constexpr int kCheckpointFormatVersion = 1;
 
 struct TrainingState {
-  std::int64_t epoch = 0;  // epochs completed
-  std::int64_t step = 0;   // optimizer updates made
+  std::int64_t epoch = 0;              // epochs completed
+  std::int64_t step = 0;               // optimizer updates made
   std::array<std::uint64_t, 4> rng{};  // Rng::state()
   std::optional<double> best_dev;      // the best dev figure so far, if any
   std::int64_t best_epoch = 0;         // the epoch that reached it

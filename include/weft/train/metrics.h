@@ -66,11 +66,20 @@ class MetricSet {
  private:
   struct Figure {
     bool is_hits = false;
-    double sum = 0;  // hits for hit rates
+    double sum = 0;     // hits for hit rates
     double weight = 0;  // total for hit rates
   };
   Figure& figure(const std::string& name, bool is_hits);
   std::map<std::string, Figure> figures_;
+};
+
+// What a batch contributes: the SUM of its examples' losses, their count, and any figures
+// (accuracy as add_hits, ...): what a model hands the Trainer. The name "loss" is reserved
+// for the trainer, which adds loss_sum / examples under it.
+struct BatchFigures {
+  double loss_sum = 0;
+  std::int64_t examples = 0;
+  MetricSet metrics;
 };
 
 // The number of rows of logits [B, C] whose largest entry (first on ties) is at the label

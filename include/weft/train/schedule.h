@@ -26,10 +26,10 @@ struct LrSchedule {
   double learning_rate = 0.01;
   // Steps of linear warm-up: step s < warmup_steps gets lr * (s + 1) / warmup_steps.
   std::int64_t warmup_steps = 0;
-  double gamma = 0.1;           // kStep, kExponential: the decay factor per step_size steps
-  std::int64_t step_size = 1;   // kStep, kExponential
-  std::int64_t total_steps = 0; // kCosine: the step where the rate reaches min_lr
-  double min_lr = 0.0;          // kCosine
+  double gamma = 0.1;            // kStep, kExponential: the decay factor per step_size steps
+  std::int64_t step_size = 1;    // kStep, kExponential
+  std::int64_t total_steps = 0;  // kCosine: the step where the rate reaches min_lr
+  double min_lr = 0.0;           // kCosine
 
   // Throws weft::Error naming the bad field.
   void validate() const;

@@ -27,14 +27,6 @@ namespace weft::train {
 enum class Split { kTrain, kDev, kTest };
 std::string_view split_name(Split split);  // "train", "dev", "test"
 
-// What a batch contributes: the SUM of its examples' losses, their count, and any figures
-// (accuracy as add_hits, ...). The name "loss" is reserved for the trainer.
-struct BatchFigures {
-  double loss_sum = 0;
-  std::int64_t examples = 0;
-  MetricSet metrics;
-};
-
 // Work done for a batch ahead of time (a weave, tensors of its inputs), owned by the trainer
 // between prepare_batch and train_batch / eval_batch. Models derive their own.
 class PreparedBatch {
@@ -108,14 +100,14 @@ struct TrainerOptions {
 // One epoch's figures, as written to the JSON-lines log.
 struct EpochRecord {
   std::int64_t epoch = 0;
-  std::int64_t step = 0;         // optimizer updates made after the epoch
-  double learning_rate = 0;      // the rate of the epoch's last update
-  MetricSet train;               // "loss" and the model's figures
-  MetricSet dev;                 // empty without a dev split
-  std::int64_t examples = 0;     // training examples seen this epoch
-  double seconds = 0;            // training time (without dev evaluation)
+  std::int64_t step = 0;      // optimizer updates made after the epoch
+  double learning_rate = 0;   // the rate of the epoch's last update
+  MetricSet train;            // "loss" and the model's figures
+  MetricSet dev;              // empty without a dev split
+  std::int64_t examples = 0;  // training examples seen this epoch
+  double seconds = 0;         // training time (without dev evaluation)
   double examples_per_second = 0;
-  bool best = false;             // this epoch improved the best dev figure
+  bool best = false;  // this epoch improved the best dev figure
 
   // {"epoch":1,"step":..,"learning_rate":..,"train":{..},"dev":{..},"examples":..,
   //  "seconds":..,"examples_per_second":..,"best":..}
