@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "op_test_util.h"
+#include "weft/train/losses.h"
 
 namespace weft::testing {
 namespace {
@@ -65,9 +66,9 @@ class Logistic : public train::TrainableModel {
     tape_.clear();
     TapeScope scope(tape_);
     Var logits = linear(dropout(tape_.constant(in.x), 0.1f, rng), w_, b_);
-    Var losses = softmax_cross_entropy(logits, in.y);
-    tape_.backward(mean(losses));
-    return figures(logits.value(), losses.value(), in.y);
+    train::ClassificationLoss loss = train::classification_loss(logits, in.y);
+    tape_.backward(loss.loss);
+    return std::move(loss.figures);
   }
 
   BatchFigures eval_batch(const train::Batch& batch) override {
@@ -76,8 +77,7 @@ class Logistic : public train::TrainableModel {
     Tape tape;
     tape.set_grad_enabled(false);
     TapeScope scope(tape);
-    Var logits = linear(tape.constant(in.x), w_, b_);
-    return figures(logits.value(), softmax_cross_entropy(logits, in.y).value(), in.y);
+    return train::classification_loss(linear(tape.constant(in.x), w_, b_), in.y).figures;
   }
 
   Parameter w_, b_;
@@ -109,14 +109,6 @@ class Logistic : public train::TrainableModel {
     if (batch.prepared != nullptr) return static_cast<const Inputs&>(*batch.prepared);
     own = make_inputs(batch.split, batch.example_ids);
     return *own;
-  }
-
-  static BatchFigures figures(const Tensor& logits, const Tensor& losses, const Tensor& y) {
-    BatchFigures f;
-    for (float l : losses.to_float_vector()) f.loss_sum += l;
-    f.examples = y.numel();
-    f.metrics.add_hits("accuracy", train::argmax_hits(logits, y), y.numel());
-    return f;
   }
 
   Data train_, dev_;
