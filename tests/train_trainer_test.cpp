@@ -252,7 +252,7 @@ class Scripted : public train::TrainableModel {
     return {double(batch.example_ids.size()), std::int64_t(batch.example_ids.size()), {}};
   }
   BatchFigures eval_batch(const train::Batch& batch) override {
-    const double score = scores_.at(std::size_t(p_.value().item()) - 1);
+    const double score = scores_.empty() ? 0.0 : scores_.at(std::size_t(p_.value().item()) - 1);
     const auto n = std::int64_t(batch.example_ids.size());
     BatchFigures f{score * double(n), n, {}};
     f.metrics.add_mean("score", score, double(n));
@@ -300,11 +300,35 @@ TEST_F(TrainTrainer, KeepsAndRestoresTheBestEpoch) {
   o.best_mode = train::BestMode::kMin;
   EXPECT_EQ(train::Trainer(o).fit(by_loss).state.best_epoch, 4);
   EXPECT_EQ(by_loss.p_.value().item(), 4.0f);
+  Scripted from_file({0.5, 0.9, 0.7});  // the best restored from its checkpoint file
+  o = scripted_options(3);
+  o.keep_best_in_memory = false;
+  o.best_checkpoint_path = path("best2.ckpt");
+  EXPECT_EQ(train::Trainer(o).fit(from_file).state.best_epoch, 2);
+  EXPECT_EQ(from_file.p_.value().item(), 2.0f);
+  o.best_checkpoint_path.clear();
+  expect_error([&] { train::Trainer{o}; },
+               {"restore_best without keep_best_in_memory needs a best_checkpoint_path"});
   Scripted last({0.5, 0.9, 0.7});
   o = scripted_options(3);
   o.restore_best = false;
   train::Trainer(o).fit(last);
   EXPECT_EQ(last.p_.value().item(), 3.0f);
+}
+
+TEST_F(TrainTrainer, ClipsGradientsBeforeEachUpdate) {
+  // The gradient is -1 each step (one step per epoch, lr 1): p grows by the clipped size.
+  Scripted by_value({});
+  train::TrainerOptions o = scripted_options(2);
+  o.best_metric.clear();
+  o.clip_value = 0.25;
+  train::Trainer(o).fit(by_value);
+  EXPECT_EQ(by_value.p_.value().item(), 0.5f);
+  Scripted by_norm({});
+  o.clip_value = 0;
+  o.clip_norm = 0.125;
+  train::Trainer(o).fit(by_norm);
+  EXPECT_EQ(by_norm.p_.value().item(), 0.25f);
 }
 
 TEST_F(TrainTrainer, JsonLinesLog) {

@@ -77,7 +77,9 @@ struct Trainer::Run {
   std::vector<Parameter> parameters;  // every parameter, for checkpoints
   Rng rng;
   TrainingState state;
-  std::vector<Tensor> best;  // the parameters' values at the best epoch; empty if none
+  // The trainable parameters' values at the best epoch (frozen ones cannot differ), in the
+  // optimizer's order; empty if none or when not kept in memory.
+  std::vector<Tensor> best;
   std::unique_ptr<detail::Progress> progress;
   std::ofstream log;
 };
@@ -107,9 +109,7 @@ TrainResult Trainer::fit(TrainableModel& model) {
     finish_epoch(run, record);
     result.epochs.push_back(std::move(record));
   }
-  if (options_.restore_best && !run.best.empty())
-    for (std::size_t i = 0; i < run.parameters.size(); ++i)
-      detail::copy_values(run.best[i], run.parameters[i].value());
+  if (options_.restore_best && run.state.best_dev) restore_best(run);
   result.state = run.state;
   return result;
 }
@@ -166,7 +166,8 @@ void Trainer::finish_epoch(Run& run, EpochRecord& record) {
       run.state.best_dev = value;
       run.state.best_epoch = record.epoch;
       run.best.clear();
-      for (const Parameter& p : run.parameters) run.best.push_back(p.value().clone());
+      if (options_.keep_best_in_memory)
+        for (const Parameter& p : optimizer_->parameters()) run.best.push_back(p.value().clone());
     }
   }
   run.state.rng = run.rng.state();
@@ -179,6 +180,18 @@ void Trainer::finish_epoch(Run& run, EpochRecord& record) {
     if (!run.log) fail("trainer", "writing the log '", options_.log_path, "' failed");
   }
   run.progress->end_epoch(record);
+}
+
+void Trainer::restore_best(Run& run) const {
+  const std::vector<Parameter>& trainable = optimizer_->parameters();
+  if (!run.best.empty()) {
+    for (std::size_t i = 0; i < trainable.size(); ++i) {
+      Parameter p = trainable[i];
+      detail::copy_values(run.best[i], p.value());
+    }
+  } else if (!options_.best_checkpoint_path.empty()) {
+    load_checkpoint(options_.best_checkpoint_path, run.parameters);
+  }
 }
 
 MetricSet Trainer::evaluate(TrainableModel& model, Split split) {
@@ -202,7 +215,7 @@ MetricSet Trainer::evaluate(TrainableModel& model, Split split) {
 void Trainer::save(Run& run, const std::string& path) const {
   io::TensorMap extra;
   for (std::size_t i = 0; i < run.best.size(); ++i)
-    extra.emplace(std::string(kBestPrefix) + run.parameters[i].name(), run.best[i]);
+    extra.emplace(std::string(kBestPrefix) + optimizer_->parameters()[i].name(), run.best[i]);
   save_checkpoint(path, run.parameters, optimizer_.get(), run.state,
                   {run.model.name(), checkpoint_config(run.model, options_)}, extra);
 }
@@ -216,12 +229,12 @@ void Trainer::resume(Run& run) {
   run.rng.set_state(c.state.rng);
   run.state = c.state;
   std::vector<detail::ExpectedTensor> expected;
-  for (const Parameter& p : run.parameters)
+  for (const Parameter& p : optimizer_->parameters())
     expected.push_back({std::string(kBestPrefix) + p.name(), p.shape(), DType::kFloat32});
   io::TensorMap best;
   for (const auto& [name, tensor] : c.extra)
     if (name.compare(0, kBestPrefix.size(), kBestPrefix) == 0) best.emplace(name, tensor);
-  if (best.empty()) return;
+  if (best.empty() || !options_.keep_best_in_memory) return;
   const std::vector<std::string> problems =
       detail::compare_tensors(expected, best, "best-model tensor", "the model");
   if (!problems.empty())

@@ -25,6 +25,10 @@ void TrainerOptions::validate() const {
   if (clip_norm < 0) fail("trainer", "clip_norm must be >= 0 (0 = off), got ", clip_norm);
   if (clip_value < 0) fail("trainer", "clip_value must be >= 0 (0 = off), got ", clip_value);
   if (threads < 0) fail("trainer", "threads must be >= 0 (0 = leave as is), got ", threads);
+  if (!best_metric.empty() && restore_best && !keep_best_in_memory && best_checkpoint_path.empty())
+    fail("trainer",
+         "restore_best without keep_best_in_memory needs a best_checkpoint_path to "
+         "restore from");
   optimizer.validate();
   schedule.validate();
 }

@@ -83,6 +83,10 @@ struct TrainerOptions {
   std::string best_metric;
   BestMode best_mode = BestMode::kMax;
   bool restore_best = true;
+  // Keep a copy of the best epoch's trainable parameters in memory (and in the epoch
+  // checkpoints, as "best/<name>", so a resumed run restores the same best). Off, restoring
+  // reads best_checkpoint_path instead, which must then be set.
+  bool keep_best_in_memory = true;
   std::string checkpoint_path;       // written (atomically) after every epoch when set
   std::string best_checkpoint_path;  // written when the dev figure improves, when set
   std::string resume_from;           // a checkpoint to continue from (must exist), when set
@@ -138,6 +142,7 @@ class Trainer {
   void finish_epoch(Run& run, EpochRecord& record);
   void resume(Run& run);
   void save(Run& run, const std::string& path) const;
+  void restore_best(Run& run) const;
 
   TrainerOptions options_;
   std::unique_ptr<Optimizer> optimizer_;
