@@ -335,7 +335,11 @@ TEST_F(TrainTrainer, JsonLinesLog) {
   Logistic model(1);
   train::TrainerOptions o = options(3);
   o.log_path = path("log.jsonl");
-  const train::TrainResult result = train::Trainer(o).fit(model);
+  o.schedule.total_steps = 0;  // the whole run: 3 epochs of 15 batches
+  train::Trainer trainer(o);
+  const train::TrainResult result = trainer.fit(model);
+  EXPECT_EQ(trainer.schedule().total_steps, 45);
+  o.schedule.total_steps = 45;
   const std::vector<std::string> lines = read_lines(path("log.jsonl"));
   ASSERT_EQ(lines.size(), 3u);
   for (std::size_t i = 0; i < lines.size(); ++i) {

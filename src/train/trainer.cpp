@@ -94,6 +94,13 @@ TrainResult Trainer::fit(TrainableModel& model) {
     fail("trainer", "model '", model.name(), "' has no training examples");
   Run run{model, model.parameters(), Rng(options_.seed), {}, {}, {}, {}};
   optimizer_ = make_optimizer(options_.optimizer, run.parameters);
+  schedule_ = options_.schedule;
+  if (schedule_.kind == ScheduleKind::kCosine && schedule_.total_steps == 0) {
+    const std::size_t batches =
+        (model.num_examples(Split::kTrain) + options_.batch_size - 1) / options_.batch_size;
+    schedule_.total_steps = std::int64_t(batches) * options_.epochs;
+    schedule_.validate();
+  }
   run.state.rng = run.rng.state();
   const bool resuming = !options_.resume_from.empty();
   if (resuming) resume(run);
@@ -109,7 +116,8 @@ TrainResult Trainer::fit(TrainableModel& model) {
     finish_epoch(run, record);
     result.epochs.push_back(std::move(record));
   }
-  if (options_.restore_best && run.state.best_dev) restore_best(run);
+  if (options_.restore_best && !options_.best_metric.empty() && run.state.best_dev)
+    restore_best(run);
   result.state = run.state;
   return result;
 }
@@ -128,7 +136,7 @@ EpochRecord Trainer::train_epoch(Run& run) {
   const std::span<const Parameter> parameters = optimizer_->parameters();
   for_each_batch(run.model, Split::kTrain, order, options_.batch_size, options_.prepare_ahead,
                  [&](const Batch& batch) {
-                   const double lr = options_.schedule.at(run.state.step);
+                   const double lr = schedule_.at(run.state.step);
                    optimizer_->zero_grad();
                    BatchFigures figures = run.model.train_batch(batch, run.rng);
                    check_figures(figures, Split::kTrain, run.state.step);

@@ -30,7 +30,10 @@ void TrainerOptions::validate() const {
          "restore_best without keep_best_in_memory needs a best_checkpoint_path to "
          "restore from");
   optimizer.validate();
-  schedule.validate();
+  LrSchedule whole_run = schedule;  // total_steps 0: filled in by Trainer::fit
+  if (whole_run.kind == ScheduleKind::kCosine && whole_run.total_steps == 0)
+    whole_run.total_steps = whole_run.warmup_steps + 1;
+  whole_run.validate();
 }
 
 std::string TrainerOptions::to_json() const {

@@ -75,6 +75,7 @@ struct TrainerOptions {
   std::uint64_t seed = 0;
   bool shuffle = true;
   OptimizerSpec optimizer;
+  // A cosine schedule with total_steps 0 decays over the whole run (epochs x batches).
   LrSchedule schedule;
   double clip_norm = 0;   // clip the global gradient norm to this, when > 0
   double clip_value = 0;  // clamp each gradient element to +-this, when > 0
@@ -135,6 +136,8 @@ class Trainer {
   MetricSet evaluate(TrainableModel& model, Split split);
   // The optimizer of the last fit (null before).
   Optimizer* optimizer() { return optimizer_.get(); }
+  // The schedule of the last fit, with a cosine's total_steps filled in.
+  const LrSchedule& schedule() const { return schedule_; }
 
  private:
   struct Run;
@@ -146,6 +149,7 @@ class Trainer {
 
   TrainerOptions options_;
   std::unique_ptr<Optimizer> optimizer_;
+  LrSchedule schedule_;
 };
 
 }  // namespace weft::train
