@@ -249,6 +249,13 @@ TEST(TrainOptimizer, SpecErrors) {
       {"two different parameters are named 'same'"});
   auto optimizer = train::make_optimizer({}, std::vector<Parameter>{a});
   expect_error([&] { optimizer->step(std::nan("")); }, {"the learning rate must be finite"});
+  OptimizerSpec adam;
+  adam.kind = OptimizerKind::kAdam;
+  auto adam_optimizer = train::make_optimizer(adam, std::vector<Parameter>{a});
+  a.value() = Tensor::zeros({2});
+  expect_error([&] { adam_optimizer->step(0.1); },
+               {"[optimizer] parameter 'same' is [2] with gradient [1] but was [1] when the "
+                "optimizer was made"});
 }
 
 }  // namespace

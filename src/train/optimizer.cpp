@@ -117,6 +117,11 @@ void Optimizer::step(double learning_rate) {
 
 void Optimizer::update_parameter(std::size_t index, double learning_rate) {
   Parameter& p = parameters_[index];
+  const Shape& slot_shape = slots_[index].empty() ? p.shape() : slots_[index][0].shape();
+  if (p.shape() != slot_shape || p.grad().shape() != p.shape())
+    fail("optimizer", "parameter '", p.name(), "' is ", p.shape(), " with gradient ",
+         p.grad().shape(), " but was ", slot_shape,
+         " when the optimizer was made; make a new optimizer after reshaping parameters");
   const bool on_host = p.value().device() == Device::kCpu;
   Tensor value = on_host ? p.value() : p.value().to(Device::kCpu);
   const Tensor grad_tensor = p.grad().to(Device::kCpu);
