@@ -41,6 +41,22 @@ struct Batch {
 };
 
 // A model the Trainer can fit. It owns its data; the trainer only deals in example indices.
+//
+//   struct Classifier : train::TrainableModel {
+//     std::vector<Parameter> parameters() override { return {w, b}; }
+//     std::size_t num_examples(train::Split s) const override { return data(s).size(); }
+//     train::BatchFigures train_batch(const train::Batch& batch, Rng& rng) override {
+//       tape.clear();
+//       TapeScope scope(tape);
+//       auto [x, labels] = inputs(batch.split, batch.example_ids);
+//       auto out = train::classification_loss(linear(dropout(x, 0.1f, rng), w, b), labels);
+//       tape.backward(out.loss);  // the batch's mean loss
+//       return out.figures;       // loss sum, count, "accuracy"
+//     }
+//     train::BatchFigures eval_batch(const train::Batch& batch) override { ... }
+//   };
+//   train::TrainerOptions options;  // epochs, batch_size, optimizer, schedule, best_metric...
+//   train::Trainer(options).fit(model);
 class TrainableModel {
  public:
   virtual ~TrainableModel() = default;
