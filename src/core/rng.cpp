@@ -3,6 +3,8 @@
 
 #include <cmath>
 
+#include "weft/core/error.h"
+
 namespace weft {
 namespace {
 __extension__ typedef unsigned __int128 Uint128;
@@ -34,6 +36,16 @@ float Rng::normal() {
   float u2 = uniform();
   if (u1 < 1e-12f) u1 = 1e-12f;
   return std::sqrt(-2.0f * std::log(u1)) * std::cos(6.28318530717958647692f * u2);
+}
+
+std::array<std::uint64_t, 4> Rng::state() const {
+  return {state_[0], state_[1], state_[2], state_[3]};
+}
+
+void Rng::set_state(const std::array<std::uint64_t, 4>& state) {
+  if (state[0] == 0 && state[1] == 0 && state[2] == 0 && state[3] == 0)
+    fail("rng", "the all-zero state is invalid for xoshiro256** (it would only produce zeros)");
+  for (int i = 0; i < 4; ++i) state_[i] = state[std::size_t(i)];
 }
 
 std::uint64_t Rng::below(std::uint64_t n) {

@@ -3,6 +3,7 @@
 // gives the same numbers on every platform.
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 namespace weft {
@@ -20,6 +21,11 @@ class Rng {
   float normal();
   // Uniform integer in [0, n).
   std::uint64_t below(std::uint64_t n);
+
+  // The generator's four state words, so a checkpoint can save them and a resumed run can
+  // continue the same stream; set_state rejects the all-zero state, where xoshiro is stuck.
+  std::array<std::uint64_t, 4> state() const;
+  void set_state(const std::array<std::uint64_t, 4>& state);
 
  private:
   std::uint64_t state_[4];

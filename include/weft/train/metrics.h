@@ -1,0 +1,89 @@
+// Running figures for training and evaluation: weighted running means (losses), hit counters
+// (accuracy), and MetricSet, a small map of named figures that batches fill, epochs merge,
+// and the trainer's log writes as JSON. Figures are sums plus weights, so merging batch
+// results in any grouping gives the same mean as one pass over every example.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "weft/tensor/tensor.h"
+
+namespace weft::train {
+
+// The mean of values added with weights (a batch's mean loss with weight = its size).
+class RunningMean {
+ public:
+  void add(double value, double weight = 1.0);
+  void merge(const RunningMean& other);
+  void reset() { *this = RunningMean(); }
+  double sum() const { return sum_; }
+  double weight() const { return weight_; }
+  // 0 before anything was added.
+  double mean() const { return weight_ > 0 ? sum_ / weight_ : 0.0; }
+
+ private:
+  double sum_ = 0;
+  double weight_ = 0;
+};
+
+// hits / total, for accuracies.
+class HitCounter {
+ public:
+  void add(std::int64_t hits, std::int64_t total);
+  void merge(const HitCounter& other);
+  void reset() { *this = HitCounter(); }
+  std::int64_t hits() const { return hits_; }
+  std::int64_t total() const { return total_; }
+  // 0 before anything was added.
+  double rate() const { return total_ > 0 ? double(hits_) / double(total_) : 0.0; }
+
+ private:
+  std::int64_t hits_ = 0;
+  std::int64_t total_ = 0;
+};
+
+// Named running figures. A name is either a mean (add_mean) or a hit rate (add_hits); using
+// one name both ways is an error. Names iterate in sorted order, so logs are stable.
+class MetricSet {
+ public:
+  void add_mean(const std::string& name, double value, double weight = 1.0);
+  void add_hits(const std::string& name, std::int64_t hits, std::int64_t total);
+  // Adds every figure of `other` (same kinds required for shared names).
+  void merge(const MetricSet& other);
+  void clear() { figures_.clear(); }
+
+  bool empty() const { return figures_.empty(); }
+  bool contains(const std::string& name) const { return figures_.count(name) != 0; }
+  // The figure's current value (mean or rate); throws naming the known figures if absent.
+  double value(const std::string& name) const;
+  std::vector<std::string> names() const;
+  // {"accuracy": 0.91, "loss": 0.25}: every figure's value, sorted by name.
+  std::string to_json() const;
+
+ private:
+  struct Figure {
+    bool is_hits = false;
+    double sum = 0;     // hits for hit rates
+    double weight = 0;  // total for hit rates
+  };
+  Figure& figure(const std::string& name, bool is_hits);
+  std::map<std::string, Figure> figures_;
+};
+
+// What a batch contributes: the SUM of its examples' losses, their count, and any figures
+// (accuracy as add_hits, ...): what a model hands the Trainer. The name "loss" is reserved
+// for the trainer, which adds loss_sum / examples under it.
+struct BatchFigures {
+  double loss_sum = 0;
+  std::int64_t examples = 0;
+  MetricSet metrics;
+};
+
+// The number of rows of logits [B, C] whose largest entry (first on ties) is at the label
+// (int32 [B]): the hits of an accuracy. Throws on mismatched shapes.
+std::int64_t argmax_hits(const Tensor& logits, const Tensor& labels);
+
+}  // namespace weft::train

@@ -1,0 +1,113 @@
+// Optimizers over a model's parameters: SGD (momentum, Nesterov), Adagrad and Adam, each with
+// optional weight decay, either L2-coupled (added to the gradient) or decoupled (AdamW: the
+// value shrinks by lr * decay directly). Only trainable parameters are updated. The state
+// (per-parameter slots and the step count) is exposed as named tensors for checkpoints and
+// loaded back with every name and shape checked. Gradient clipping is free functions, so a
+// training loop can clip before any optimizer. Updates run on the host in double precision.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "weft/autodiff/tape.h"
+#include "weft/io/safetensors.h"
+
+namespace weft::train {
+
+enum class OptimizerKind { kSgd, kAdagrad, kAdam };
+// kL2: g += decay * value before the update. kDecoupled: value -= lr * decay * value.
+enum class WeightDecayMode { kL2, kDecoupled };
+
+std::string_view optimizer_kind_name(OptimizerKind kind);  // "sgd", "adagrad", "adam"
+OptimizerKind parse_optimizer_kind(std::string_view name);
+std::string_view weight_decay_mode_name(WeightDecayMode mode);  // "l2", "decoupled"
+WeightDecayMode parse_weight_decay_mode(std::string_view name);
+
+struct OptimizerSpec {
+  OptimizerKind kind = OptimizerKind::kSgd;
+  // SGD: v = momentum * v + g; value -= lr * v (or lr * (g + momentum * v) with Nesterov).
+  double momentum = 0.0;
+  bool nesterov = false;
+  // Adagrad: s += g^2; value -= lr * g / (sqrt(s) + epsilon), s starting at initial_accumulator.
+  double initial_accumulator = 0.0;
+  // Adam: m, v moving averages of g and g^2, bias-corrected; value -= lr * m^ / (sqrt(v^) + eps).
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double epsilon = 1e-8;  // Adam and Adagrad
+  double weight_decay = 0.0;
+  WeightDecayMode weight_decay_mode = WeightDecayMode::kL2;
+
+  // Throws weft::Error naming the bad field.
+  void validate() const;
+  // "adam beta1=0.9 beta2=0.999 eps=1e-08 weight_decay=0.01 (decoupled)", for logs.
+  std::string describe() const;
+};
+
+class Optimizer {
+ public:
+  virtual ~Optimizer();
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  const OptimizerSpec& spec() const { return spec_; }
+  std::string_view kind_name() const { return optimizer_kind_name(spec_.kind); }
+  // The parameters it updates: the trainable ones it was given, in order, each once.
+  const std::vector<Parameter>& parameters() const { return parameters_; }
+  // Updates made so far.
+  std::int64_t steps() const { return steps_; }
+
+  // One update of every parameter from its accumulated gradient. Gradients are left as they
+  // are (call zero_grad before the next backward).
+  void step(double learning_rate);
+  void zero_grad();
+
+  // The state as tensors: "<kind>/step" (int32 []) and "<kind>/<slot>/<parameter name>" (the
+  // parameter's shape), e.g. "adam/m/fc/weight". The tensors share the live state: save or
+  // clone them before the next step.
+  io::TensorMap state() const;
+  // Every difference between `state` and what state() holds (names, dtypes, shapes), one
+  // line each; empty when it can be loaded.
+  std::vector<std::string> state_problems(const io::TensorMap& state) const;
+  // Checks that `state` has exactly the names, dtypes and shapes state() has, throwing
+  // "[where] ..." with every missing, unexpected or mismatched entry; loads nothing.
+  void check_state(const io::TensorMap& state, const std::string& where) const;
+  // check_state, then copies the values in.
+  void load_state(const io::TensorMap& state, const std::string& where = "optimizer");
+
+ protected:
+  Optimizer(const OptimizerSpec& spec, std::span<const Parameter> parameters,
+            std::vector<std::string> slot_names, float slot_initial_value = 0.0f);
+  // Updates n values in place from their gradient (weight decay of the kL2 kind already
+  // added); slots[k] is this parameter's buffer for slot_names[k]. `step` counts from 1.
+  virtual void update(float* value, const float* grad, std::span<float* const> slots,
+                      std::int64_t n, double learning_rate, std::int64_t step) = 0;
+
+ private:
+  void update_parameter(std::size_t index, double learning_rate);
+
+  OptimizerSpec spec_;
+  std::vector<Parameter> parameters_;
+  std::vector<std::string> slot_names_;
+  std::vector<std::vector<Tensor>> slots_;  // [parameter][slot], host float32
+  std::vector<float> decayed_grad_;         // scratch for L2 decay
+  std::int64_t steps_ = 0;
+};
+
+// The optimizer the spec describes, over the trainable parameters among `parameters`
+// (duplicated handles count once). Throws if the spec is invalid or two parameters share a name.
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerSpec& spec,
+                                          std::span<const Parameter> parameters);
+
+// The global L2 norm of the trainable parameters' gradients.
+double grad_norm(std::span<const Parameter> parameters);
+// When the global norm exceeds max_norm (> 0), scales every trainable gradient by
+// max_norm / norm. Returns the norm before clipping.
+double clip_grad_norm(std::span<const Parameter> parameters, double max_norm);
+// Clamps every trainable gradient element to [-limit, limit] (limit > 0).
+void clip_grad_value(std::span<const Parameter> parameters, double limit);
+
+}  // namespace weft::train

@@ -1,0 +1,146 @@
+// The train / eval loop, generic over TrainableModel: seeded shuffling each epoch, mini-batch
+// forward/backward by the model, clipping, optimizer updates under a learning-rate schedule,
+// dev evaluation with best-model selection, atomic checkpoints every epoch, resuming from one
+// (model, optimizer, epoch, step, RNG: the run continues exactly as if never stopped), an
+// optional background thread preparing the next batch, a progress bar on terminals, and a
+// JSON-lines log with one object per epoch. Same seed, data and thread count: same numbers.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "weft/autodiff/tape.h"
+#include "weft/core/rng.h"
+#include "weft/train/checkpoint.h"
+#include "weft/train/metrics.h"
+#include "weft/train/optimizer.h"
+#include "weft/train/schedule.h"
+
+namespace weft::train {
+
+enum class Split { kTrain, kDev, kTest };
+std::string_view split_name(Split split);  // "train", "dev", "test"
+
+// Work done for a batch ahead of time (a weave, tensors of its inputs), owned by the trainer
+// between prepare_batch and train_batch / eval_batch. Models derive their own.
+class PreparedBatch {
+ public:
+  virtual ~PreparedBatch() = default;
+};
+
+struct Batch {
+  Split split = Split::kTrain;
+  std::span<const std::size_t> example_ids;  // indices into the split, in [0, num_examples)
+  PreparedBatch* prepared = nullptr;         // what prepare_batch returned for these ids
+};
+
+// A model the Trainer can fit. It owns its data; the trainer only deals in example indices.
+class TrainableModel {
+ public:
+  virtual ~TrainableModel() = default;
+
+  virtual std::string name() const { return "model"; }
+  // Free-form JSON text stored in checkpoints (sizes, hyperparameters).
+  virtual std::string config_json() const { return "{}"; }
+  virtual std::vector<Parameter> parameters() = 0;
+  virtual std::size_t num_examples(Split split) const = 0;
+
+  // Forward and backward over the batch: accumulate into the parameters' gradients the
+  // gradient of the batch's MEAN loss (no update; gradients are zero on entry). `rng` is
+  // for dropout and the like.
+  virtual BatchFigures train_batch(const Batch& batch, Rng& rng) = 0;
+  // Forward only (no gradients needed).
+  virtual BatchFigures eval_batch(const Batch& batch) = 0;
+  // Optional work for a batch that reads neither parameters nor an RNG (e.g. weaving its
+  // examples). With TrainerOptions::prepare_ahead it runs on a background thread while the
+  // previous batch trains, so it must not touch state that train_batch changes.
+  virtual std::unique_ptr<PreparedBatch> prepare_batch(Split /*split*/,
+                                                       std::span<const std::size_t> /*ids*/) {
+    return nullptr;
+  }
+};
+
+enum class BestMode { kMax, kMin };
+enum class ProgressMode { kAuto, kBar, kLines, kOff };  // kAuto: a bar on a terminal
+
+struct TrainerOptions {
+  int epochs = 10;
+  std::size_t batch_size = 32;
+  std::uint64_t seed = 0;
+  bool shuffle = true;
+  OptimizerSpec optimizer;
+  LrSchedule schedule;
+  double clip_norm = 0;   // clip the global gradient norm to this, when > 0
+  double clip_value = 0;  // clamp each gradient element to +-this, when > 0
+  // The dev figure that selects the best epoch: "loss" or a metric the model reports; empty:
+  // no selection. At the end the parameters are the best epoch's when restore_best is set.
+  std::string best_metric;
+  BestMode best_mode = BestMode::kMax;
+  bool restore_best = true;
+  std::string checkpoint_path;       // written (atomically) after every epoch when set
+  std::string best_checkpoint_path;  // written when the dev figure improves, when set
+  std::string resume_from;           // a checkpoint to continue from (must exist), when set
+  std::string log_path;              // JSON lines, one per epoch (appended when resuming)
+  bool prepare_ahead = true;         // prepare the next batch on a background thread
+  int threads = 0;                   // CPU threads (set_num_threads) when > 0
+  ProgressMode progress = ProgressMode::kAuto;
+  std::FILE* progress_stream = stderr;
+
+  void validate() const;
+  // The options as JSON text, stored in checkpoints' config.
+  std::string to_json() const;
+};
+
+// One epoch's figures, as written to the JSON-lines log.
+struct EpochRecord {
+  std::int64_t epoch = 0;
+  std::int64_t step = 0;      // optimizer updates made after the epoch
+  double learning_rate = 0;   // the rate of the epoch's last update
+  MetricSet train;            // "loss" and the model's figures
+  MetricSet dev;              // empty without a dev split
+  std::int64_t examples = 0;  // training examples seen this epoch
+  double seconds = 0;         // training time (without dev evaluation)
+  double examples_per_second = 0;
+  bool best = false;  // this epoch improved the best dev figure
+
+  // {"epoch":1,"step":..,"learning_rate":..,"train":{..},"dev":{..},"examples":..,
+  //  "seconds":..,"examples_per_second":..,"best":..}
+  std::string to_json() const;
+};
+
+struct TrainResult {
+  std::vector<EpochRecord> epochs;  // the epochs run by this call
+  TrainingState state;              // after the last epoch
+};
+
+class Trainer {
+ public:
+  explicit Trainer(TrainerOptions options);
+  ~Trainer();
+
+  const TrainerOptions& options() const { return options_; }
+  // Trains the model for the remaining epochs (all, or those after the resumed checkpoint).
+  TrainResult fit(TrainableModel& model);
+  // "loss" and the model's figures over a whole split, in order, in batches.
+  MetricSet evaluate(TrainableModel& model, Split split);
+  // The optimizer of the last fit (null before).
+  Optimizer* optimizer() { return optimizer_.get(); }
+
+ private:
+  struct Run;
+  EpochRecord train_epoch(Run& run);
+  void finish_epoch(Run& run, EpochRecord& record);
+  void resume(Run& run);
+  void save(Run& run, const std::string& path) const;
+
+  TrainerOptions options_;
+  std::unique_ptr<Optimizer> optimizer_;
+};
+
+}  // namespace weft::train

@@ -1,0 +1,392 @@
+// The Trainer on models written here: logistic regression on synthetic data (with dropout,
+// so the RNG matters, and a prepare_batch hook run on a background thread) and a scripted
+// one-parameter model whose dev figures are chosen per epoch. Checks: the loss falls; the
+// same seed gives the same numbers (with and without preparing ahead); resuming from a
+// checkpoint equals never stopping; the best epoch's parameters are restored and saved; the
+// JSON-lines log and the console output; and the errors a misbehaving model gets.
+#include "weft/train/trainer.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "op_test_util.h"
+#include "weft/train/losses.h"
+
+namespace weft::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using train::BatchFigures;
+using train::Split;
+
+// Two-class logistic regression (softmax over 2 logits) on 2-D points labelled by a line.
+class Logistic : public train::TrainableModel {
+ public:
+  explicit Logistic(std::uint64_t init_seed, std::size_t train_size = 240,
+                    std::size_t dev_size = 120)
+      : w_("logistic/w", random_tensor({2, 2}, init_seed)), b_("logistic/b", Tensor::zeros({2})) {
+    Rng rng(11);
+    for (std::size_t i = 0; i < train_size + dev_size; ++i) {
+      const float x0 = rng.normal(), x1 = rng.normal();
+      auto& split = i < train_size ? train_ : dev_;
+      split.x.insert(split.x.end(), {x0, x1});
+      split.y.push_back(x0 + 2 * x1 + 0.3f * rng.normal() > 0 ? 1 : 0);
+    }
+  }
+
+  std::string name() const override { return "logistic"; }
+  std::string config_json() const override { return R"({"features": 2, "classes": 2})"; }
+  std::vector<Parameter> parameters() override { return {w_, b_}; }
+  std::size_t num_examples(Split split) const override {
+    return split == Split::kTrain ? train_.y.size() : split == Split::kDev ? dev_.y.size() : 0;
+  }
+
+  struct Inputs : train::PreparedBatch {
+    Tensor x, y;
+    std::thread::id thread;
+  };
+
+  std::unique_ptr<train::PreparedBatch> prepare_batch(Split split,
+                                                      std::span<const std::size_t> ids) override {
+    ++prepared_;
+    return make_inputs(split, ids);
+  }
+
+  BatchFigures train_batch(const train::Batch& batch, Rng& rng) override {
+    std::unique_ptr<Inputs> own;
+    const Inputs& in = inputs_of(batch, own);
+    if (in.thread != std::this_thread::get_id()) ++prepared_elsewhere_;
+    tape_.clear();
+    TapeScope scope(tape_);
+    Var logits = linear(dropout(tape_.constant(in.x), 0.1f, rng), w_, b_);
+    train::ClassificationLoss loss = train::classification_loss(logits, in.y);
+    tape_.backward(loss.loss);
+    return std::move(loss.figures);
+  }
+
+  BatchFigures eval_batch(const train::Batch& batch) override {
+    std::unique_ptr<Inputs> own;
+    const Inputs& in = inputs_of(batch, own);
+    Tape tape;
+    tape.set_grad_enabled(false);
+    TapeScope scope(tape);
+    return train::classification_loss(linear(tape.constant(in.x), w_, b_), in.y).figures;
+  }
+
+  Parameter w_, b_;
+  std::atomic<int> prepared_{0};
+  std::atomic<int> prepared_elsewhere_{0};
+
+ private:
+  struct Data {
+    std::vector<float> x;
+    std::vector<std::int32_t> y;
+  };
+
+  std::unique_ptr<Inputs> make_inputs(Split split, std::span<const std::size_t> ids) const {
+    const Data& data = split == Split::kTrain ? train_ : dev_;
+    std::vector<float> x;
+    std::vector<std::int32_t> y;
+    for (std::size_t id : ids) {
+      x.insert(x.end(), {data.x[2 * id], data.x[2 * id + 1]});
+      y.push_back(data.y[id]);
+    }
+    auto in = std::make_unique<Inputs>();
+    in->x = Tensor::from_vector({std::int64_t(ids.size()), 2}, x);
+    in->y = Tensor::from_vector({std::int64_t(ids.size())}, y);
+    in->thread = std::this_thread::get_id();
+    return in;
+  }
+
+  const Inputs& inputs_of(const train::Batch& batch, std::unique_ptr<Inputs>& own) const {
+    if (batch.prepared != nullptr) return static_cast<const Inputs&>(*batch.prepared);
+    own = make_inputs(batch.split, batch.example_ids);
+    return *own;
+  }
+
+  Data train_, dev_;
+  Tape tape_;
+};
+
+class TrainTrainer : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("weft_trainer_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  static train::TrainerOptions options(int epochs) {
+    train::TrainerOptions o;
+    o.epochs = epochs;
+    o.batch_size = 16;
+    o.seed = 5;
+    o.optimizer.momentum = 0.9;
+    o.schedule.kind = train::ScheduleKind::kCosine;
+    o.schedule.learning_rate = 0.2;
+    o.schedule.warmup_steps = 5;
+    o.schedule.total_steps = 15 * epochs;
+    o.clip_norm = 5.0;
+    o.best_metric = "accuracy";
+    o.progress = train::ProgressMode::kOff;
+    return o;
+  }
+
+  fs::path dir_;
+};
+
+std::vector<std::string> read_lines(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// The log line without the wall-clock fields.
+nlohmann::json without_times(const std::string& line) {
+  nlohmann::json j = nlohmann::json::parse(line);
+  j.erase("seconds");
+  j.erase("examples_per_second");
+  return j;
+}
+
+void expect_same_records(const train::EpochRecord& a, const train::EpochRecord& b) {
+  EXPECT_EQ(without_times(a.to_json()), without_times(b.to_json()));
+}
+
+TEST_F(TrainTrainer, LossFallsAndDevAccuracyRises) {
+  Logistic model(1);
+  train::Trainer trainer(options(6));
+  const train::TrainResult result = trainer.fit(model);
+  ASSERT_EQ(result.epochs.size(), 6u);
+  EXPECT_LT(result.epochs.back().train.value("loss"), 0.6 * result.epochs[0].train.value("loss"));
+  EXPECT_GT(trainer.evaluate(model, Split::kDev).value("accuracy"), 0.9);
+  EXPECT_EQ(result.state.step, 6 * 15);  // 240 examples in batches of 16
+  EXPECT_EQ(result.state.epoch, 6);
+  EXPECT_EQ(result.epochs[0].examples, 240);
+  EXPECT_GT(model.prepared_.load(), 0);
+  EXPECT_EQ(model.prepared_elsewhere_.load(), 6 * 15);  // every batch prepared ahead
+}
+
+TEST_F(TrainTrainer, SameSeedSameNumbers) {
+  std::vector<train::TrainResult> results;
+  std::vector<std::vector<float>> weights;
+  for (bool ahead : {true, true, false}) {
+    Logistic model(1);
+    train::TrainerOptions o = options(3);
+    o.prepare_ahead = ahead;
+    results.push_back(train::Trainer(o).fit(model));
+    weights.push_back(model.w_.value().to_float_vector());
+    if (!ahead) {
+      EXPECT_EQ(model.prepared_elsewhere_.load(), 0);
+    }
+  }
+  for (std::size_t r = 1; r < results.size(); ++r) {
+    EXPECT_EQ(weights[r], weights[0]);
+    EXPECT_EQ(results[r].state, results[0].state);
+    for (std::size_t e = 0; e < 3; ++e)
+      expect_same_records(results[r].epochs[e], results[0].epochs[e]);
+  }
+  Logistic other(1);
+  train::TrainerOptions o = options(3);
+  o.seed = 6;  // another shuffle and dropout stream: other numbers
+  train::Trainer(o).fit(other);
+  EXPECT_NE(other.w_.value().to_float_vector(), weights[0]);
+}
+
+TEST_F(TrainTrainer, ResumeEqualsUninterrupted) {
+  Logistic straight(1);
+  train::TrainerOptions o = options(6);
+  o.log_path = path("straight.jsonl");
+  const train::TrainResult full = train::Trainer(o).fit(straight);
+
+  o.log_path = path("resumed.jsonl");
+  o.checkpoint_path = path("last.ckpt");
+  {
+    Logistic first(1);
+    train::TrainerOptions half = o;
+    half.epochs = 3;
+    EXPECT_EQ(train::Trainer(half).fit(first).epochs.size(), 3u);
+  }
+  const train::Checkpoint saved = train::read_checkpoint_info(path("last.ckpt"));
+  EXPECT_EQ(saved.state.epoch, 3);
+  EXPECT_EQ(saved.state.step, 45);
+  EXPECT_EQ(saved.extra.count("best/logistic/w"), 1u);
+  EXPECT_EQ(nlohmann::json::parse(saved.info.config_json)["model"]["features"], 2);
+
+  Logistic resumed(99);  // other initial values: the checkpoint must replace them
+  o.resume_from = path("last.ckpt");
+  const train::TrainResult rest = train::Trainer(o).fit(resumed);
+  ASSERT_EQ(rest.epochs.size(), 3u);
+  EXPECT_EQ(rest.epochs[0].epoch, 4);
+  for (std::size_t e = 0; e < 3; ++e) expect_same_records(rest.epochs[e], full.epochs[e + 3]);
+  EXPECT_EQ(rest.state, full.state);
+  EXPECT_EQ(resumed.w_.value().to_float_vector(), straight.w_.value().to_float_vector());
+  EXPECT_EQ(resumed.b_.value().to_float_vector(), straight.b_.value().to_float_vector());
+  const std::vector<std::string> a = read_lines(path("straight.jsonl"));
+  const std::vector<std::string> b = read_lines(path("resumed.jsonl"));  // appended on resume
+  ASSERT_EQ(a.size(), 6u);
+  ASSERT_EQ(b.size(), 6u);
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(without_times(a[i]), without_times(b[i]));
+}
+
+// One parameter p, pushed up by exactly 1 per epoch (one batch, gradient -1, lr 1), whose dev
+// "score" is scripted by epoch; "loss" follows the score too.
+class Scripted : public train::TrainableModel {
+ public:
+  explicit Scripted(std::vector<double> scores) : scores_(std::move(scores)) {}
+  std::vector<Parameter> parameters() override { return {p_}; }
+  std::size_t num_examples(Split split) const override { return split == Split::kTest ? 0 : 4; }
+  BatchFigures train_batch(const train::Batch& batch, Rng&) override {
+    p_.grad() = Tensor::full({1}, -1.0f);
+    return {double(batch.example_ids.size()), std::int64_t(batch.example_ids.size()), {}};
+  }
+  BatchFigures eval_batch(const train::Batch& batch) override {
+    const double score = scores_.at(std::size_t(p_.value().item()) - 1);
+    const auto n = std::int64_t(batch.example_ids.size());
+    BatchFigures f{score * double(n), n, {}};
+    f.metrics.add_mean("score", score, double(n));
+    if (report_loss_) f.metrics.add_mean("loss", 0.0);
+    return f;
+  }
+  Parameter p_{"p", Tensor::zeros({1})};
+  bool report_loss_ = false;
+
+ private:
+  std::vector<double> scores_;
+};
+
+train::TrainerOptions scripted_options(int epochs) {
+  train::TrainerOptions o;
+  o.epochs = epochs;
+  o.batch_size = 4;
+  o.schedule.learning_rate = 1.0;
+  o.best_metric = "score";
+  o.progress = train::ProgressMode::kOff;
+  return o;
+}
+
+TEST_F(TrainTrainer, KeepsAndRestoresTheBestEpoch) {
+  Scripted model({0.5, 0.9, 0.7, 0.8});
+  train::TrainerOptions o = scripted_options(4);
+  o.best_checkpoint_path = path("best.ckpt");
+  o.log_path = path("log.jsonl");
+  const train::TrainResult result = train::Trainer(o).fit(model);
+  EXPECT_EQ(model.p_.value().item(), 2.0f);  // the parameters of epoch 2, the best score
+  EXPECT_EQ(result.state.best_epoch, 2);
+  EXPECT_EQ(result.state.best_dev, 0.9);
+  std::vector<bool> best;
+  for (const auto& record : result.epochs) best.push_back(record.best);
+  EXPECT_EQ(best, (std::vector<bool>{true, true, false, false}));
+  Scripted loaded({});
+  const train::Checkpoint c = train::load_checkpoint(path("best.ckpt"), loaded.parameters());
+  EXPECT_EQ(loaded.p_.value().item(), 2.0f);
+  EXPECT_EQ(c.state.epoch, 2);
+  EXPECT_EQ(c.state.best_dev, 0.9);
+
+  Scripted by_loss({0.5, 0.9, 0.7, 0.3, 0.6});  // minimise the dev loss: epoch 4
+  o = scripted_options(5);
+  o.best_metric = "loss";
+  o.best_mode = train::BestMode::kMin;
+  EXPECT_EQ(train::Trainer(o).fit(by_loss).state.best_epoch, 4);
+  EXPECT_EQ(by_loss.p_.value().item(), 4.0f);
+  Scripted last({0.5, 0.9, 0.7});
+  o = scripted_options(3);
+  o.restore_best = false;
+  train::Trainer(o).fit(last);
+  EXPECT_EQ(last.p_.value().item(), 3.0f);
+}
+
+TEST_F(TrainTrainer, JsonLinesLog) {
+  Logistic model(1);
+  train::TrainerOptions o = options(3);
+  o.log_path = path("log.jsonl");
+  const train::TrainResult result = train::Trainer(o).fit(model);
+  const std::vector<std::string> lines = read_lines(path("log.jsonl"));
+  ASSERT_EQ(lines.size(), 3u);
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const nlohmann::json j = nlohmann::json::parse(lines[i]);
+    EXPECT_EQ(j["epoch"], i + 1);
+    EXPECT_EQ(j["step"], 15 * (i + 1));
+    EXPECT_EQ(j["examples"], 240);
+    EXPECT_DOUBLE_EQ(j["learning_rate"].get<double>(),
+                     o.schedule.at(std::int64_t(15 * (i + 1) - 1)));
+    EXPECT_DOUBLE_EQ(j["train"]["loss"].get<double>(), result.epochs[i].train.value("loss"));
+    EXPECT_GT(j["train"]["accuracy"].get<double>(), 0.0);
+    EXPECT_DOUBLE_EQ(j["dev"]["accuracy"].get<double>(), result.epochs[i].dev.value("accuracy"));
+    EXPECT_TRUE(j["dev"].contains("loss"));
+    EXPECT_GT(j["examples_per_second"].get<double>(), 0.0);
+    EXPECT_GT(j["seconds"].get<double>(), 0.0);
+    EXPECT_EQ(j["best"], result.epochs[i].best);
+  }
+}
+
+std::string run_with_progress(train::ProgressMode mode) {
+  std::FILE* out = std::tmpfile();
+  Scripted model({0.5, 0.9});
+  train::TrainerOptions o = scripted_options(2);
+  o.progress = mode;
+  o.progress_stream = out;
+  train::Trainer(o).fit(model);
+  std::rewind(out);
+  std::string text;
+  for (int c; (c = std::fgetc(out)) != EOF;) text += char(c);
+  std::fclose(out);
+  return text;
+}
+
+TEST_F(TrainTrainer, ConsoleOutput) {
+  const std::string lines = run_with_progress(train::ProgressMode::kAuto);  // not a terminal
+  EXPECT_EQ(lines.find('\r'), std::string::npos);
+  EXPECT_NE(lines.find("epoch 1/2  train loss 1.0000 | dev loss 0.5000 score 0.5000 | "),
+            std::string::npos)
+      << lines;
+  EXPECT_NE(lines.find("epoch 2/2  train loss 1.0000 | dev loss 0.9000 score 0.9000 | "),
+            std::string::npos)
+      << lines;
+  EXPECT_NE(lines.find("lr 1 (best)\n"), std::string::npos) << lines;
+  const std::string bar = run_with_progress(train::ProgressMode::kBar);
+  EXPECT_NE(bar.find("\repoch 1/2 [========================] 4/4"), std::string::npos) << bar;
+  EXPECT_NE(bar.find("ETA 0:00"), std::string::npos) << bar;
+  EXPECT_TRUE(run_with_progress(train::ProgressMode::kOff).empty());
+}
+
+TEST_F(TrainTrainer, Errors) {
+  Scripted model({0.5, 0.9});
+  train::TrainerOptions o = scripted_options(2);
+  o.best_metric = "f1";
+  expect_error([&] { train::Trainer(o).fit(model); },
+               {"[trainer] best_metric 'f1' is not among the dev figures: {\"loss\":0.5,"
+                "\"score\":0.5}"});
+  Scripted reports_loss({0.5});
+  reports_loss.report_loss_ = true;
+  expect_error([&] { train::Trainer(scripted_options(1)).fit(reports_loss); },
+               {"the model reported a metric named 'loss' for a dev batch; that name is reserved"});
+  o = scripted_options(1);
+  o.batch_size = 0;
+  expect_error([&] { train::Trainer{o}; }, {"[trainer] batch_size must be >= 1"});
+  o = scripted_options(1);
+  o.resume_from = path("missing.ckpt");
+  expect_error([&] { train::Trainer(o).fit(model); },
+               {"[checkpoint] cannot load '", "missing.ckpt'"});
+  Logistic diverging(1);
+  o = options(2);
+  o.schedule.kind = train::ScheduleKind::kConstant;
+  o.schedule.learning_rate = 1e38;
+  o.clip_norm = 0;
+  expect_error([&] { train::Trainer(o).fit(diverging); },
+               {"[trainer] the train loss is", "lower the learning rate or clip gradients"});
+}
+
+}  // namespace
+}  // namespace weft::testing
