@@ -50,8 +50,10 @@ struct CalculatorModel::Impl {
   Tape tape;
 
   explicit Impl(CalculatorOptions opts) : options(std::move(opts)), store(options.seed) {
-    Rng rng(options.seed);
+    // One random stream per split, so dev and test do not depend on the training set's size.
+    std::uint64_t stream = 0;
     for (auto* split : {&train, &dev, &test}) {
+      Rng rng(mix64(options.seed, stream++));
       const std::int64_t count = split == &train ? options.train_examples : options.eval_examples;
       for (const CalculatorExample& e : make_calculator_examples(count, rng, options.data)) {
         split->push_back(make_example(e));
@@ -72,18 +74,17 @@ struct CalculatorModel::Impl {
     const Type vec = Type::vector(options.hidden);
     blocks::ForwardDeclaration expr(Type::input(), vec);
     std::vector<std::pair<blocks::Input, Block>> cases;
-    cases.emplace_back("digit", blocks::GetItem("number") >> blocks::Scalar(DType::kInt32) >>
-                                    Function("digit", {Type::scalar(DType::kInt32)},
-                                             [this](std::span<const Var> in) {
-                                               return (*digits)(in[0]);
-                                             }));
+    cases.emplace_back("digit",
+                       blocks::GetItem("number") >> blocks::Scalar(DType::kInt32) >>
+                           Function("digit", {Type::scalar(DType::kInt32)},
+                                    [this](std::span<const Var> in) { return (*digits)(in[0]); }));
     for (std::size_t k = 0; k < kOps.size(); ++k) {
       Block operands = blocks::Record({{"left", expr()}, {"right", expr()}});
-      cases.emplace_back(kOps[k], operands >> Function(std::string("op") + kOps[k], {vec, vec},
-                                                       [this, k](std::span<const Var> in) {
-                                                         return (*combiners[k])(
-                                                             concat({in[0], in[1]}));
-                                                       }));
+      cases.emplace_back(kOps[k],
+                         operands >> Function(std::string("op") + kOps[k], {vec, vec},
+                                              [this, k](std::span<const Var> in) {
+                                                return (*combiners[k])(concat({in[0], in[1]}));
+                                              }));
     }
     auto key = [](const blocks::Input& x) {
       return x.contains("number") ? blocks::Input("digit") : x.at("op");
@@ -92,12 +93,11 @@ struct CalculatorModel::Impl {
     expr.resolve_to(expression);
 
     blocks::Composition graph("calculator");
-    auto logits = graph.add(blocks::GetItem("expression") >> expr() >>
-                                Function("classify", {vec},
-                                         [this](std::span<const Var> in) {
-                                           return (*classifier)(in[0]);
-                                         }),
-                            graph.input());
+    auto logits =
+        graph.add(blocks::GetItem("expression") >> expr() >>
+                      Function("classify", {vec},
+                               [this](std::span<const Var> in) { return (*classifier)(in[0]); }),
+                  graph.input());
     graph.add(blocks::Metric("sign"), {logits, graph.add(blocks::GetItem("sign"), graph.input())});
     graph.set_output(logits);
     return graph;
@@ -215,8 +215,8 @@ std::vector<json> CalculatorModel::predict(std::span<const json> examples) {
     json probabilities = json::array();
     for (double v : p) probabilities.push_back(std::round(v / total * 1e6) / 1e6);
     const auto best = std::max_element(row, row + kClasses) - row;
-    predictions.push_back(json{{"sign", kSignNames[std::size_t(best)]},
-                               {"probabilities", probabilities}});
+    predictions.push_back(
+        json{{"sign", kSignNames[std::size_t(best)]}, {"probabilities", probabilities}});
   }
   return predictions;
 }

@@ -101,9 +101,8 @@ struct SentimentModel::Impl {
       : options(std::move(opts)), data(load_sentiment_data(options)), store(options.seed) {
     make_layers();
     root = make_blocks();
-    compiler = std::make_unique<blocks::Compiler>(root,
-                                                  blocks::CompilerOptions{
-                                                      .threads = options.weave_threads});
+    compiler = std::make_unique<blocks::Compiler>(
+        root, blocks::CompilerOptions{.threads = options.weave_threads});
   }
 
   void make_layers() {
@@ -120,10 +119,9 @@ struct SentimentModel::Impl {
     composer = std::make_unique<nn::NaryTreeLSTMCell>(
         store, "composer", 0, hidden, 2,
         nn::CellOptions{.recurrent_dropout = options.recurrent_dropout});
-    classifier = std::make_unique<nn::FC>(
-        store, "classifier", hidden, kClasses,
-        nn::FCOptions{.activation = nn::Activation::kNone,
-                      .input_dropout = options.output_dropout});
+    classifier = std::make_unique<nn::FC>(store, "classifier", hidden, kClasses,
+                                          nn::FCOptions{.activation = nn::Activation::kNone,
+                                                        .input_dropout = options.output_dropout});
   }
 
   // The model, as blocks: a node is a leaf (word -> state) or a pair of nodes (-> state); every
@@ -145,26 +143,26 @@ struct SentimentModel::Impl {
                    auto [h, c] = (*composer)(Var(), {in[0], in[2]}, {in[1], in[3]});
                    return std::vector<Var>{h, c};
                  });
-    Block logits = Function("logits", {state}, [this](std::span<const Var> in) {
-      return (*classifier)(in[0]);
-    });
+    Block logits = Function("logits", {state},
+                            [this](std::span<const Var> in) { return (*classifier)(in[0]); });
     auto is_pair = [](const blocks::Input& x) { return blocks::Input(x.contains("children")); };
 
     Composition node_graph("sst_node");
-    auto node_state = node_graph.add(blocks::OneOf(is_pair, {{false, leaf}, {true, pair}}),
-                                     node_graph.input());
+    auto node_state =
+        node_graph.add(blocks::OneOf(is_pair, {{false, leaf}, {true, pair}}), node_graph.input());
     auto label = node_graph.add(blocks::GetItem("label"), node_graph.input());
     node_graph.add(blocks::Metric("nodes"), {node_graph.add(logits, node_state), label});
     node_graph.set_output(node_state);
     node = node_graph;
     tree.resolve_to(node);
 
-    Composition root("sentiment");
-    auto root_state = root.add(tree(), root.input());
-    auto root_logits = root.add(logits, root_state);
-    root.add(blocks::Metric("root"), {root_logits, root.add(blocks::GetItem("label"), root.input())});
-    root.set_output(root_logits);
-    return root;
+    Composition graph("sentiment");
+    auto root_state = graph.add(tree(), graph.input());
+    auto root_logits = graph.add(logits, root_state);
+    graph.add(blocks::Metric("root"),
+              {root_logits, graph.add(blocks::GetItem("label"), graph.input())});
+    graph.set_output(root_logits);
+    return graph;
   }
 
   blocks::WovenBatch weave(train::Split split, std::span<const std::size_t> ids) const {
@@ -285,9 +283,7 @@ std::span<const json> SentimentModel::examples(train::Split split) const {
   return impl_->data.split(split);
 }
 
-std::int64_t SentimentModel::vectors_found() const {
-  return impl_->data.embeddings.coverage.found;
-}
+std::int64_t SentimentModel::vectors_found() const { return impl_->data.embeddings.coverage.found; }
 std::int64_t SentimentModel::vocabulary_size() const {
   return impl_->data.embeddings.coverage.total;
 }

@@ -14,8 +14,15 @@ std::vector<io::SstTree> read_split(const SentimentOptions& options, const char*
                                     std::int64_t limit) {
   std::vector<io::SstTree> trees =
       io::read_sst_file(options.data_dir + "/sst/" + std::string(name) + ".txt");
-  if (limit > 0 && std::int64_t(trees.size()) > limit) trees.resize(std::size_t(limit));
-  return trees;
+  const auto size = std::int64_t(trees.size());
+  if (limit <= 0 || size <= limit) return trees;
+  // Evenly spaced trees, not the first n: the SST files are ordered by label.
+  std::vector<io::SstTree> subset;
+  subset.reserve(std::size_t(limit));
+  for (std::int64_t i = 0; i < limit; ++i) {
+    subset.push_back(std::move(trees[std::size_t(i * size / limit)]));
+  }
+  return subset;
 }
 
 nlohmann::json to_example(const io::SstTree& tree, const io::Vocabulary& vocabulary,

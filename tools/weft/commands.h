@@ -61,12 +61,12 @@ struct BenchTreeOptions {
 // Which model `weft train / eval / infer` builds, and its options. Zero means "the model's
 // default" where it says so.
 struct ModelOptions {
-  std::string name;                       // "calculator" or "sentiment"
+  std::string name;                         // "calculator" or "sentiment"
   std::string data_dir = "../shared/data";  // holds sst/ and glove-sst/
-  std::string embeddings;                 // sentiment: default <data_dir>/glove-sst/...100d...
-  bool no_embeddings = false;             // sentiment: random, trainable word vectors
-  bool train_embeddings = false;          // sentiment: fine-tune the word vectors
-  std::int64_t hidden = 0;                // 0: the model's default (calculator 64, sentiment 150)
+  std::string embeddings;                   // sentiment: default <data_dir>/glove-sst/...100d...
+  bool no_embeddings = false;               // sentiment: random, trainable word vectors
+  bool train_embeddings = false;            // sentiment: fine-tune the word vectors
+  std::int64_t hidden = 0;  // 0: the model's default (calculator 128, sentiment 150)
   std::uint64_t seed = 1;
   std::int64_t max_train = 0;  // 0: all training examples (calculator: its default count)
   std::int64_t max_eval = 0;   // 0: all dev / test examples (calculator: its default count)
@@ -75,12 +75,12 @@ struct ModelOptions {
 
 struct TrainOptions {
   ModelOptions model;
-  int epochs = 0;                 // 0: the model's default
-  std::int64_t batch_size = 0;    // 0: the model's default
-  std::string optimizer;          // sgd | adagrad | adam; empty: the model's default
-  double learning_rate = 0;       // 0: the model's default
+  int epochs = 0;               // 0: the model's default
+  std::int64_t batch_size = 0;  // 0: the model's default
+  std::string optimizer;        // sgd | adagrad | adam; empty: the model's default
+  double learning_rate = 0;     // 0: the model's default
   double momentum = 0;
-  double weight_decay = -1;       // < 0: the model's default
+  double weight_decay = -1;  // < 0: the model's default
   std::string weight_decay_mode = "l2";
   std::string schedule = "constant";
   std::int64_t warmup_steps = 0;

@@ -51,7 +51,7 @@ train::TrainerOptions training_recipe(const TrainOptions& options) {
     t.schedule.learning_rate = 0.05;
     t.best_metric = "root_fine";
   } else {
-    t.epochs = 6;
+    t.epochs = 8;
     t.batch_size = 64;
     t.optimizer.kind = train::OptimizerKind::kAdam;
     t.schedule.learning_rate = 0.003;
@@ -94,12 +94,15 @@ train::TrainerOptions training_recipe(const TrainOptions& options) {
 ModelOptions with_checkpoint_config(ModelOptions options, const std::string& checkpoint) {
   const train::Checkpoint info = train::read_checkpoint_info(checkpoint);
   if (!info.info.model_name.empty() && info.info.model_name != options.name) {
-    fail("weft", "checkpoint '", checkpoint, "' holds a '", info.info.model_name,
-         "' model, not '", options.name, "'");
+    fail("weft", "checkpoint '", checkpoint, "' holds a '", info.info.model_name, "' model, not '",
+         options.name, "'");
   }
+  // The trainer stores {"model": <the model's config_json>, "trainer": {...}}.
   const nlohmann::json config = nlohmann::json::parse(info.info.config_json, nullptr, false);
-  if (options.hidden == 0 && config.is_object() && config.contains("hidden")) {
-    options.hidden = config["hidden"].get<std::int64_t>();
+  const nlohmann::json model =
+      config.is_object() ? config.value("model", nlohmann::json()) : nullptr;
+  if (options.hidden == 0 && model.is_object() && model.contains("hidden")) {
+    options.hidden = model["hidden"].get<std::int64_t>();
   }
   return options;
 }

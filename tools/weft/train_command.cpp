@@ -14,6 +14,7 @@
 #include "model_factory.h"
 #include "weft/backend/cpu.h"
 #include "weft/core/error.h"
+#include "weft/models/calculator.h"
 #include "weft/train/checkpoint.h"
 
 namespace weft::tool {
@@ -52,8 +53,8 @@ void report_batching_speedup(models::Model& model, std::size_t batch_size) {
   const std::span<const nlohmann::json> all = model.examples(train::Split::kTest);
   const auto examples = all.subspan(0, std::min<std::size_t>(all.size(), 512));
   if (examples.empty()) return;
-  const double batched = models::inference_rate(model.root_block(), examples,
-                                                loom::Strategy::kByDepth, batch_size);
+  const double batched =
+      models::inference_rate(model.root_block(), examples, loom::Strategy::kByDepth, batch_size);
   const double unbatched =
       models::inference_rate(model.root_block(), examples, loom::Strategy::kNone, batch_size);
   fmt::print(
@@ -65,8 +66,9 @@ void report_batching_speedup(models::Model& model, std::size_t batch_size) {
 }  // namespace
 
 CLI::App* add_train(CLI::App& app, TrainOptions& o) {
-  CLI::App* cmd = app.add_subcommand("train", "Train a model (calculator: the built-in demo; "
-                                              "sentiment: the Tree-LSTM on SST)");
+  CLI::App* cmd = app.add_subcommand("train",
+                                     "Train a model (calculator: the built-in demo; "
+                                     "sentiment: the Tree-LSTM on SST)");
   add_model_options(*cmd, o.model);
   cmd->add_option("--epochs", o.epochs, "Passes over the training set (0: model default)")
       ->check(CLI::Range(0, 100000));
@@ -125,6 +127,10 @@ int run_train(const TrainOptions& options) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   fmt::print("test: {}\n", test.to_json());
+  if (auto* calculator = dynamic_cast<models::CalculatorModel*>(model.get())) {
+    fmt::print("test majority class: {:.3f} (the accuracy of always guessing it)\n",
+               calculator->majority_rate(train::Split::kTest));
+  }
   fmt::print("training: {:.0f} examples/s (best epoch), {:.1f} s in all\n", examples_per_second,
              seconds);
   if (options.compare_unbatched) report_batching_speedup(*model, recipe.batch_size);
@@ -137,7 +143,9 @@ CLI::App* add_eval(CLI::App& app, EvalOptions& o) {
   cmd->add_option("--checkpoint", o.checkpoint, "A checkpoint written by weft train")
       ->required()
       ->check(CLI::ExistingFile);
-  cmd->add_option("--splits", o.splits, "Splits to evaluate")->delimiter(',')->capture_default_str();
+  cmd->add_option("--splits", o.splits, "Splits to evaluate")
+      ->delimiter(',')
+      ->capture_default_str();
   cmd->add_option("--batch-size", o.batch_size, "Examples per batch")
       ->capture_default_str()
       ->check(CLI::Range(std::int64_t(1), std::int64_t(1) << 20));

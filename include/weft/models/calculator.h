@@ -15,11 +15,11 @@
 namespace weft::models {
 
 struct CalculatorOptions {
-  std::int64_t hidden = 64;
-  std::int64_t train_examples = 20000;
+  std::int64_t hidden = 128;
+  std::int64_t train_examples = 50000;
   std::int64_t eval_examples = 2000;  // dev and test each
   CalculatorDataOptions data;
-  std::uint64_t seed = 1;  // data (train, dev, test drawn in turn) and initial weights
+  std::uint64_t seed = 1;  // data (one stream per split) and initial weights
 };
 
 class CalculatorModel : public Model {
@@ -33,8 +33,8 @@ class CalculatorModel : public Model {
   std::size_t num_examples(train::Split split) const override;
   train::BatchFigures train_batch(const train::Batch& batch, Rng& rng) override;
   train::BatchFigures eval_batch(const train::Batch& batch) override;
-  std::unique_ptr<train::PreparedBatch> prepare_batch(
-      train::Split split, std::span<const std::size_t> ids) override;
+  std::unique_ptr<train::PreparedBatch> prepare_batch(train::Split split,
+                                                      std::span<const std::size_t> ids) override;
 
   // An expression as JSON ({"number": 7} / {"op", "left", "right"}), optionally wrapped as
   // {"expression": ..., "sign": k}.

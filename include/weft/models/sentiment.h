@@ -28,9 +28,10 @@ struct SentimentOptions {
   float recurrent_dropout = 0.25f;   // on the cell's candidate (Semeniuta et al.)
   bool train_embeddings = false;
   std::uint64_t seed = 1;
-  std::int64_t max_train_trees = 0;  // 0: all; otherwise the first n (for tests and demos)
-  std::int64_t max_eval_trees = 0;   // 0: all dev/test trees
-  int weave_threads = 0;             // 0: the compiler's default
+  // 0: all; otherwise n evenly spaced trees (the files are ordered by label), for tests and demos.
+  std::int64_t max_train_trees = 0;
+  std::int64_t max_eval_trees = 0;
+  int weave_threads = 0;  // 0: the compiler's default
 };
 
 class SentimentModel : public Model {
@@ -46,8 +47,8 @@ class SentimentModel : public Model {
   std::size_t num_examples(train::Split split) const override;
   train::BatchFigures train_batch(const train::Batch& batch, Rng& rng) override;
   train::BatchFigures eval_batch(const train::Batch& batch) override;
-  std::unique_ptr<train::PreparedBatch> prepare_batch(
-      train::Split split, std::span<const std::size_t> ids) override;
+  std::unique_ptr<train::PreparedBatch> prepare_batch(train::Split split,
+                                                      std::span<const std::size_t> ids) override;
 
   // A bracketed SST tree "(3 (2 a) ...)" or its JSON form ({"label", "word"/"children"}).
   nlohmann::json parse_example(std::string_view line, std::string_view where) const override;
