@@ -1,16 +1,21 @@
 # Warnings, sanitizers and CPU tuning shared by every Weft target (through weft_project_options).
+# The GCC-style flags apply to C++ sources; CUDA sources (src/backend/cuda/*.cu) get nvcc's
+# own warning switches and pass the host compiler's warnings through -Xcompiler.
 add_library(weft_project_options INTERFACE)
-target_compile_options(weft_project_options INTERFACE -Wall -Wextra -Wpedantic -Wshadow
-                                                       -Wnon-virtual-dtor -Wno-unused-parameter)
+set(weft_cxx "$<COMPILE_LANGUAGE:CXX>")
+set(weft_cuda "$<COMPILE_LANGUAGE:CUDA>")
+target_compile_options(weft_project_options INTERFACE
+                       "$<${weft_cxx}:-Wall;-Wextra;-Wpedantic;-Wshadow;-Wnon-virtual-dtor;-Wno-unused-parameter>"
+                       "$<${weft_cuda}:-Xcompiler=-Wall,-Wextra,-Wno-unused-parameter>")
 if(WEFT_WERROR)
-  target_compile_options(weft_project_options INTERFACE -Werror)
+  target_compile_options(weft_project_options INTERFACE "$<${weft_cxx}:-Werror>"
+                                                         "$<${weft_cuda}:-Werror=all-warnings>")
 endif()
 if(WEFT_NATIVE_ARCH)
-  target_compile_options(weft_project_options INTERFACE -march=native)
+  target_compile_options(weft_project_options INTERFACE "$<${weft_cxx}:-march=native>")
 endif()
 if(WEFT_SANITIZE)
-  target_compile_options(weft_project_options INTERFACE -fsanitize=address,undefined
-                                                         -fno-omit-frame-pointer
-                                                         -fno-sanitize-recover=undefined)
+  target_compile_options(weft_project_options INTERFACE
+                         "$<${weft_cxx}:-fsanitize=address,undefined;-fno-omit-frame-pointer;-fno-sanitize-recover=undefined>")
   target_link_options(weft_project_options INTERFACE -fsanitize=address,undefined)
 endif()

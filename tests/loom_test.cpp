@@ -386,6 +386,18 @@ TEST(LoomExecutor, MisuseIsReportedByMessage) {
                {"[schedule] unknown strategy 'greedy'; expected by_depth, agenda or none"});
 }
 
+TEST(LoomExecutor, AFedBatchOnAnotherDeviceIsNamed) {
+  // Runs without a GPU: the check happens before any CUDA memory is touched.
+  TestModel m;
+  Tape tape;
+  Executor executor(m.loom, tape, Device::kCuda);
+  expect_error(
+      [&] {
+        executor.feed(m.word, tape.constant(random_tensor({2, 3}, 1)));
+      },
+      {"[loom] feed: batch float32 [2, 3] is on cpu but the executor runs on cuda"});
+}
+
 TEST(LoomExecutor, StatisticsDescribeTheRun) {
   TestModel m;
   Weaver w(m.loom);

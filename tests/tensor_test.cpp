@@ -2,6 +2,7 @@
 #include "weft/tensor/tensor.h"
 
 #include "op_test_util.h"
+#include "weft/backend/cuda.h"
 
 namespace weft::testing {
 namespace {
@@ -72,8 +73,18 @@ TEST(Tensor, TypedAccessChecksTheDtype) {
 }
 
 TEST(Tensor, CudaWithoutCudaIsAClearError) {
-  expect_error([] { Tensor::zeros({2}, DType::kFloat32, Device::kCuda); },
-               {"built without CUDA", "WEFT_WITH_CUDA"});
+  if (cuda_available()) GTEST_SKIP() << "a CUDA device is usable here";
+  if (cuda_built()) {
+    expect_error([] { Tensor::zeros({2}, DType::kFloat32, Device::kCuda); },
+                 {"no CUDA device is usable", "Device::kCpu"});
+  } else {
+    expect_error([] { Tensor::zeros({2}, DType::kFloat32, Device::kCuda); },
+                 {"built without CUDA", "WEFT_WITH_CUDA"});
+  }
+  EXPECT_EQ(cuda_device_count(), 0);
+  EXPECT_FALSE(cuda_unavailable_reason().empty());
+  expect_error([] { cuda_device_name(0); }, {"[cuda] device 0 does not exist"});
+  cuda_synchronize();  // nothing queued, nothing to wait for
 }
 
 TEST(Tensor, ToStringShowsSmallValues) {

@@ -120,6 +120,10 @@ void Tape::backward(Var output, const Tensor& cotangent) {
   if (cotangent.shape() != output.value().shape() || cotangent.dtype() != DType::kFloat32)
     fail("backward", "cotangent ", cotangent.describe(), " does not match output ",
          output.value().describe());
+  if (cotangent.device() != output.value().device())
+    fail("backward", "cotangent is on ", device_name(cotangent.device()), " but output ",
+         output.value().describe(), " is on ", device_name(output.value().device()),
+         "; move it with Tensor::to()");
   if (!node(output.id()).requires_grad) return;  // nothing upstream is differentiable
   backend::add_into(cotangent, 1.0f, *grad_of(output.id()));
   for (std::int64_t id = output.id(); id >= 0; --id) {

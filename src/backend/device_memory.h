@@ -1,5 +1,6 @@
 // Raw device memory for the allocator and copies between devices. CPU memory is handled by
-// the allocator itself; these functions serve the other devices (CUDA, or its stubs).
+// the allocator itself; these functions serve the other devices (CUDA, or its stubs). Whether
+// a device is usable is public: weft/backend/cuda.h.
 #pragma once
 
 #include <cstddef>
@@ -13,7 +14,5 @@ void device_free(Device device, void* pointer);
 // Copies `bytes` between any two devices.
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device,
                 std::size_t bytes);
-// True when a CUDA device is usable in this process (always false without WEFT_WITH_CUDA).
-bool cuda_available();
 
 }  // namespace weft::backend

@@ -2,6 +2,7 @@
 #include "chunk_ops.h"
 
 #include "../backend/kernels.h"
+#include "weft/core/error.h"
 
 namespace weft::loom::detail {
 namespace {
@@ -48,6 +49,11 @@ Var gather_chunk_rows(std::span<const Var> chunks, const std::vector<std::int32_
                       std::int64_t rows, int positions, const Shape& result_shape) {
   Tape& tape = chunks[0].tape();
   const Tensor& first = chunks[0].value();
+  for (const Var& c : chunks)
+    if (c.value().device() != first.device())
+      fail("loom", "a gather reads values on different devices: ", device_name(first.device()),
+           " and ", device_name(c.value().device()), " (", first.describe(), " vs ",
+           c.value().describe(), "): parameters, fed batches and the Executor's device must agree");
   Tensor refs_tensor = Tensor::empty(Shape{std::int64_t(refs.size() / 2), 2}, DType::kInt32);
   std::copy(refs.begin(), refs.end(), refs_tensor.data<std::int32_t>());
   std::vector<Tensor> values;

@@ -53,7 +53,8 @@ std::string RunStats::to_string() const {
   return out.str();
 }
 
-Executor::Executor(const Loom& loom, Tape& tape) : loom_(&loom), tape_(&tape) {}
+Executor::Executor(const Loom& loom, Tape& tape, Device device)
+    : loom_(&loom), tape_(&tape), device_(device) {}
 
 void Executor::feed(TypeId type, Var batch) {
   if (type >= loom_->num_types()) fail("loom", "feed: type id ", type, " is not registered");
@@ -62,6 +63,10 @@ void Executor::feed(TypeId type, Var batch) {
       batch.shape().without_rows() != ts.shape)
     fail("loom", "feed: batch ", batch.value().describe(), " does not hold rows of type ",
          ts.to_string());
+  if (batch.value().device() != device_)
+    fail("loom", "feed: batch ", batch.value().describe(), " is on ",
+         device_name(batch.value().device()), " but the executor runs on ", device_name(device_),
+         "; move it with Tensor::to() or construct the Executor with its device");
   if (fed_.size() < loom_->num_types()) fed_.resize(loom_->num_types());
   fed_[type] = batch;
 }
@@ -84,7 +89,7 @@ class StepRunner {
              std::vector<ValueLocation>& locations, RunStats& stats)
       : loom_(loom), weaver_(weaver), chunks_(chunks), locations_(locations), stats_(stats) {}
 
-  void place_depth_zero(Tape& tape, const std::vector<Var>& fed);
+  void place_depth_zero(Tape& tape, const std::vector<Var>& fed, Device device);
   void run_step(const Schedule& schedule, const ScheduleStep& step);
 
  private:
@@ -106,7 +111,7 @@ class StepRunner {
   RunStats& stats_;
 };
 
-void StepRunner::place_depth_zero(Tape& tape, const std::vector<Var>& fed) {
+void StepRunner::place_depth_zero(Tape& tape, const std::vector<Var>& fed, Device device) {
   std::vector<std::uint32_t> constant_chunk(loom_.num_types(), 0);
   for (TypeId t = 0; t < loom_.num_types(); ++t) {
     const std::int64_t rows = weaver_.constant_rows(t);
@@ -115,7 +120,7 @@ void StepRunner::place_depth_zero(Tape& tape, const std::vector<Var>& fed) {
     Tensor block = Tensor::empty(ts.shape.prepend(rows), ts.dtype);
     auto words = weaver_.constant_words(t);
     std::memcpy(block.raw_data(), words.data(), words.size() * sizeof(std::uint32_t));
-    constant_chunk[t] = add_chunk(tape.constant(block));
+    constant_chunk[t] = add_chunk(tape.constant(block.to(device)));
   }
   std::vector<std::uint32_t> parameter_chunk;
   for (const Parameter& p : weaver_.parameters()) {
@@ -226,7 +231,7 @@ LoomResult Executor::run(const Weaver& weaver, const Schedule& schedule) {
   for (OpId op = 0; op < loom_->num_operations(); ++op)
     stats.operations[op].name = loom_->operation(op).name;
   StepRunner runner(*loom_, weaver, result.chunks_, result.locations_, stats);
-  runner.place_depth_zero(*tape_, fed_);
+  runner.place_depth_zero(*tape_, fed_, device_);
   for (const ScheduleStep& step : schedule.steps) runner.run_step(schedule, step);
   stats.levels = schedule.num_levels;
   stats.batched_calls = std::int64_t(schedule.steps.size());

@@ -6,8 +6,7 @@
 
 #include "commands.h"
 #include "weft/backend/cpu.h"
-#include "weft/core/error.h"
-#include "weft/tensor/tensor.h"
+#include "weft/backend/cuda.h"
 
 namespace weft::tool {
 
@@ -24,14 +23,13 @@ int run_info(const InfoOptions&) {
   fmt::print("gemm providers built in: {}\n", providers);
   fmt::print("threads: {}\n", num_threads());
   fmt::print("cpu backend: {}\n", cpu_backend_summary());
-  // A CUDA allocation is the honest test: it fails both without the CUDA backend and without
-  // a usable device, and its error says which.
-  try {
-    Tensor probe = Tensor::zeros({1}, DType::kFloat32, Device::kCuda);
-    fmt::print("cuda: available\n");
-  } catch (const Error& e) {
-    fmt::print("cuda: not available ({})\n", e.what());
+  if (!cuda_available()) {
+    fmt::print("cuda: not available ({})\n", cuda_unavailable_reason());
+    return 0;
   }
+  fmt::print("cuda: available, {} device(s)\n", cuda_device_count());
+  for (int device = 0; device < cuda_device_count(); ++device)
+    fmt::print("cuda device {}: {}\n", device, cuda_device_name(device));
   return 0;
 }
 

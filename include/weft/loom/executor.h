@@ -46,7 +46,9 @@ struct ValueLocation {
 
 class Executor {
  public:
-  Executor(const Loom& loom, Tape& tape);
+  // `device` holds the run's values: the weave's constants are copied there, and parameters
+  // and fed batches must already live there (a mismatch is a weft::Error naming both).
+  Executor(const Loom& loom, Tape& tape, Device device = Device::kCpu);
   // The batch tensor whose rows Weaver::batch_input(type, row) refers to: [rows, ...shape].
   void feed(TypeId type, Var batch);
   // Schedules and runs; record further ops (a loss) on the same tape, then backward(). The
@@ -57,6 +59,7 @@ class Executor {
  private:
   const Loom* loom_;
   Tape* tape_;
+  Device device_;
   std::vector<Var> fed_;  // per type
 };
 

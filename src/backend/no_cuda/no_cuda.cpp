@@ -4,9 +4,21 @@
 
 #include "../device_memory.h"
 #include "../kernels.h"
+#include "weft/backend/cuda.h"
 #include "weft/core/error.h"
 
-namespace weft::backend {
+namespace weft {
+
+bool cuda_built() { return false; }
+bool cuda_available() { return false; }
+int cuda_device_count() { return 0; }
+std::string cuda_unavailable_reason() { return "this Weft was built without CUDA"; }
+std::string cuda_device_name(int device) {
+  fail("cuda", "device ", device, " does not exist: this Weft was built without CUDA");
+}
+void cuda_synchronize() {}
+
+namespace backend {
 namespace {
 [[noreturn]] void no_cuda(const char* what) {
   fail(what,
@@ -31,6 +43,5 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
   if (bytes) std::memcpy(dst, src, bytes);
 }
 
-bool cuda_available() { return false; }
-
-}  // namespace weft::backend
+}  // namespace backend
+}  // namespace weft

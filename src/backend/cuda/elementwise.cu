@@ -1,0 +1,352 @@
+// CUDA elementwise kernels: fill, axpy, the unary functions and broadcasting binary
+// arithmetic with their gradients, the strided block copy, the dropout mask and the fused
+// LSTM cell state. One thread per element in grid-stride loops; a gradient that sums many
+// elements into few (a broadcast operand) is reduced per thread first, then atomically.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "../kernels.h"
+#include "cuda_context.h"
+#include "weft/core/error.h"
+#include "weft/core/rng.h"
+
+namespace weft::backend::cuda {
+namespace {
+
+#define WEFT_GRID_STRIDE(i, n)                                                        \
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
+       i += std::int64_t(gridDim.x) * blockDim.x)
+
+__device__ inline float sigmoid_of(float v) { return 1.0f / (1.0f + expf(-v)); }
+// log(1 + exp(v)) without overflow on either side, as the CPU computes it.
+__device__ inline float softplus_of(float v) { return fmaxf(v, 0.0f) + log1pf(expf(-fabsf(v))); }
+
+__global__ void fill_kernel(std::uint32_t* y, std::int64_t n, std::uint32_t bits) {
+  WEFT_GRID_STRIDE(i, n) y[i] = bits;
+}
+
+__global__ void add_into_kernel(const float* x, float scale, float* y, std::int64_t n) {
+  WEFT_GRID_STRIDE(i, n) y[i] += scale * x[i];
+}
+
+__device__ inline float unary_of(UnaryOp op, float v) {
+  switch (op) {
+    case UnaryOp::kNeg:
+      return -v;
+    case UnaryOp::kRelu:
+      return fmaxf(v, 0.0f);
+    case UnaryOp::kSigmoid:
+      return sigmoid_of(v);
+    case UnaryOp::kTanh:
+      return tanhf(v);
+    case UnaryOp::kExp:
+      return expf(v);
+    case UnaryOp::kLog:
+      return logf(v);
+    case UnaryOp::kSoftplus:
+      return softplus_of(v);
+  }
+  return 0.0f;
+}
+
+// f'(x) from x and y = f(x), whichever is cheaper.
+__device__ inline float unary_derivative(UnaryOp op, float x, float y) {
+  switch (op) {
+    case UnaryOp::kNeg:
+      return -1.0f;
+    case UnaryOp::kRelu:
+      return x > 0.0f ? 1.0f : 0.0f;
+    case UnaryOp::kSigmoid:
+      return y * (1.0f - y);
+    case UnaryOp::kTanh:
+      return 1.0f - y * y;
+    case UnaryOp::kExp:
+      return y;
+    case UnaryOp::kLog:
+      return 1.0f / x;
+    case UnaryOp::kSoftplus:
+      return sigmoid_of(x);
+  }
+  return 0.0f;
+}
+
+__global__ void unary_kernel(UnaryOp op, const float* x, float* y, std::int64_t n) {
+  WEFT_GRID_STRIDE(i, n) y[i] = unary_of(op, x[i]);
+}
+
+__global__ void unary_backward_kernel(UnaryOp op, const float* x, const float* y, const float* dy,
+                                      float* dx, std::int64_t n) {
+  WEFT_GRID_STRIDE(i, n) dx[i] += dy[i] * unary_derivative(op, x[i], y[i]);
+}
+
+__device__ inline float binary_of(BinaryOp op, float u, float v) {
+  switch (op) {
+    case BinaryOp::kAdd:
+      return u + v;
+    case BinaryOp::kSub:
+      return u - v;
+    case BinaryOp::kMul:
+      return u * v;
+    case BinaryOp::kDiv:
+      return u / v;
+  }
+  return 0.0f;
+}
+
+// (df/du, df/dv) at (u, v).
+__device__ inline float2 binary_partials(BinaryOp op, float u, float v) {
+  switch (op) {
+    case BinaryOp::kAdd:
+      return {1.0f, 1.0f};
+    case BinaryOp::kSub:
+      return {1.0f, -1.0f};
+    case BinaryOp::kMul:
+      return {v, u};
+    case BinaryOp::kDiv:
+      return {1.0f / v, -u / (v * v)};
+  }
+  return {0.0f, 0.0f};
+}
+
+// y may alias a or b: each element is read before it is written, by the same thread.
+__global__ void binary_kernel(BinaryOp op, const float* a, std::int64_t na, const float* b,
+                              std::int64_t nb, float* y, std::int64_t n) {
+  WEFT_GRID_STRIDE(i, n) {
+    const float u = a[na == n ? i : i % na], v = b[nb == n ? i : i % nb];
+    y[i] = binary_of(op, u, v);
+  }
+}
+
+// The gradient of the operand(s) with n elements: one contribution per element.
+__global__ void binary_backward_full_kernel(BinaryOp op, const float* a, std::int64_t na,
+                                            const float* b, std::int64_t nb, const float* dy,
+                                            float* da, float* db, std::int64_t n) {
+  WEFT_GRID_STRIDE(i, n) {
+    const float2 g = binary_partials(op, a[na == n ? i : i % na], b[nb == n ? i : i % nb]);
+    if (da) da[i] += g.x * dy[i];
+    if (db) db[i] += g.y * dy[i];
+  }
+}
+
+// The gradient of the broadcast operand (p < n elements, the other has n): thread (j, group)
+// sums the periods [group * per_group, ...) for element j, then adds atomically.
+__global__ void binary_backward_small_kernel(BinaryOp op, const float* full, const float* small,
+                                             bool small_is_a, const float* dy, float* dsmall,
+                                             std::int64_t p, std::int64_t periods,
+                                             std::int64_t per_group) {
+  const std::int64_t t = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::int64_t j = t % p, group = t / p;
+  const std::int64_t first = group * per_group;
+  if (first >= periods) return;
+  const std::int64_t last = first + per_group < periods ? first + per_group : periods;
+  const float s = small[j];
+  float total = 0.0f;
+  for (std::int64_t r = first; r < last; ++r) {
+    const std::int64_t i = r * p + j;
+    const float2 g = small_is_a ? binary_partials(op, s, full[i]) : binary_partials(op, full[i], s);
+    total += (small_is_a ? g.x : g.y) * dy[i];
+  }
+  atomicAdd(dsmall + j, total);
+}
+
+template <typename T>
+__global__ void copy_blocks_kernel(const T* src, std::int64_t src_stride, T* dst,
+                                   std::int64_t dst_stride, std::int64_t block_size, std::int64_t n,
+                                   bool accumulate) {
+  WEFT_GRID_STRIDE(i, n) {
+    const std::int64_t blk = i / block_size, j = i % block_size;
+    const T v = src[blk * src_stride + j];
+    T& out = dst[blk * dst_stride + j];
+    out = accumulate ? out + v : v;
+  }
+}
+
+__global__ void dropout_mask_kernel(float keep_prob, std::uint64_t seed, float* mask,
+                                    std::int64_t n) {
+  const float kept = 1.0f / keep_prob;
+  WEFT_GRID_STRIDE(i, n) {
+    // The CPU's draw exactly: the top 24 bits of mix64(seed, i), scaled into [0, 1).
+    const float u = float(mix64(seed, std::uint64_t(i)) >> 40) * 0x1.0p-24f;
+    mask[i] = u < keep_prob ? kept : 0.0f;
+  }
+}
+
+// One thread per (row, unit): gates row = [f_1..f_K | i | g], children row = [x_1..x_K].
+__global__ void lstm_cell_state_kernel(const float* gates, const float* children, float* c,
+                                       std::int64_t rows, std::int64_t n, std::int64_t k) {
+  WEFT_GRID_STRIDE(e, rows * n) {
+    const std::int64_t r = e / n, u = e % n;
+    const float* g = gates + r * (k + 2) * n + u;
+    const float* x = children + r * k * n + u;
+    float total = sigmoid_of(g[k * n]) * tanhf(g[(k + 1) * n]);
+    for (std::int64_t child = 0; child < k; ++child)
+      total += sigmoid_of(g[child * n]) * x[child * n];
+    c[e] = total;
+  }
+}
+
+__global__ void lstm_cell_state_backward_kernel(const float* gates, const float* children,
+                                                const float* dc, float* dgates, float* dchildren,
+                                                std::int64_t rows, std::int64_t n, std::int64_t k) {
+  WEFT_GRID_STRIDE(e, rows * n) {
+    const std::int64_t r = e / n, u = e % n;
+    const std::int64_t gate0 = r * (k + 2) * n + u, child0 = r * k * n + u;
+    const float d = dc[e];
+    for (std::int64_t child = 0; child < k; ++child) {
+      const float f = sigmoid_of(gates[gate0 + child * n]);
+      if (dgates) dgates[gate0 + child * n] += d * children[child0 + child * n] * f * (1 - f);
+      if (dchildren) dchildren[child0 + child * n] += d * f;
+    }
+    if (!dgates) continue;
+    const float i = sigmoid_of(gates[gate0 + k * n]);
+    const float t = tanhf(gates[gate0 + (k + 1) * n]);
+    dgates[gate0 + k * n] += d * t * i * (1 - i);
+    dgates[gate0 + (k + 1) * n] += d * i * (1 - t * t);
+  }
+}
+
+}  // namespace
+
+void fill(Tensor& y, float value) {
+  const std::int64_t n = y.numel();
+  if (n == 0) return;
+  std::uint32_t bits = 0;
+  if (y.dtype() == DType::kInt32) {
+    const std::int32_t v = std::int32_t(value);
+    std::memcpy(&bits, &v, 4);
+  } else {
+    std::memcpy(&bits, &value, 4);
+  }
+  fill_kernel<<<grid_for(n), kThreads, 0, stream()>>>(static_cast<std::uint32_t*>(y.raw_data()), n,
+                                                      bits);
+  check_launch("fill");
+}
+
+void add_into(const Tensor& x, float scale, Tensor& y) {
+  WEFT_ASSERT(x.numel() == y.numel());
+  const std::int64_t n = y.numel();
+  if (n == 0) return;
+  add_into_kernel<<<grid_for(n), kThreads, 0, stream()>>>(x.data<float>(), scale, y.data<float>(),
+                                                          n);
+  check_launch("add_into");
+}
+
+void unary(UnaryOp op, const Tensor& x, Tensor& y) {
+  WEFT_ASSERT(x.numel() == y.numel());
+  const std::int64_t n = y.numel();
+  if (n == 0) return;
+  unary_kernel<<<grid_for(n), kThreads, 0, stream()>>>(op, x.data<float>(), y.data<float>(), n);
+  check_launch("unary");
+}
+
+void unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx) {
+  WEFT_ASSERT(x.numel() == dx.numel() && dy.numel() == dx.numel());
+  const std::int64_t n = dx.numel();
+  if (n == 0) return;
+  unary_backward_kernel<<<grid_for(n), kThreads, 0, stream()>>>(
+      op, x.data<float>(), y.data<float>(), dy.data<float>(), dx.data<float>(), n);
+  check_launch("unary_backward");
+}
+
+void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& y) {
+  const std::int64_t n = y.numel();
+  if (n == 0) return;
+  WEFT_ASSERT(a.numel() == n || b.numel() == n);
+  binary_kernel<<<grid_for(n), kThreads, 0, stream()>>>(
+      op, a.data<float>(), a.numel(), b.data<float>(), b.numel(), y.data<float>(), n);
+  check_launch("binary");
+}
+
+void binary_backward(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& dy, Tensor* da,
+                     Tensor* db) {
+  const std::int64_t n = dy.numel(), na = a.numel(), nb = b.numel();
+  WEFT_ASSERT(na == n || nb == n);
+  if (n == 0) return;
+  float* pda = da ? da->data<float>() : nullptr;
+  float* pdb = db ? db->data<float>() : nullptr;
+  // Full-size gradients first (one contribution per element) ...
+  float* full_da = na == n ? pda : nullptr;
+  float* full_db = nb == n ? pdb : nullptr;
+  if (full_da || full_db) {
+    binary_backward_full_kernel<<<grid_for(n), kThreads, 0, stream()>>>(
+        op, a.data<float>(), na, b.data<float>(), nb, dy.data<float>(), full_da, full_db, n);
+    check_launch("binary_backward");
+  }
+  // ... then the broadcast operand's, summed over the periods it was used in.
+  const bool small_is_a = na < n;
+  float* dsmall = small_is_a ? pda : (nb < n ? pdb : nullptr);
+  if (dsmall == nullptr) return;
+  const std::int64_t p = small_is_a ? na : nb, periods = n / p;
+  const std::int64_t groups = std::max<std::int64_t>(
+      1, std::min<std::int64_t>(periods, (std::int64_t(1) << 16) / std::max<std::int64_t>(p, 1)));
+  const std::int64_t per_group = (periods + groups - 1) / groups;
+  const std::int64_t threads = p * groups;
+  binary_backward_small_kernel<<<unsigned((threads + kThreads - 1) / kThreads), kThreads, 0,
+                                 stream()>>>(op, small_is_a ? b.data<float>() : a.data<float>(),
+                                             small_is_a ? a.data<float>() : b.data<float>(),
+                                             small_is_a, dy.data<float>(), dsmall, p, periods,
+                                             per_group);
+  check_launch("binary_backward (broadcast operand)");
+}
+
+void copy_blocks(const Tensor& src, std::int64_t src_offset, std::int64_t src_stride, Tensor& dst,
+                 std::int64_t dst_offset, std::int64_t dst_stride, std::int64_t blocks,
+                 std::int64_t block_size, bool accumulate) {
+  WEFT_ASSERT(src.dtype() == dst.dtype() && blocks >= 0 && block_size >= 0);
+  const std::int64_t n = blocks * block_size;
+  if (n == 0) return;
+  WEFT_ASSERT(src_offset + (blocks - 1) * src_stride + block_size <= src.numel());
+  WEFT_ASSERT(dst_offset + (blocks - 1) * dst_stride + block_size <= dst.numel());
+  if (src.dtype() == DType::kFloat32) {
+    copy_blocks_kernel<<<grid_for(n), kThreads, 0, stream()>>>(
+        src.data<float>() + src_offset, src_stride, dst.data<float>() + dst_offset, dst_stride,
+        block_size, n, accumulate);
+  } else {
+    copy_blocks_kernel<<<grid_for(n), kThreads, 0, stream()>>>(
+        src.data<std::int32_t>() + src_offset, src_stride, dst.data<std::int32_t>() + dst_offset,
+        dst_stride, block_size, n, accumulate);
+  }
+  check_launch("copy_blocks");
+}
+
+void dropout_mask(float keep_prob, std::uint64_t seed, Tensor& mask) {
+  WEFT_ASSERT(keep_prob > 0.0f && keep_prob <= 1.0f);
+  const std::int64_t n = mask.numel();
+  if (n == 0) return;
+  dropout_mask_kernel<<<grid_for(n), kThreads, 0, stream()>>>(keep_prob, seed, mask.data<float>(),
+                                                              n);
+  check_launch("dropout_mask");
+}
+
+namespace {
+struct CellShape {
+  std::int64_t rows, n, k;
+};
+CellShape cell_shape(const Tensor& gates, const Tensor& children) {
+  const std::int64_t n = (gates.row_size() - children.row_size()) / 2;
+  WEFT_ASSERT(n > 0 && children.row_size() % n == 0 && gates.rows() == children.rows());
+  return {gates.rows(), n, children.row_size() / n};
+}
+}  // namespace
+
+void lstm_cell_state(const Tensor& gates, const Tensor& children, Tensor& c) {
+  const auto [rows, n, k] = cell_shape(gates, children);
+  if (rows == 0) return;
+  lstm_cell_state_kernel<<<grid_for(rows * n), kThreads, 0, stream()>>>(
+      gates.data<float>(), children.data<float>(), c.data<float>(), rows, n, k);
+  check_launch("lstm_cell_state");
+}
+
+void lstm_cell_state_backward(const Tensor& gates, const Tensor& children, const Tensor& dc,
+                              Tensor* dgates, Tensor* dchildren) {
+  const auto [rows, n, k] = cell_shape(gates, children);
+  if (rows == 0 || (!dgates && !dchildren)) return;
+  lstm_cell_state_backward_kernel<<<grid_for(rows * n), kThreads, 0, stream()>>>(
+      gates.data<float>(), children.data<float>(), dc.data<float>(),
+      dgates ? dgates->data<float>() : nullptr, dchildren ? dchildren->data<float>() : nullptr,
+      rows, n, k);
+  check_launch("lstm_cell_state_backward");
+}
+
+}  // namespace weft::backend::cuda

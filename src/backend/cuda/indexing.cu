@@ -1,0 +1,184 @@
+// CUDA row indexing: gather_rows, scatter_add_rows (atomicAdd, so duplicated indices sum, in
+// an order that may differ from run to run), find_bad_index (the one kernel here whose
+// result the host reads back, so the op can throw), and the loom's gather of argument rows
+// from many chunks and its scatter-add gradient. The loom passes its row references as a host
+// tensor; they travel to the device with the chunk table in one staged upload.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "../device_memory.h"
+#include "../kernels.h"
+#include "cuda_context.h"
+#include "weft/core/error.h"
+
+namespace weft::backend::cuda {
+namespace {
+
+#define WEFT_GRID_STRIDE(i, n)                                                        \
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
+       i += std::int64_t(gridDim.x) * blockDim.x)
+
+__global__ void gather_rows_kernel(const std::uint32_t* x, const std::int32_t* idx,
+                                   std::uint32_t* y, std::int64_t row, std::int64_t n) {
+  WEFT_GRID_STRIDE(e, n * row) {
+    const std::int64_t i = e / row, j = e % row;
+    y[e] = x[std::int64_t(idx[i]) * row + j];
+  }
+}
+
+__global__ void scatter_add_rows_kernel(const float* x, const std::int32_t* idx, float* y,
+                                        std::int64_t row, std::int64_t n) {
+  WEFT_GRID_STRIDE(e, n * row) {
+    const std::int64_t i = e / row, j = e % row;
+    atomicAdd(y + std::int64_t(idx[i]) * row + j, x[e]);
+  }
+}
+
+__global__ void find_bad_index_kernel(const std::int32_t* idx, std::int64_t n, std::int64_t limit,
+                                      unsigned long long* first_bad) {
+  WEFT_GRID_STRIDE(i, n) {
+    if (idx[i] < 0 || idx[i] >= limit) atomicMin(first_bad, (unsigned long long)i);
+  }
+}
+
+// A chunk as the kernels see it: its data and row width in 4-byte words.
+struct ChunkEntry {
+  void* data;
+  std::int64_t width;
+};
+
+__global__ void gather_chunk_rows_kernel(const ChunkEntry* chunks, const std::int32_t* refs,
+                                         std::uint32_t* dst, std::int64_t dst_row,
+                                         std::int64_t column, std::int64_t max_width,
+                                         std::int64_t n) {
+  WEFT_GRID_STRIDE(e, n * max_width) {
+    const std::int64_t i = e / max_width, j = e % max_width;
+    const ChunkEntry chunk = chunks[refs[2 * i]];
+    if (j >= chunk.width) continue;
+    const auto* src = static_cast<const std::uint32_t*>(chunk.data);
+    dst[i * dst_row + column + j] = src[std::int64_t(refs[2 * i + 1]) * chunk.width + j];
+  }
+}
+
+__global__ void scatter_add_chunk_rows_kernel(const float* src, std::int64_t src_row,
+                                              std::int64_t column, const std::int32_t* refs,
+                                              const ChunkEntry* grads, std::int64_t max_width,
+                                              std::int64_t n) {
+  WEFT_GRID_STRIDE(e, n * max_width) {
+    const std::int64_t i = e / max_width, j = e % max_width;
+    const ChunkEntry grad = grads[refs[2 * i]];
+    if (grad.data == nullptr || j >= grad.width) continue;
+    atomicAdd(static_cast<float*>(grad.data) + std::int64_t(refs[2 * i + 1]) * grad.width + j,
+              src[i * src_row + column + j]);
+  }
+}
+
+// The chunk table followed by the refs (when they are on the host), as one device upload;
+// returns the device table and the device refs.
+struct StagedRefs {
+  Tensor storage;
+  const ChunkEntry* table;
+  const std::int32_t* refs;
+};
+
+StagedRefs stage(const std::vector<ChunkEntry>& table, const Tensor& refs) {
+  const std::size_t table_bytes = table.size() * sizeof(ChunkEntry);
+  const bool host_refs = refs.device() == Device::kCpu;
+  std::vector<unsigned char> bytes(table_bytes + (host_refs ? refs.nbytes() : 0));
+  std::memcpy(bytes.data(), table.data(), table_bytes);
+  if (host_refs) std::memcpy(bytes.data() + table_bytes, refs.raw_data(), refs.nbytes());
+  StagedRefs staged;
+  staged.storage = upload(bytes.data(), bytes.size());
+  auto* base = static_cast<unsigned char*>(staged.storage.raw_data());
+  staged.table = reinterpret_cast<const ChunkEntry*>(base);
+  staged.refs = host_refs ? reinterpret_cast<const std::int32_t*>(base + table_bytes)
+                          : refs.data<std::int32_t>();
+  return staged;
+}
+
+}  // namespace
+
+void gather_rows(const Tensor& x, const Tensor& indices, Tensor& y) {
+  WEFT_ASSERT(indices.dtype() == DType::kInt32 && x.dtype() == y.dtype());
+  WEFT_ASSERT(x.rank() >= 1 && y.rank() >= 1);
+  const std::int64_t n = indices.numel(), row = x.row_size();
+  WEFT_ASSERT(y.rows() == n && y.row_size() == row);
+  if (n == 0 || row == 0) return;
+  gather_rows_kernel<<<grid_for(n * row), kThreads, 0, stream()>>>(
+      static_cast<const std::uint32_t*>(x.raw_data()), indices.data<std::int32_t>(),
+      static_cast<std::uint32_t*>(y.raw_data()), row, n);
+  check_launch("gather_rows");
+}
+
+void scatter_add_rows(const Tensor& x, const Tensor& indices, Tensor& y) {
+  WEFT_ASSERT(indices.dtype() == DType::kInt32 && x.rank() >= 1 && y.rank() >= 1);
+  const std::int64_t n = indices.numel(), row = x.row_size();
+  WEFT_ASSERT(x.rows() == n && y.row_size() == row);
+  if (n == 0 || row == 0) return;
+  scatter_add_rows_kernel<<<grid_for(n * row), kThreads, 0, stream()>>>(
+      x.data<float>(), indices.data<std::int32_t>(), y.data<float>(), row, n);
+  check_launch("scatter_add_rows");
+}
+
+void find_bad_index(const Tensor& indices, std::int64_t limit, std::int64_t& first_bad) {
+  WEFT_ASSERT(indices.dtype() == DType::kInt32);
+  first_bad = -1;
+  const std::int64_t n = indices.numel();
+  if (n == 0) return;
+  Tensor result = Tensor::empty(Shape{2}, DType::kInt32, Device::kCuda);  // 8 bytes
+  auto* flag = static_cast<unsigned long long*>(result.raw_data());
+  check(cudaMemsetAsync(flag, 0xFF, sizeof(unsigned long long), stream()), "find_bad_index");
+  find_bad_index_kernel<<<grid_for(n), kThreads, 0, stream()>>>(indices.data<std::int32_t>(), n,
+                                                                limit, flag);
+  check_launch("find_bad_index");
+  unsigned long long host = 0;
+  copy_bytes(&host, Device::kCpu, flag, Device::kCuda, sizeof host);  // waits: a read-back
+  if (host != ~0ull) first_bad = std::int64_t(host);
+}
+
+void gather_chunk_rows(std::span<const Tensor> chunks, const Tensor& refs, Tensor& dst,
+                       std::int64_t column) {
+  const std::int64_t n = refs.rows();
+  if (n == 0) return;
+  std::vector<ChunkEntry> table;
+  table.reserve(chunks.size());
+  std::int64_t max_width = 0;
+  for (const Tensor& chunk : chunks) {
+    WEFT_ASSERT(chunk.device() == Device::kCuda && dtype_size(chunk.dtype()) == 4);
+    table.push_back({const_cast<void*>(chunk.raw_data()), chunk.row_size()});
+    max_width = std::max(max_width, chunk.row_size());
+  }
+  if (max_width == 0) return;
+  StagedRefs staged = stage(table, refs);
+  gather_chunk_rows_kernel<<<grid_for(n * max_width), kThreads, 0, stream()>>>(
+      staged.table, staged.refs, static_cast<std::uint32_t*>(dst.raw_data()), dst.row_size(),
+      column, max_width, n);
+  check_launch("gather_chunk_rows");
+}
+
+void scatter_add_chunk_rows(const Tensor& src, std::int64_t column, const Tensor& refs,
+                            std::span<Tensor* const> grads) {
+  const std::int64_t n = refs.rows();
+  if (n == 0) return;
+  std::vector<ChunkEntry> table;
+  table.reserve(grads.size());
+  std::int64_t max_width = 0;
+  for (Tensor* grad : grads) {
+    if (grad == nullptr) {
+      table.push_back({nullptr, 0});
+      continue;
+    }
+    WEFT_ASSERT(grad->device() == Device::kCuda && grad->dtype() == DType::kFloat32);
+    table.push_back({grad->raw_data(), grad->row_size()});
+    max_width = std::max(max_width, grad->row_size());
+  }
+  if (max_width == 0) return;
+  StagedRefs staged = stage(table, refs);
+  scatter_add_chunk_rows_kernel<<<grid_for(n * max_width), kThreads, 0, stream()>>>(
+      src.data<float>(), src.row_size(), column, staged.refs, staged.table, max_width, n);
+  check_launch("scatter_add_chunk_rows");
+}
+
+}  // namespace weft::backend::cuda
