@@ -16,6 +16,7 @@ if(WEFT_WITH_ONEDNN)
     message(STATUS "weft: oneDNN not found; GEMM goes through OpenBLAS only")
   endif()
 endif()
+include(${CMAKE_CURRENT_LIST_DIR}/WeftRdkit.cmake)
 if(WEFT_WITH_CUDA STREQUAL "ON")
   message(FATAL_ERROR "weft: the CUDA backend is not written yet; configure with "
                       "-DWEFT_WITH_CUDA=OFF (the default). The no-CUDA stubs are linked instead.")
