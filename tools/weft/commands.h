@@ -85,6 +85,7 @@ struct TrainOptions {
   std::string schedule = "constant";
   std::int64_t warmup_steps = 0;
   double clip_norm = 0;
+  double embedding_learning_rate_scale = -1;  // < 0: the model's default
   std::string checkpoint;         // written after every epoch when set
   std::string best_checkpoint;    // written when the dev figure improves
   std::string resume;             // continue from this checkpoint

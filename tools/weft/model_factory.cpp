@@ -49,6 +49,7 @@ train::TrainerOptions training_recipe(const TrainOptions& options) {
     t.optimizer.kind = train::OptimizerKind::kAdagrad;
     t.optimizer.weight_decay = 1e-4;
     t.schedule.learning_rate = 0.05;
+    t.optimizer.learning_rate_scales = {{"embedding/", 0.1}};
     t.best_metric = "root_fine";
   } else {
     t.epochs = 8;
@@ -67,6 +68,9 @@ train::TrainerOptions training_recipe(const TrainOptions& options) {
   t.schedule.kind = train::parse_schedule_kind(options.schedule);
   t.schedule.warmup_steps = options.warmup_steps;
   t.clip_norm = options.clip_norm;
+  if (options.embedding_learning_rate_scale >= 0) {
+    t.optimizer.learning_rate_scales = {{"embedding/", options.embedding_learning_rate_scale}};
+  }
   t.seed = options.model.seed;
   t.checkpoint_path = options.checkpoint;
   t.best_checkpoint_path = options.best_checkpoint;

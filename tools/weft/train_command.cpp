@@ -87,6 +87,9 @@ CLI::App* add_train(CLI::App& app, TrainOptions& o) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--clip-norm", o.clip_norm, "Clip the global gradient norm (0: off)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--embedding-lr-scale", o.embedding_learning_rate_scale,
+                  "Learning rate of word vectors relative to the rest (default: the model's)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--checkpoint", o.checkpoint, "Write a checkpoint here after every epoch");
   cmd->add_option("--best-checkpoint", o.best_checkpoint,
                   "Write the best model (by dev figure) here");
