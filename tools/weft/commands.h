@@ -65,7 +65,7 @@ struct ModelOptions {
   std::string data_dir = "../shared/data";  // holds sst/ and glove-sst/
   std::string embeddings;                   // sentiment: default <data_dir>/glove-sst/...100d...
   bool no_embeddings = false;               // sentiment: random, trainable word vectors
-  bool train_embeddings = false;            // sentiment: fine-tune the word vectors
+  bool freeze_embeddings = false;           // sentiment: keep the pretrained vectors fixed
   std::int64_t hidden = 0;  // 0: the model's default (calculator 128, sentiment 150)
   std::uint64_t seed = 1;
   std::int64_t max_train = 0;  // 0: all training examples (calculator: its default count)
@@ -86,11 +86,11 @@ struct TrainOptions {
   std::int64_t warmup_steps = 0;
   double clip_norm = 0;
   double embedding_learning_rate_scale = -1;  // < 0: the model's default
-  std::string checkpoint;         // written after every epoch when set
-  std::string best_checkpoint;    // written when the dev figure improves
-  std::string resume;             // continue from this checkpoint
-  std::string log;                // JSON lines, one per epoch
-  std::string progress = "auto";  // auto | bar | lines | off
+  std::string checkpoint;                     // written after every epoch when set
+  std::string best_checkpoint;                // written when the dev figure improves
+  std::string resume;                         // continue from this checkpoint
+  std::string log;                            // JSON lines, one per epoch
+  std::string progress = "auto";              // auto | bar | lines | off
   int threads = 1;
   bool compare_unbatched = true;  // measure dynamic batching against one call per node
 };

@@ -29,7 +29,7 @@ std::unique_ptr<models::Model> make_model(const ModelOptions& options) {
                               ? options.data_dir + "/glove-sst/glove.6B.100d.sst.txt"
                               : options.embeddings;
     }
-    o.train_embeddings = options.train_embeddings || options.no_embeddings;
+    o.train_embeddings = !options.freeze_embeddings || options.no_embeddings;
     if (options.hidden > 0) o.hidden = options.hidden;
     o.max_train_trees = options.max_train;
     o.max_eval_trees = options.max_eval;
@@ -44,7 +44,7 @@ train::TrainerOptions training_recipe(const TrainOptions& options) {
   train::TrainerOptions t;
   const std::string& name = options.model.name;
   if (name == "sentiment") {
-    t.epochs = 10;
+    t.epochs = 20;
     t.batch_size = 25;
     t.optimizer.kind = train::OptimizerKind::kAdagrad;
     t.optimizer.weight_decay = 1e-4;
