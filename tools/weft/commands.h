@@ -67,6 +67,8 @@ struct ModelOptions {
   bool no_embeddings = false;               // sentiment: random, trainable word vectors
   bool freeze_embeddings = false;           // sentiment: keep the pretrained vectors fixed
   std::int64_t hidden = 0;  // 0: the model's default (calculator 128, sentiment 150)
+  float dropout = -1;            // sentiment: on word vectors and before the softmax; < 0: default
+  float recurrent_dropout = -1;  // sentiment: on the cell candidate; < 0: default
   std::uint64_t seed = 1;
   std::int64_t max_train = 0;  // 0: all training examples (calculator: its default count)
   std::int64_t max_eval = 0;   // 0: all dev / test examples (calculator: its default count)

@@ -31,6 +31,8 @@ std::unique_ptr<models::Model> make_model(const ModelOptions& options) {
     }
     o.train_embeddings = !options.freeze_embeddings || options.no_embeddings;
     if (options.hidden > 0) o.hidden = options.hidden;
+    if (options.dropout >= 0) o.input_dropout = o.output_dropout = options.dropout;
+    if (options.recurrent_dropout >= 0) o.recurrent_dropout = options.recurrent_dropout;
     o.max_train_trees = options.max_train;
     o.max_eval_trees = options.max_eval;
     o.seed = options.seed;

@@ -32,6 +32,12 @@ void add_model_options(CLI::App& cmd, ModelOptions& m) {
                "Keep the pretrained word vectors fixed (sentiment; default: fine-tune them)");
   cmd.add_option("--hidden", m.hidden, "Hidden size (0: the model's default)")
       ->check(CLI::Range(std::int64_t(0), std::int64_t(1) << 16));
+  cmd.add_option("--dropout", m.dropout,
+                 "Drop probability on word vectors and before the softmax (sentiment)")
+      ->check(CLI::Range(0.0, 0.95));
+  cmd.add_option("--recurrent-dropout", m.recurrent_dropout,
+                 "Drop probability on the Tree-LSTM candidate (sentiment)")
+      ->check(CLI::Range(0.0, 0.95));
   cmd.add_option("--seed", m.seed, "Seed of the data order, weights and dropout")
       ->capture_default_str();
   cmd.add_option("--max-train", m.max_train, "Use at most this many training examples (0: all)")
