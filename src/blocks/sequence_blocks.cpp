@@ -42,6 +42,11 @@ class MapImpl : public detail::BlockImpl {
     derive(out(), {in(), element_.impl().out()}, [](std::span<const Type> t) {
       return t[0].kind() == Type::Kind::kBroadcast ? Type::broadcast(t[1]) : Type::sequence(t[1]);
     });
+    // An element taking Input: the mapped value is user data (a sequence of Input is Input).
+    element_.impl().in()->observe([i = weak(in())](const Type& t) {
+      auto slot = i.lock();
+      if (t.is_input() && slot && !slot->known()) slot->set(t);
+    });
   }
   std::vector<Block> children() const override { return {element_}; }
   WeaveValue eval(WeaveState& state, const WeaveValue& input) const override {

@@ -248,7 +248,12 @@ class OneOfImpl : public detail::BlockImpl {
       if (!index_.emplace(key, cases_.size()).second)
         fail("blocks", describe(), ": duplicate case key ", describe_input(key));
       unify(case_input, block.impl().in());
-      unify(out(), block.impl().out());
+      const SlotPtr& case_out = block.impl().out();
+      if (case_out->known() && out()->known() && case_out->type() != out()->type())
+        fail("blocks", describe(), ": the cases have different output types: ",
+             out()->type().to_string(), " and ", case_out->type().to_string(), " (case ",
+             key.dump(), ", ", block.describe(), ")");
+      unify(out(), case_out);
       cases_.push_back(block);
     }
   }
