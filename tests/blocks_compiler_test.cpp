@@ -19,7 +19,7 @@ struct TreeModel {
   ForwardDeclaration fwd{Type::input(), kHidden};
   Block tree;
 
-  explicit TreeModel(bool node_metric = false) {
+  explicit TreeModel(bool node_metric = false, bool collect = false) {
     Block leaf = GetItem("word") >> Scalar(DType::kInt32) >>
                  Function("leaf", {Type::scalar(DType::kInt32)}, [this](std::span<const Var> x) {
                    return embedding_lookup(emb, x[0].value());
@@ -29,6 +29,7 @@ struct TreeModel {
                    return tanh(linear(concat({x[0], x[1]}), w, b));
                  });
     if (node_metric) node = node >> AllOf({Identity(), Metric("nodes")}) >> GetItem(0);
+    if (collect) node = node >> Collect("nodes");
     tree = OneOf([](const Input& x) { return Input(x.contains("word") ? "leaf" : "node"); },
                  {{"leaf", leaf}, {"node", node}});
     fwd.resolve_to(tree);
@@ -187,6 +188,30 @@ TEST(BlocksCompiler, MetricsPerNodeAndLabelled) {
               r.output().value().rows_view(0, 1).to_float_vector(), 0);
   EXPECT_THAT(error_of([&] { r.metric("loss"); }),
               HasSubstr("no metric named 'loss' (metrics: '"));
+}
+
+TEST(BlocksCompiler, CollectedNodeValuesReachLaterBlocksAndTheCaller) {
+  TreeModel m(/*node_metric=*/false, /*collect=*/true);
+  Composition root;
+  auto h = root.add(m.tree, root.input());
+  auto nodes = root.add(Collected("nodes", kHidden));
+  auto count = root.add(Length(), nodes);  // a later block reading every node's value
+  root.set_output({h, nodes, count});
+  Compiler c(root);
+  Tape tape;
+  BatchResult r = c.forward(some_trees(), tape);
+  ASSERT_EQ(r.num_outputs(), 3u);
+  EXPECT_EQ(r.output(1).shape(), (Shape{7, 3}));
+  EXPECT_THAT(r.output_examples(1), ElementsAre(0, 2, 2, 3, 3, 3, 4));
+  EXPECT_THAT(r.output(2).value().to_float_vector(), ElementsAre(1, 0, 2, 3, 1));
+  // The last node collected in each example is its root.
+  expect_near(r.output(1).value().rows_view(2, 1).to_float_vector(),
+              r.output(0).value().rows_view(2, 1).to_float_vector(), 0);
+  Composition wrong;
+  wrong.set_output({wrong.add(Scalar() >> Collect("x"), wrong.input()),
+                    wrong.add(Collected("x", kHidden))});
+  EXPECT_THAT(error_of([&] { Compiler bad(wrong); }),
+              HasSubstr("collection 'x' is used with two types"));
 }
 
 TEST(BlocksCompiler, SequenceOutputsGiveRowsPerElement) {

@@ -63,7 +63,17 @@ struct WeaveState::Caches {
   };
   std::unordered_map<std::pair<const void*, std::int64_t>, loom::Value, KeyHash> memo;
   std::deque<Input> kept;
+  std::unordered_map<std::string, std::vector<WeaveValue>> collected;
 };
+
+void WeaveState::set_example(std::int32_t example) {
+  example_ = example;
+  for (auto& [name, values] : caches_->collected) values.clear();
+}
+
+std::vector<WeaveValue>& WeaveState::collected(const std::string& name) {
+  return caches_->collected[name];
+}
 
 WeaveState::WeaveState(const detail::Compiled& compiled, loom::Weaver& weaver,
                        detail::WovenRecords& records)
@@ -152,6 +162,7 @@ void register_metric(detail::Compiled& c, const detail::BlockImpl& block) {
 void compile_blocks(detail::Compiled& c, const Block& root) {
   std::unordered_set<const detail::BlockImpl*> seen;
   std::unordered_set<std::string> op_names;
+  std::unordered_map<std::string, Type> collected;
   std::vector<std::pair<Block, bool>> stack{{root, false}};
   while (!stack.empty()) {
     auto [block, expanded] = stack.back();
@@ -173,6 +184,13 @@ void compile_blocks(detail::Compiled& c, const Block& root) {
                                                  std::move(spec->body), spec->options);
     }
     if (impl.metric_name()) register_metric(c, impl);
+    if (const auto* collect = impl.collect_name()) {
+      const Type& element = impl.kind() == "Collect" ? impl.in()->type() : impl.out()->type().element();
+      auto [it, inserted] = collected.emplace(*collect, element);
+      if (!inserted && it->second != element)
+        fail("blocks", "collection '", *collect, "' is used with two types: ",
+             it->second.to_string(), " and ", element.to_string(), " (", impl.describe(), ")");
+    }
   }
 }
 

@@ -191,7 +191,42 @@ class MetricImpl : public detail::BlockImpl {
   std::string name_;
 };
 
+class CollectImpl : public detail::BlockImpl {
+ public:
+  explicit CollectImpl(std::string name) : BlockImpl("Collect", name), name_(std::move(name)) {
+    unify(in(), out());
+  }
+  const std::string* collect_name() const override { return &name_; }
+  WeaveValue eval(WeaveState& state, const WeaveValue& input) const override {
+    state.collected(name_).push_back(input);
+    return input;
+  }
+
+ private:
+  std::string name_;
+};
+
+class CollectedImpl : public detail::BlockImpl {
+ public:
+  CollectedImpl(std::string name, const Type& element)
+      : BlockImpl("Collected", name), name_(std::move(name)) {
+    in()->set(Type::void_type());
+    out()->set(Type::sequence(element));
+  }
+  const std::string* collect_name() const override { return &name_; }
+  WeaveValue eval(WeaveState& state, const WeaveValue&) const override {
+    return WeaveValue::of(Type::Kind::kSequence, state.collected(name_));
+  }
+
+ private:
+  std::string name_;
+};
+
 }  // namespace
+
+Collect::Collect(std::string name) : Block(std::make_shared<CollectImpl>(std::move(name))) {}
+Collected::Collected(std::string name, const Type& element)
+    : Block(std::make_shared<CollectedImpl>(std::move(name), element)) {}
 
 Function::Function(std::string name, std::vector<Type> inputs, FunctionBody body,
                    std::optional<Type> output)

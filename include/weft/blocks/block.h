@@ -113,6 +113,8 @@ class BlockImpl {
   virtual std::optional<OperationSpec> operation() const { return std::nullopt; }
   // Metric blocks: the metric's name and the type of its values.
   virtual const std::string* metric_name() const { return nullptr; }
+  // Collect / Collected blocks: the collection's name.
+  virtual const std::string* collect_name() const { return nullptr; }
   virtual bool is_identity() const { return false; }
 
  private:
@@ -166,7 +168,7 @@ class WeaveState {
   loom::Weaver& weaver() { return *weaver_; }
   // The index (in the batch) of the example being woven.
   std::int32_t example() const { return example_; }
-  void set_example(std::int32_t example) { example_ = example; }
+  void set_example(std::int32_t example);
   // The loom type of a tensor type; the operation of a Function-like block.
   loom::TypeId type_id(const Type& type) const;
   loom::OpId operation_of(const detail::BlockImpl* block) const;
@@ -175,6 +177,8 @@ class WeaveState {
                        const std::function<loom::Value()>& make);
   // Keeps a value made at weave time (InputTransform's result) alive for the weave.
   const Input* keep(Input value);
+  // The example's values collected under a name (Collect / Collected), cleared per example.
+  std::vector<WeaveValue>& collected(const std::string& name);
   // Appends one row to a metric.
   void record_metric(const detail::BlockImpl* metric, loom::Value value, const Input* label);
 

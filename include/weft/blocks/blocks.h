@@ -174,6 +174,8 @@ class Composition : public Block {
   Wire input() const { return Wire{0, -1}; }
   Wire add(const Block& block, std::vector<Wire> reads);
   Wire add(const Block& block, Wire read) { return add(block, std::vector<Wire>{read}); }
+  // A block that reads nothing (Void input).
+  Wire add(const Block& block) { return add(block, std::vector<Wire>{}); }
   void set_output(Wire wire);
   // The output is a Tuple of these wires.
   void set_output(std::vector<Wire> wires);
@@ -298,6 +300,20 @@ class ForwardDeclaration {
 class Metric : public Block {
  public:
   explicit Metric(std::string name);
+};
+
+// Weft: per-node values of a recursive model for later blocks and for the caller (the original
+// let them out only through metrics). Collect(name): T -> T passes its input through and appends
+// it to the example's list `name`; Collected(name, T): Void -> Sequence(T) gives that list as it
+// stands (run it after the model, e.g. later in an AllOf or Composition). A root output holding
+// Collected(...) gives the caller one row per node (BatchResult::output_examples tells whose).
+class Collect : public Block {
+ public:
+  explicit Collect(std::string name);
+};
+class Collected : public Block {
+ public:
+  Collected(std::string name, const Type& element);
 };
 
 }  // namespace weft::blocks
