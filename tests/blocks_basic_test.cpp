@@ -38,7 +38,10 @@ TEST(BlocksBasic, FunctionWithSeveralOutputsGivesATuple) {
 
 TEST(BlocksBasic, FromTensorConstantAndParameter) {
   weft::Tensor t = weft::Tensor::from_vector({2}, std::vector<float>{7, 8});
-  EXPECT_EQ(*FromTensor(t).input_type(), Type::void_type());
+  EXPECT_FALSE(FromTensor(t).input_type().has_value());  // any input, ignored
+  EvalValue beside = eval(AllOf({Scalar(), FromTensor(t), Zeros(Type::scalar())}), 3);
+  EXPECT_THAT(floats(beside[1]), ElementsAre(7, 8));
+  EXPECT_THAT(floats(beside[2]), ElementsAre(0));
   EXPECT_THAT(floats(eval(FromTensor(t))), ElementsAre(7, 8));
   Parameter p("p", weft::Tensor::from_vector({3}, std::vector<float>{1, 2, 3}));
   EXPECT_THAT(floats(eval(FromTensor(p))), ElementsAre(1, 2, 3));

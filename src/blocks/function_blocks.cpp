@@ -210,10 +210,10 @@ class CollectedImpl : public detail::BlockImpl {
  public:
   CollectedImpl(std::string name, const Type& element)
       : BlockImpl("Collected", name), name_(std::move(name)) {
-    in()->set(Type::void_type());
     out()->set(Type::sequence(element));
   }
   const std::string* collect_name() const override { return &name_; }
+  void validate() const override {}  // any input (ignored)
   WeaveValue eval(WeaveState& state, const WeaveValue&) const override {
     return WeaveValue::of(Type::Kind::kSequence, state.collected(name_));
   }

@@ -161,7 +161,6 @@ class FromTensorImpl : public detail::BlockImpl {
       : BlockImpl("FromTensor", parameter.defined() ? parameter.name() : ""),
         parameter_(std::move(parameter)),
         value_(std::move(value)) {
-    in()->set(Type::void_type());
     if (parameter_.defined()) {
       if (parameter_.value().dtype() != DType::kFloat32)
         fail("blocks", describe(), ": a parameter must be float32, got ",
@@ -173,6 +172,8 @@ class FromTensorImpl : public detail::BlockImpl {
       out()->set(Type::tensor(value_.shape(), value_.dtype()));
     }
   }
+  // Any input (ignored): usable beside blocks that read the input, e.g. in AllOf.
+  void validate() const override {}
   WeaveValue eval(WeaveState& state, const WeaveValue&) const override {
     const loom::TypeId id = state.type_id(out()->type());
     return WeaveValue::of_tensor(state.memoized(this, 0, [&] {
@@ -190,9 +191,9 @@ class ZerosImpl : public detail::BlockImpl {
  public:
   explicit ZerosImpl(const Type& type) : BlockImpl("Zeros") {
     internal::check_zeros_type(describe(), type);
-    in()->set(Type::void_type());
     out()->set(type);
   }
+  void validate() const override {}  // any input (ignored)
   WeaveValue eval(WeaveState& state, const WeaveValue&) const override {
     return internal::zeros_value(state, this, out()->type());
   }

@@ -37,14 +37,15 @@ class Vector : public AsTensor {
   explicit Vector(std::int64_t size, DType dtype = DType::kFloat32)
       : AsTensor(Shape{size}, dtype) {}
 };
-// Void -> Tensor(shape of the value): a Parameter is differentiable (Weaver::parameter, one
+// any -> Tensor(shape of the value) (the input is ignored; Void where nothing feeds it, so it
+// sits beside input-reading blocks in AllOf and Record): a Parameter is differentiable (Weaver::parameter, one
 // row shared by every use); a plain Tensor is a constant. Depth 0.
 class FromTensor : public Block {
  public:
   explicit FromTensor(const Parameter& parameter);
   explicit FromTensor(const weft::Tensor& value);
 };
-// Void -> T: zero tensors, empty sequences, tuples of these, or nothing for Void. Input and
+// any (ignored) -> T: zero tensors, empty sequences, tuples of these, or nothing for Void. Input and
 // Broadcast types throw. Depth 0.
 class Zeros : public Block {
  public:
@@ -305,13 +306,13 @@ class Metric : public Block {
 // Weft: per-node values of a recursive model for later blocks and for the caller (the original
 // let them out only through metrics). Collect(name): T -> T passes its input through and appends
 // it to the example's list `name`; Collected(name, T): Void -> Sequence(T) gives that list as it
-// stands (run it after the model, e.g. later in an AllOf or Composition). A root output holding
+// stands (its input is ignored; run it after the model, e.g. later in an AllOf or Composition). A root output holding
 // Collected(...) gives the caller one row per node (BatchResult::output_examples tells whose).
 class Collect : public Block {
  public:
   explicit Collect(std::string name);
 };
-class Collected : public Block {
+class Collected : public Block {  // any (ignored) -> Sequence(T)
  public:
   Collected(std::string name, const Type& element);
 };
