@@ -214,6 +214,42 @@ TEST(BlocksCompiler, CollectedNodeValuesReachLaterBlocksAndTheCaller) {
               HasSubstr("collection 'x' is used with two types"));
 }
 
+TEST(BlocksCompiler, NestedForwardDeclarations) {
+  // expr := number | {"items": list};  list := [expr, ...] summed. Mutually recursive.
+  ForwardDeclaration expr(Type::input(), Type::scalar());
+  ForwardDeclaration list(Type::input(), Type::scalar());
+  Block expr_block = OneOf([](const Input& x) { return Input(x.is_number()); },
+                           {{true, Scalar()}, {false, GetItem("items") >> list()}});
+  Block list_block = Map(expr()) >> Sum();
+  expr.resolve_to(expr_block);
+  list.resolve_to(list_block);
+  Input nested = {{"items", {1, {{"items", {2, 3}}}, {{"items", Input::array()}}, 4}}};
+  EXPECT_THAT(floats(eval(expr_block, nested)), ElementsAre(10));
+  // Depth: the inner sum (2, 3) is 1 call, the outer sum of 4 elements 2 more.
+  EXPECT_EQ(max_depth(expr_block, nested), 3);
+  EXPECT_THAT(floats(eval(expr_block, 7)), ElementsAre(7));
+  Compiler c(expr_block);
+  Tape tape;
+  std::vector<Input> examples{nested, 7, {{"items", {1, 1}}}};
+  EXPECT_THAT(c.forward(examples, tape).output().value().to_float_vector(), ElementsAre(10, 7, 2));
+}
+
+TEST(BlocksCompiler, RoutingBlocksAndMetricsAddNoDepth) {
+  Block f = Function("inc", {Type::scalar()}, [](std::span<const Var> x) { return x[0] + 1.0f; });
+  Input rec = {{"a", 1}, {"b", nullptr}};
+  EXPECT_EQ(max_depth(Record({{"a", Scalar() >> f}, {"b", Optional(Scalar())}}) >> GetItem(0), rec),
+            1);
+  EXPECT_EQ(max_depth(GetItem("a") >> Scalar() >> f >> AllOf({Identity(), Metric("m")}), rec), 1);
+  Block one_of = OneOf([](const Input&) { return Input(0); }, {Scalar() >> f});
+  EXPECT_EQ(max_depth(GetItem("a") >> one_of, {{"a", 2}}), 1);
+  EXPECT_EQ(max_depth(Map(Scalar()) >> RNN(Function("step", {Type::scalar(), Type::scalar()},
+                                                    [](std::span<const Var> x) {
+                                                      return std::vector<Var>{x[0], x[0] + x[1]};
+                                                    })),
+                      {1, 2, 3}),
+            3);  // one call per element
+}
+
 TEST(BlocksCompiler, SequenceOutputsGiveRowsPerElement) {
   Block twice = Function("twice", {Type::vector(2)}, [](std::span<const Var> x) { return x[0] * 2.0f; });
   Compiler c(Map(Vector(2) >> twice));
