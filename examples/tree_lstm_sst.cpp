@@ -23,7 +23,9 @@ namespace {
 
 // "(3 (2 It) (4 ...))" -> {"label": 3, "word": "It"} / {"label": 3, "children": [l, r]}.
 Input parse_tree(const std::string& text, std::size_t& at) {
-  auto skip = [&] { while (at < text.size() && text[at] == ' ') ++at; };
+  auto skip = [&] {
+    while (at < text.size() && text[at] == ' ') ++at;
+  };
   skip();
   if (text.at(at) != '(') throw Error("[sst] expected '(' at " + std::to_string(at));
   ++at;
@@ -66,8 +68,10 @@ int main(int argc, char** argv) {
     trees.push_back(parse_tree(line, at));
   }
   std::function<void(const Input&)> add_words = [&](const Input& t) {
-    if (t.contains("word")) vocab.emplace(t["word"].get<std::string>(), int(vocab.size()));
-    else for (const Input& c : t["children"]) add_words(c);
+    if (t.contains("word"))
+      vocab.emplace(t["word"].get<std::string>(), int(vocab.size()));
+    else
+      for (const Input& c : t["children"]) add_words(c);
   };
   for (const Input& t : trees) add_words(t);
 

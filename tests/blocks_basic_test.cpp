@@ -64,7 +64,9 @@ TEST(BlocksBasic, OneHotAndOneHotFromList) {
               ElementsAre(0, 0));
   EXPECT_THAT(error_of([] { eval(OneHot(2, 5), 5); }),
               HasSubstr("[blocks] <OneHot>: 5 is out of range [2, 5)"));
-  EXPECT_THAT(error_of([] { eval(OneHotFromList({"a", "b"}), "z"); }),
+  EXPECT_THAT(error_of([] {
+                eval(OneHotFromList({"a", "b"}), "z");
+              }),
               HasSubstr("\"z\" is not one of the 2 elements"));
   EXPECT_THAT(error_of([] { OneHotFromList({"a", "a"}); }), HasSubstr("duplicate element \"a\""));
 }
@@ -106,16 +108,17 @@ TEST(BlocksBasic, RecordKeepsTheGivenOrder) {
   // Integer keys index arrays and tuples.
   EvalValue a = eval(Record({Scalar(), Scalar()}), {5, 6});
   EXPECT_THAT(floats(a[1]), ElementsAre(6));
-  EXPECT_THAT(error_of([&] { eval(r, {{"a", {1, 2}}}); }),
+  EXPECT_THAT(error_of([&] {
+                eval(r, {{"a", {1, 2}}});
+              }),
               HasSubstr("<Record>: the input has no key 'b'"));
 }
 
 TEST(BlocksBasic, AllOfAndVoid) {
-  EvalValue v = eval(AllOf({Scalar(), Scalar() >> Function("neg", {Type::scalar()},
-                                                            [](std::span<const Var> x) {
-                                                              return -x[0];
-                                                            })}),
-                     4);
+  EvalValue v =
+      eval(AllOf({Scalar(), Scalar() >> Function("neg", {Type::scalar()},
+                                                 [](std::span<const Var> x) { return -x[0]; })}),
+           4);
   EXPECT_THAT(floats(v[0]), ElementsAre(4));
   EXPECT_THAT(floats(v[1]), ElementsAre(-4));
   EXPECT_EQ(*AllOf({}).output_type(), Type::void_type());
@@ -141,11 +144,13 @@ TEST(BlocksBasic, OneOfDispatchesOnTheKey) {
                   {{"id", GetItem("v") >> Scalar()}, {"neg", GetItem("v") >> Scalar() >> neg}});
   EXPECT_THAT(floats(eval(b, {{"op", "id"}, {"v", 3}})), ElementsAre(3));
   EXPECT_THAT(floats(eval(b, {{"op", "neg"}, {"v", 3}})), ElementsAre(-3));
-  EXPECT_THAT(error_of([&] { eval(b, {{"op", "sqrt"}, {"v", 3}}); }),
+  EXPECT_THAT(error_of([&] {
+                eval(b, {{"op", "sqrt"}, {"v", 3}});
+              }),
               HasSubstr("<OneOf>: no case for key \"sqrt\" (cases: \"id\", \"neg\")"));
   // Cases as a list: integer keys, negative ones from the end; a pre-block.
-  Block by_index = OneOf([](const Input& x) { return x[0]; }, {Scalar(), Scalar() >> neg},
-                         GetItem(1));
+  Block by_index =
+      OneOf([](const Input& x) { return x[0]; }, {Scalar(), Scalar() >> neg}, GetItem(1));
   EXPECT_THAT(floats(eval(by_index, {-1, 5})), ElementsAre(-5));
   EXPECT_THAT(floats(eval(by_index, {0, 5})), ElementsAre(5));
   // The key from a block.
@@ -176,7 +181,8 @@ TEST(BlocksBasic, CompositionWiresADag) {
   unused.add(Scalar(), unused.input());
   auto x = unused.add(Scalar(), unused.input());
   unused.set_output(x);
-  EXPECT_THAT(error_of([&] { eval(unused, 1); }), HasSubstr("children have unused outputs: <Tensor"));
+  EXPECT_THAT(error_of([&] { eval(unused, 1); }),
+              HasSubstr("children have unused outputs: <Tensor"));
   Composition none;
   none.add(Scalar() >> Void(), none.input());
   EXPECT_THAT(error_of([&] { eval(none, 1); }), HasSubstr("Composition block has no output"));

@@ -115,7 +115,8 @@ TEST(BlocksCompiler, BatchEqualsOneAtATimeInValuesAndGradients) {
       for (std::size_t j = 0; j < g.size(); ++j) sum_grads[k][j] += g[j];
     }
   }
-  for (std::size_t k = 0; k < sum_grads.size(); ++k) expect_near(batch_grads[k], sum_grads[k], 1e-5f);
+  for (std::size_t k = 0; k < sum_grads.size(); ++k)
+    expect_near(batch_grads[k], sum_grads[k], 1e-5f);
 }
 
 TEST(BlocksCompiler, FiniteDifferencesOfARecursiveModel) {
@@ -186,8 +187,7 @@ TEST(BlocksCompiler, MetricsPerNodeAndLabelled) {
   // The root of tree 0 is its only node.
   expect_near(nodes.values.value().rows_view(0, 1).to_float_vector(),
               r.output().value().rows_view(0, 1).to_float_vector(), 0);
-  EXPECT_THAT(error_of([&] { r.metric("loss"); }),
-              HasSubstr("no metric named 'loss' (metrics: '"));
+  EXPECT_THAT(error_of([&] { r.metric("loss"); }), HasSubstr("no metric named 'loss' (metrics: '"));
 }
 
 TEST(BlocksCompiler, CollectedNodeValuesReachLaterBlocksAndTheCaller) {
@@ -208,8 +208,8 @@ TEST(BlocksCompiler, CollectedNodeValuesReachLaterBlocksAndTheCaller) {
   expect_near(r.output(1).value().rows_view(2, 1).to_float_vector(),
               r.output(0).value().rows_view(2, 1).to_float_vector(), 0);
   Composition wrong;
-  wrong.set_output({wrong.add(Scalar() >> Collect("x"), wrong.input()),
-                    wrong.add(Collected("x", kHidden))});
+  wrong.set_output(
+      {wrong.add(Scalar() >> Collect("x"), wrong.input()), wrong.add(Collected("x", kHidden))});
   EXPECT_THAT(error_of([&] { Compiler bad(wrong); }),
               HasSubstr("collection 'x' is used with two types"));
 }
@@ -251,7 +251,8 @@ TEST(BlocksCompiler, RoutingBlocksAndMetricsAddNoDepth) {
 }
 
 TEST(BlocksCompiler, SequenceOutputsGiveRowsPerElement) {
-  Block twice = Function("twice", {Type::vector(2)}, [](std::span<const Var> x) { return x[0] * 2.0f; });
+  Block twice =
+      Function("twice", {Type::vector(2)}, [](std::span<const Var> x) { return x[0] * 2.0f; });
   Compiler c(Map(Vector(2) >> twice));
   std::vector<Input> examples{{{1, 2}, {3, 4}, {5, 6}}, Input::array(), {{7, 8}}};
   Tape tape;
@@ -293,9 +294,8 @@ struct ChildSum {
 TEST(BlocksCompiler, ChildSumTreeLstmOverVariableArityTrees) {
   ChildSum cell;
   const Type state = Type::tuple({kHidden, kHidden});
-  Function forget("forget", {Type::vector(2), state}, [&cell](std::span<const Var> in) {
-    return cell.forget(in[0], in[1], in[2]);
-  });
+  Function forget("forget", {Type::vector(2), state},
+                  [&cell](std::span<const Var> in) { return cell.forget(in[0], in[1], in[2]); });
   Function update("update", {Type::vector(2), kHidden, kHidden}, [&cell](std::span<const Var> in) {
     auto [h, c] = cell.update(in[0], in[1], in[2]);
     return std::vector<Var>{h, c};

@@ -29,8 +29,9 @@ TEST(BlocksLayers, FCAndEmbedding) {
   nn::FC fc(store, "fc", 3, 2, tanh_fc);
   FCBlock block(fc);
   EXPECT_EQ(*block.output_type(), Type::vector(2));
-  expect_near(floats(eval(Vector(3) >> block, {1, 2, 3})),
-              direct([&](Tape& t) { return fc(row(t, {1, 2, 3})); }));
+  expect_near(floats(eval(Vector(3) >> block, {1, 2, 3})), direct([&](Tape& t) {
+                return fc(row(t, {1, 2, 3}));
+              }));
   nn::Embedding emb(store, "emb", 5, 4);
   std::vector<float> table = emb.table().value().to_float_vector();
   expect_near(floats(eval(Scalar(DType::kInt32) >> EmbeddingBlock(emb), 7)),
@@ -65,11 +66,13 @@ TEST(BlocksLayers, BinaryTreeLstmSharedAtEveryNode) {
   const Type state = Type::tuple({Type::vector(3), Type::vector(3)});
   ForwardDeclaration fwd(Type::input(), state);
   Block leaf = AllOf({Vector(2), Zeros(state), Zeros(state)}) >> block;
-  Block node = AllOf({GetItem("x") >> Vector(2), GetItem("l") >> fwd(), GetItem("r") >> fwd()}) >>
-               block;
-  Block tree = OneOf([](const Input& x) { return Input(x.is_array()); }, {{true, leaf}, {false, node}});
+  Block node =
+      AllOf({GetItem("x") >> Vector(2), GetItem("l") >> fwd(), GetItem("r") >> fwd()}) >> block;
+  Block tree =
+      OneOf([](const Input& x) { return Input(x.is_array()); }, {{true, leaf}, {false, node}});
   fwd.resolve_to(tree);
-  Input t = {{"x", {0.5, -0.5}}, {"l", {1, 2}}, {"r", {{"x", {0, 1}}, {"l", {3, 4}}, {"r", {5, 6}}}}};
+  Input t = {
+      {"x", {0.5, -0.5}}, {"l", {1, 2}}, {"r", {{"x", {0, 1}}, {"l", {3, 4}}, {"r", {5, 6}}}}};
   Compiler compiler(tree >> GetItem(0));
   EXPECT_EQ(compiler.loom().num_operations(), 1u);  // one cell for leaves and nodes
   Tape tape;
@@ -77,7 +80,9 @@ TEST(BlocksLayers, BinaryTreeLstmSharedAtEveryNode) {
   BatchResult r = compiler.forward(examples, tape);
   expect_near(r.output().value().to_float_vector(), direct([&](Tape& tp) {
                 Var z = tp.constant(weft::Tensor::zeros({1, 3}));
-                auto leaf_of = [&](std::vector<float> x) { return cell(row(tp, x), {z, z}, {z, z}); };
+                auto leaf_of = [&](std::vector<float> x) {
+                  return cell(row(tp, x), {z, z}, {z, z});
+                };
                 auto [h3, c3] = leaf_of({3, 4});
                 auto [h5, c5] = leaf_of({5, 6});
                 auto [hr, cr] = cell(row(tp, {0, 1}), {h3, h5}, {c3, c5});
@@ -94,7 +99,8 @@ TEST(BlocksLayers, ChildSumPieces) {
   const Type state = Type::tuple({Type::vector(3), Type::vector(3)});
   EXPECT_EQ(*forget.input_type(), Type::tuple({Type::vector(2), state}));
   EXPECT_EQ(*node.output_type(), state);
-  EvalValue v = eval(Record({Vector(2), Vector(3), Vector(3)}) >> node, {{1, 2}, {0, 0, 0}, {0, 0, 0}});
+  EvalValue v =
+      eval(Record({Vector(2), Vector(3), Vector(3)}) >> node, {{1, 2}, {0, 0, 0}, {0, 0, 0}});
   expect_near(floats(v[0]), direct([&](Tape& t) {
                 Var z = t.constant(weft::Tensor::zeros({1, 3}));
                 return cell.node(row(t, {1, 2}), z, z).first;

@@ -58,7 +58,7 @@ TEST(BlocksSequence, SumMinMaxMean) {
   EXPECT_THAT(floats(eval(Map(Vector(2)) >> Sum(), rows)), ElementsAre(4, 11));
   EXPECT_THAT(floats(eval(Map(Vector(2)) >> Min(), rows)), ElementsAre(0, 2));
   EXPECT_THAT(floats(eval(Map(Vector(2)) >> Max(), rows)), ElementsAre(3, 5));
-  EXPECT_THAT(floats(eval(Map(Vector(2)) >> Mean(), rows)), 
+  EXPECT_THAT(floats(eval(Map(Vector(2)) >> Mean(), rows)),
               ::testing::Pointwise(::testing::FloatNear(1e-6f), {4.0f / 3, 11.0f / 3}));
   for (Block b : {Block(Sum()), Block(Min()), Block(Max()), Block(Mean())})
     EXPECT_THAT(floats(eval(Map(Vector(2)) >> b, Input::array())), ElementsAre(0, 0));
@@ -74,8 +74,7 @@ TEST(BlocksSequence, RnnThreadsTheState) {
     return std::vector<Var>{s, s};
   });
   Block rnn = Map(Scalar()) >> RNN(cell);
-  EXPECT_EQ(*rnn.output_type(),
-            Type::tuple({Type::sequence(Type::scalar()), Type::scalar()}));
+  EXPECT_EQ(*rnn.output_type(), Type::tuple({Type::sequence(Type::scalar()), Type::scalar()}));
   EvalValue v = eval(rnn, {1, 2, 3});
   ASSERT_EQ(v[0].size(), 3u);
   EXPECT_THAT(floats(v[0][1]), ElementsAre(3));
@@ -90,7 +89,8 @@ TEST(BlocksSequence, RnnThreadsTheState) {
 }
 
 TEST(BlocksSequence, BroadcastWithZip) {
-  Block b = Record({{"xs", Map(Scalar())}, {"b", Scalar() >> Broadcast()}}) >> ZipWith(scalar_add());
+  Block b =
+      Record({{"xs", Map(Scalar())}, {"b", Scalar() >> Broadcast()}}) >> ZipWith(scalar_add());
   EXPECT_EQ(*b.output_type(), Type::sequence(Type::scalar()));
   EvalValue v = eval(b, {{"xs", {1, 2, 3}}, {"b", 10}});
   ASSERT_EQ(v.size(), 3u);
@@ -115,7 +115,9 @@ TEST(BlocksSequence, NGramsAndNth) {
   EXPECT_THAT(error_of([] { NGrams(0); }), HasSubstr("n must be positive, got 0"));
   Block nth = Record({{"xs", Map(Scalar())}, {"i", Identity()}}) >> Nth();
   EXPECT_THAT(floats(eval(nth, {{"xs", {4, 5, 6}}, {"i", -1}})), ElementsAre(6));
-  EXPECT_THAT(error_of([&] { eval(nth, {{"xs", {4, 5, 6}}, {"i", 3}}); }),
+  EXPECT_THAT(error_of([&] {
+                eval(nth, {{"xs", {4, 5, 6}}, {"i", 3}});
+              }),
               HasSubstr("<Nth>: index 3 is out of range for 3 items"));
 }
 

@@ -25,7 +25,7 @@ TEST(BlocksTypes, InferenceFlowsThroughComposition) {
   EXPECT_EQ(*b.output_type(), Type::vector(2));
   Block generic = Sum();
   EXPECT_FALSE(generic.output_type().has_value());  // known once composed
-  Block piped = Vector(4) >> Identity();  // Identity is dropped from pipes
+  Block piped = Vector(4) >> Identity();            // Identity is dropped from pipes
   EXPECT_EQ(*piped.output_type(), Type::vector(4));
   Block mapped = Map(InputTransform([](const Input& x) { return x; }));
   EXPECT_EQ(*mapped.output_type(), Type::input());  // a Sequence of Input is Input
@@ -63,10 +63,11 @@ TEST(BlocksTypes, FoldWhoseCombineDoesNotReturnTheAccumulator) {
 }
 
 TEST(BlocksTypes, OneOfCasesWithDifferentOutputs) {
-  EXPECT_THAT(
-      error_of([] { OneOf([](const Input& x) { return x; }, {{"a", Scalar()}, {"b", Vector(2)}}); }),
-      HasSubstr("<OneOf>: the cases have different output types: Tensor([], float32) and "
-                "Tensor([2], float32) (case \"b\", <Tensor 'Tensor([2], float32)'>)"));
+  EXPECT_THAT(error_of([] {
+                OneOf([](const Input& x) { return x; }, {{"a", Scalar()}, {"b", Vector(2)}});
+              }),
+              HasSubstr("<OneOf>: the cases have different output types: Tensor([], float32) and "
+                        "Tensor([2], float32) (case \"b\", <Tensor 'Tensor([2], float32)'>)"));
   EXPECT_THAT(error_of([] { OneOf([](const Input& x) { return x; }, std::vector<Block>{}); }),
               HasSubstr("<OneOf> needs at least one case"));
 }
@@ -89,15 +90,21 @@ TEST(BlocksTypes, OtherKindsRejected) {
   EXPECT_THAT(error_of([&] { Map(Scalar()) >> f; }),
               HasSubstr("bad input type Sequence(Tensor([], float32)) for <Function 'f'>, "
                         "expected a Tensor or a Tuple of Tensors"));
-  EXPECT_THAT(error_of([] { AllOf({Scalar(), Scalar(DType::kInt32)}) >> Concat(); }),
+  EXPECT_THAT(error_of([] {
+                AllOf({Scalar(), Scalar(DType::kInt32)}) >> Concat();
+              }),
               HasSubstr("<Concat>: mixed dtypes in Tuple(Tensor([], float32), Tensor([], int32))"));
-  EXPECT_THAT(error_of([] { AllOf({Scalar(), AllOf({Scalar()})}) >> Concat(); }),
+  EXPECT_THAT(error_of([] {
+                AllOf({Scalar(), AllOf({Scalar()})}) >> Concat();
+              }),
               HasSubstr("nested tuples need Concat(dim, /*flatten=*/true)"));
   EXPECT_THAT(error_of([] { Zeros(Type::input()); }),
               HasSubstr("<Zeros> cannot make zeros of type Input"));
   EXPECT_THAT(error_of([] { Scalar() >> Broadcast() >> Reduce(scalar_add()); }),
               HasSubstr("bad input type Broadcast(Tensor([], float32)) for <Reduce>"));
-  EXPECT_THAT(error_of([] { AllOf({Scalar(), Vector(2)}) >> Map(Identity()); }),
+  EXPECT_THAT(error_of([] {
+                AllOf({Scalar(), Vector(2)}) >> Map(Identity());
+              }),
               HasSubstr("the Tuple's items must all have one type"));
   EXPECT_THAT(error_of([] { Map(Scalar()) >> GetItem("x"); }),
               HasSubstr("<GetItem 'x'>: a Sequence needs an integer key"));
@@ -117,8 +124,7 @@ TEST(BlocksTypes, FunctionBodyFailingOnTheInputType) {
 
 TEST(BlocksTypes, MetricNameWithTwoTypes) {
   Block b = AllOf({Scalar() >> Metric("m"), Vector(2) >> Metric("m")});
-  EXPECT_THAT(error_of([&] { Compiler c(b); }),
-              HasSubstr("metric 'm' is used with two types"));
+  EXPECT_THAT(error_of([&] { Compiler c(b); }), HasSubstr("metric 'm' is used with two types"));
 }
 
 TEST(BlocksTypes, RootMustTakeInputAndGiveTensors) {
@@ -131,10 +137,14 @@ TEST(BlocksTypes, RootMustTakeInputAndGiveTensors) {
 TEST(BlocksTypes, BadUserDataAtWeaveTime) {
   EXPECT_THAT(error_of([] { eval(Scalar(), "abc"); }),
               HasSubstr("<Tensor 'Tensor([], float32)'> expects a number, got \"abc\""));
-  EXPECT_THAT(error_of([] { eval(Vector(3), {1, 2}); }),
+  EXPECT_THAT(error_of([] {
+                eval(Vector(3), {1, 2});
+              }),
               HasSubstr("expects an array of 3 items at axis 0 (shape [3]), got [1,2]"));
   EXPECT_THAT(error_of([] { eval(Map(Scalar()), 5); }), HasSubstr("<Map> expects an array, got 5"));
-  EXPECT_THAT(error_of([] { eval(GetItem("k") >> Scalar(), {{"a", 1}}); }),
+  EXPECT_THAT(error_of([] {
+                eval(GetItem("k") >> Scalar(), {{"a", 1}});
+              }),
               HasSubstr("<GetItem 'k'>: the input has no key 'k': {\"a\":1}"));
   // The compiler adds the example's index.
   Compiler c{Scalar()};

@@ -32,8 +32,10 @@ Type infer_output_type(const std::string& block, const FunctionBody& body, const
     if (!v.defined()) fail("blocks", block, ": the body returned an undefined Var");
     const Shape& s = v.shape();
     if (s.rank() == 0 || s[0] != 1)
-      fail("blocks", block, ": the body must return batched values [B, ...]; on a batch of 1 it "
-                            "returned shape ", s);
+      fail("blocks", block,
+           ": the body must return batched values [B, ...]; on a batch of 1 it "
+           "returned shape ",
+           s);
     outputs.push_back(Type::tensor(s.without_rows(), v.value().dtype()));
   }
   return outputs.size() == 1 ? outputs[0] : Type::tuple(std::move(outputs));
@@ -110,8 +112,7 @@ Type concat_output(const std::string& block, const Type& input, int dim, bool fl
     bool same = s.rank() == shape.rank();
     for (int i = 0; same && i < s.rank(); ++i) same = i == dim || s[i] == shape[i];
     if (!same)
-      fail("blocks", block, ": shapes of ", input.to_string(),
-           " differ outside dimension ", dim);
+      fail("blocks", block, ": shapes of ", input.to_string(), " differ outside dimension ", dim);
     extent += s[dim];
   }
   shape[dim] = extent;

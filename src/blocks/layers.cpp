@@ -78,7 +78,8 @@ ChildSumForgetBlock::ChildSumForgetBlock(const nn::ChildSumTreeLSTMCell& cell)
 ChildSumNodeBlock::ChildSumNodeBlock(const nn::ChildSumTreeLSTMCell& cell)
     : Function(
           cell.name() + "/node",
-          {Type::vector(cell.input_size()), Type::vector(cell.hidden()), Type::vector(cell.hidden())},
+          {Type::vector(cell.input_size()), Type::vector(cell.hidden()),
+           Type::vector(cell.hidden())},
           [cell](std::span<const Var> in) {
             auto [h, c] = cell.node(in[0], in[1], in[2]);
             return std::vector<Var>{h, c};

@@ -49,7 +49,8 @@ void unify(const SlotPtr& a, const SlotPtr& b);
 void derive(const SlotPtr& target, std::vector<SlotPtr> sources,
             std::function<Type(std::span<const Type>)> fn);
 // Throws "[blocks] bad input type X for <block>, expected ..." unless kind is accepted.
-void expect_kind(const std::string& block, const Type& type, std::initializer_list<Type::Kind> kinds);
+void expect_kind(const std::string& block, const Type& type,
+                 std::initializer_list<Type::Kind> kinds);
 
 // A value at weave time: a loom value (tensor), the user's data (input), or a tuple,
 // sequence or broadcast of values.

@@ -38,15 +38,15 @@ class Vector : public AsTensor {
       : AsTensor(Shape{size}, dtype) {}
 };
 // any -> Tensor(shape of the value) (the input is ignored; Void where nothing feeds it, so it
-// sits beside input-reading blocks in AllOf and Record): a Parameter is differentiable (Weaver::parameter, one
-// row shared by every use); a plain Tensor is a constant. Depth 0.
+// sits beside input-reading blocks in AllOf and Record): a Parameter is differentiable
+// (Weaver::parameter, one row shared by every use); a plain Tensor is a constant. Depth 0.
 class FromTensor : public Block {
  public:
   explicit FromTensor(const Parameter& parameter);
   explicit FromTensor(const weft::Tensor& value);
 };
-// any (ignored) -> T: zero tensors, empty sequences, tuples of these, or nothing for Void. Input and
-// Broadcast types throw. Depth 0.
+// any (ignored) -> T: zero tensors, empty sequences, tuples of these, or nothing for Void. Input
+// and Broadcast types throw. Depth 0.
 class Zeros : public Block {
  public:
   explicit Zeros(const Type& type);
@@ -90,9 +90,8 @@ class Function : public Block {
            std::optional<Type> output = std::nullopt);
   // A body returning one Var.
   template <typename F>
-    requires std::is_same_v<std::invoke_result_t<F, std::span<const Var>>, Var>
-  Function(std::string name, std::vector<Type> inputs, F body,
-           std::optional<Type> output = std::nullopt)
+  requires std::is_same_v<std::invoke_result_t<F, std::span<const Var>>, Var> Function(
+      std::string name, std::vector<Type> inputs, F body, std::optional<Type> output = std::nullopt)
       : Function(std::move(name), std::move(inputs), wrap(std::move(body)), std::move(output)) {}
 
  private:
@@ -306,8 +305,9 @@ class Metric : public Block {
 // Weft: per-node values of a recursive model for later blocks and for the caller (the original
 // let them out only through metrics). Collect(name): T -> T passes its input through and appends
 // it to the example's list `name`; Collected(name, T): Void -> Sequence(T) gives that list as it
-// stands (its input is ignored; run it after the model, e.g. later in an AllOf or Composition). A root output holding
-// Collected(...) gives the caller one row per node (BatchResult::output_examples tells whose).
+// stands (its input is ignored; run it after the model, e.g. later in an AllOf or Composition). A
+// root output holding Collected(...) gives the caller one row per node
+// (BatchResult::output_examples tells whose).
 class Collect : public Block {
  public:
   explicit Collect(std::string name);

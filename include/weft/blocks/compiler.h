@@ -19,8 +19,8 @@ namespace weft::blocks {
 struct CompilerOptions {
   int max_depth = 0;  // 0: unlimited
   loom::Strategy strategy = loom::Strategy::kByDepth;
-  int threads = 0;                          // weaving threads; 0: hardware concurrency
-  std::size_t examples_per_thread = 256;    // below this a batch is woven on one thread
+  int threads = 0;                        // weaving threads; 0: hardware concurrency
+  std::size_t examples_per_thread = 256;  // below this a batch is woven on one thread
 };
 
 namespace detail {
