@@ -16,6 +16,8 @@
 
 namespace weft::blocks {
 
+// Weaving runs the blocks' C++ callables (InputTransform, OneOf keys) on several threads for
+// large batches: they must be safe to call concurrently (pure functions are).
 struct CompilerOptions {
   int max_depth = 0;  // 0: unlimited
   loom::Strategy strategy = loom::Strategy::kByDepth;
