@@ -63,7 +63,17 @@ struct WeaveState::Caches {
   };
   std::unordered_map<std::pair<const void*, std::int64_t>, loom::Value, KeyHash> memo;
   std::deque<Input> kept;
+  std::unordered_map<std::string, std::vector<WeaveValue>> collected;
 };
+
+void WeaveState::set_example(std::int32_t example) {
+  example_ = example;
+  for (auto& [name, values] : caches_->collected) values.clear();
+}
+
+std::vector<WeaveValue>& WeaveState::collected(const std::string& name) {
+  return caches_->collected[name];
+}
 
 WeaveState::WeaveState(const detail::Compiled& compiled, loom::Weaver& weaver,
                        detail::WovenRecords& records)
@@ -125,7 +135,8 @@ void check_output_type(const Type& type) {
 }
 
 void register_types(detail::Compiled& c, const Type& type) {
-  for (const Type& t : type.terminals()) c.type_ids.emplace(t.identity(), c.loom.add_type(t.type_shape()));
+  for (const Type& t : type.terminals())
+    c.type_ids.emplace(t.identity(), c.loom.add_type(t.type_shape()));
 }
 
 void register_metric(detail::Compiled& c, const detail::BlockImpl& block) {
@@ -152,6 +163,7 @@ void register_metric(detail::Compiled& c, const detail::BlockImpl& block) {
 void compile_blocks(detail::Compiled& c, const Block& root) {
   std::unordered_set<const detail::BlockImpl*> seen;
   std::unordered_set<std::string> op_names;
+  std::unordered_map<std::string, Type> collected;
   std::vector<std::pair<Block, bool>> stack{{root, false}};
   while (!stack.empty()) {
     auto [block, expanded] = stack.back();
@@ -168,11 +180,21 @@ void compile_blocks(detail::Compiled& c, const Block& root) {
     if (impl.out()->known()) register_types(c, impl.out()->type());
     if (auto spec = impl.operation()) {
       std::string name = spec->name;
-      for (int k = 2; !op_names.insert(name).second; ++k) name = spec->name + "_" + std::to_string(k);
+      for (int k = 2; !op_names.insert(name).second; ++k)
+        name = spec->name + "_" + std::to_string(k);
       c.operations[&impl] = c.loom.add_operation(name, spec->inputs, spec->outputs,
                                                  std::move(spec->body), spec->options);
     }
     if (impl.metric_name()) register_metric(c, impl);
+    if (const auto* collect = impl.collect_name()) {
+      const Type& element =
+          impl.kind() == "Collect" ? impl.in()->type() : impl.out()->type().element();
+      auto [it, inserted] = collected.emplace(*collect, element);
+      if (!inserted && it->second != element)
+        fail("blocks", "collection '", *collect,
+             "' is used with two types: ", it->second.to_string(), " and ", element.to_string(),
+             " (", impl.describe(), ")");
+    }
   }
 }
 
@@ -205,7 +227,8 @@ void record_outputs(const Type& type, const WeaveValue& value, std::size_t& posi
 
 }  // namespace
 
-Compiler::Compiler(Block root, CompilerOptions options) : Compiler(std::move(root), options, false) {}
+Compiler::Compiler(Block root, CompilerOptions options)
+    : Compiler(std::move(root), options, false) {}
 
 Compiler::Compiler(Block root, CompilerOptions options, bool for_eval)
     : root_(std::move(root)),
@@ -231,8 +254,8 @@ Compiler::~Compiler() = default;
 
 const loom::Loom& Compiler::loom() const { return compiled_->loom; }
 
-void Compiler::weave_range(std::span<const Input> examples, std::size_t first,
-                           loom::Weaver& weaver, detail::WovenRecords& records) const {
+void Compiler::weave_range(std::span<const Input> examples, std::size_t first, loom::Weaver& weaver,
+                           detail::WovenRecords& records) const {
   records.outputs.resize(output_types_.size());
   records.output_examples.resize(output_types_.size());
   records.metrics.resize(compiled_->metric_names.size());
@@ -264,8 +287,9 @@ WovenBatch Compiler::weave(std::span<const Input> examples) const {
   batch.examples_ = examples.size();
   const std::size_t hardware = std::max(1u, std::thread::hardware_concurrency());
   const std::size_t threads = std::max<std::size_t>(
-      1, std::min<std::size_t>(options_.threads > 0 ? std::size_t(options_.threads) : hardware,
-                               examples.size() / std::max<std::size_t>(1, options_.examples_per_thread)));
+      1, std::min<std::size_t>(
+             options_.threads > 0 ? std::size_t(options_.threads) : hardware,
+             examples.size() / std::max<std::size_t>(1, options_.examples_per_thread)));
   if (threads == 1) {
     batch.weaver_ = std::make_unique<loom::Weaver>(compiled_->loom);
     batch.records_ = std::make_unique<detail::WovenRecords>();
@@ -308,7 +332,8 @@ BatchResult Compiler::run(const WovenBatch& batch, Tape& tape) const {
   result.batch_ = &batch;
   result.compiled_ = compiled_.get();
   loom::Executor executor(compiled_->loom, tape);
-  result.loom_ = std::make_unique<loom::LoomResult>(executor.run(batch.weaver(), options_.strategy));
+  result.loom_ =
+      std::make_unique<loom::LoomResult>(executor.run(batch.weaver(), options_.strategy));
   for (const auto& values : batch.records_->outputs)
     result.outputs_.push_back(values.empty() ? Var() : result.loom_->gather(values));
   return result;
@@ -362,7 +387,8 @@ EvalValue to_eval_value(const Type& type, const WeaveValue& value, const loom::L
   switch (value.kind) {
     case Type::Kind::kTensor: {
       const loom::Value v = value.tensor;
-      out.tensor = result.gather(std::span<const loom::Value>(&v, 1)).value().reshaped(type.shape()).clone();
+      out.tensor =
+          result.gather(std::span<const loom::Value>(&v, 1)).value().reshaped(type.shape()).clone();
       break;
     }
     case Type::Kind::kInput:

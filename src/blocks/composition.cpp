@@ -74,14 +74,18 @@ class CompositionImpl : public detail::BlockImpl {
     values[0] = input;
     for (std::size_t k = 0; k < nodes_.size(); ++k) {
       const Node& n = nodes_[k];
+      const detail::BlockImpl& block = n.block.impl();
+      if (n.reads.size() == 1) {  // the common case: no copy of the argument
+        values[k + 1] = block.eval(state, value_of(values, n.reads[0]));
+        continue;
+      }
       WeaveValue arg;
-      if (n.reads.size() == 1) {
-        arg = value_of(values, n.reads[0]);
-      } else if (!n.reads.empty()) {
+      if (!n.reads.empty()) {
         arg.kind = Type::Kind::kTuple;
+        arg.items.reserve(n.reads.size());
         for (const auto& w : n.reads) arg.items.push_back(value_of(values, w));
       }
-      values[k + 1] = n.block.impl().eval(state, arg);
+      values[k + 1] = block.eval(state, arg);
     }
     if (!output_tuple_) return value_of(values, output_[0]);
     WeaveValue result;
@@ -116,7 +120,8 @@ class CompositionImpl : public detail::BlockImpl {
     item_slots_.push_back(slot);
     return slot;
   }
-  static WeaveValue value_of(const std::vector<WeaveValue>& values, const Composition::Wire& w) {
+  static const WeaveValue& value_of(const std::vector<WeaveValue>& values,
+                                    const Composition::Wire& w) {
     const WeaveValue& v = values[std::size_t(w.node)];
     return w.item < 0 ? v : v.items[std::size_t(w.item)];
   }

@@ -32,8 +32,10 @@ Type infer_output_type(const std::string& block, const FunctionBody& body, const
     if (!v.defined()) fail("blocks", block, ": the body returned an undefined Var");
     const Shape& s = v.shape();
     if (s.rank() == 0 || s[0] != 1)
-      fail("blocks", block, ": the body must return batched values [B, ...]; on a batch of 1 it "
-                            "returned shape ", s);
+      fail("blocks", block,
+           ": the body must return batched values [B, ...]; on a batch of 1 it "
+           "returned shape ",
+           s);
     outputs.push_back(Type::tensor(s.without_rows(), v.value().dtype()));
   }
   return outputs.size() == 1 ? outputs[0] : Type::tuple(std::move(outputs));
@@ -110,8 +112,7 @@ Type concat_output(const std::string& block, const Type& input, int dim, bool fl
     bool same = s.rank() == shape.rank();
     for (int i = 0; same && i < s.rank(); ++i) same = i == dim || s[i] == shape[i];
     if (!same)
-      fail("blocks", block, ": shapes of ", input.to_string(),
-           " differ outside dimension ", dim);
+      fail("blocks", block, ": shapes of ", input.to_string(), " differ outside dimension ", dim);
     extent += s[dim];
   }
   shape[dim] = extent;
@@ -191,7 +192,42 @@ class MetricImpl : public detail::BlockImpl {
   std::string name_;
 };
 
+class CollectImpl : public detail::BlockImpl {
+ public:
+  explicit CollectImpl(std::string name) : BlockImpl("Collect", name), name_(std::move(name)) {
+    unify(in(), out());
+  }
+  const std::string* collect_name() const override { return &name_; }
+  WeaveValue eval(WeaveState& state, const WeaveValue& input) const override {
+    state.collected(name_).push_back(input);
+    return input;
+  }
+
+ private:
+  std::string name_;
+};
+
+class CollectedImpl : public detail::BlockImpl {
+ public:
+  CollectedImpl(std::string name, const Type& element)
+      : BlockImpl("Collected", name), name_(std::move(name)) {
+    out()->set(Type::sequence(element));
+  }
+  const std::string* collect_name() const override { return &name_; }
+  void validate() const override {}  // any input (ignored)
+  WeaveValue eval(WeaveState& state, const WeaveValue&) const override {
+    return WeaveValue::of(Type::Kind::kSequence, state.collected(name_));
+  }
+
+ private:
+  std::string name_;
+};
+
 }  // namespace
+
+Collect::Collect(std::string name) : Block(std::make_shared<CollectImpl>(std::move(name))) {}
+Collected::Collected(std::string name, const Type& element)
+    : Block(std::make_shared<CollectedImpl>(std::move(name), element)) {}
 
 Function::Function(std::string name, std::vector<Type> inputs, FunctionBody body,
                    std::optional<Type> output)

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "weft/blocks/blocks.h"
 #include "weft/autodiff/ops.h"
+#include "weft/blocks/blocks.h"
 #include "weft/core/error.h"
 
 namespace weft::blocks::internal {

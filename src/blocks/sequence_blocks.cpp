@@ -10,8 +10,9 @@ std::weak_ptr<TypeSlot> weak(const SlotPtr& slot) { return slot; }
 // The element type of a finite sequence-like input (Sequence, homogeneous Tuple, Input array).
 Type element_type(const std::string& block, const Type& t, bool allow_broadcast) {
   if (allow_broadcast)
-    expect_kind(block, t,
-                {Type::Kind::kSequence, Type::Kind::kBroadcast, Type::Kind::kTuple, Type::Kind::kInput});
+    expect_kind(
+        block, t,
+        {Type::Kind::kSequence, Type::Kind::kBroadcast, Type::Kind::kTuple, Type::Kind::kInput});
   else
     expect_kind(block, t, {Type::Kind::kSequence, Type::Kind::kTuple, Type::Kind::kInput});
   if (t.is_sequence_like()) return t.element();
@@ -42,6 +43,11 @@ class MapImpl : public detail::BlockImpl {
     derive(out(), {in(), element_.impl().out()}, [](std::span<const Type> t) {
       return t[0].kind() == Type::Kind::kBroadcast ? Type::broadcast(t[1]) : Type::sequence(t[1]);
     });
+    // An element taking Input: the mapped value is user data (a sequence of Input is Input).
+    element_.impl().in()->observe([i = weak(in())](const Type& t) {
+      auto slot = i.lock();
+      if (t.is_input() && slot && !slot->known()) slot->set(t);
+    });
   }
   std::vector<Block> children() const override { return {element_}; }
   WeaveValue eval(WeaveState& state, const WeaveValue& input) const override {
@@ -64,9 +70,10 @@ class FoldImpl : public detail::BlockImpl {
     start_.impl().in()->set(Type::void_type());
     unify(out(), start_.impl().out());
     in()->set_check([d = describe()](const Type& t) { element_type(d, t, false); });
-    derive(combine_.impl().in(), {in(), start_.impl().out()}, [d = describe()](std::span<const Type> t) {
-      return Type::tuple({t[1], element_type(d, t[0], false)});
-    });
+    derive(combine_.impl().in(), {in(), start_.impl().out()},
+           [d = describe()](std::span<const Type> t) {
+             return Type::tuple({t[1], element_type(d, t[0], false)});
+           });
     // The combine must return the accumulator's type.
     auto check = [d = describe(), c = combine_.describe(), co = weak(combine_.impl().out()),
                   so = weak(start_.impl().out())](const Type&) {
@@ -218,9 +225,8 @@ class MeanImpl : public detail::BlockImpl {
   MeanImpl()
       : BlockImpl("Mean"),
         sum_(Sum()),
-        scale_(internal::generic_function("mean", [](std::span<const Var> in) {
-          return std::vector<Var>{in[0] * in[1]};
-        })) {
+        scale_(internal::generic_function(
+            "mean", [](std::span<const Var> in) { return std::vector<Var>{in[0] * in[1]}; })) {
     unify(in(), sum_.impl().in());
     derive(scale_.impl().in(), {sum_.impl().out()}, [d = describe()](std::span<const Type> t) {
       if (!t[0].is_tensor() || t[0].dtype() != DType::kFloat32)
@@ -232,8 +238,8 @@ class MeanImpl : public detail::BlockImpl {
   }
   std::vector<Block> children() const override { return {sum_, scale_}; }
   WeaveValue eval(WeaveState& state, const WeaveValue& input) const override {
-    const std::int64_t n =
-        input.kind == Type::Kind::kInput ? std::int64_t(input.input->size()) : std::int64_t(input.items.size());
+    const std::int64_t n = input.kind == Type::Kind::kInput ? std::int64_t(input.input->size())
+                                                            : std::int64_t(input.items.size());
     WeaveValue total = sum_.impl().eval(state, input);
     const Type& type = out()->type();
     const loom::Value reciprocal = state.memoized(this, n, [&] {
@@ -288,7 +294,8 @@ class ZipImpl : public detail::BlockImpl {
       for (const WeaveValue& s : input.items)
         rows[i].items.push_back(s.kind == Type::Kind::kBroadcast ? s.items[0] : s.items[i]);
     }
-    return WeaveValue::of(infinite ? Type::Kind::kBroadcast : Type::Kind::kSequence, std::move(rows));
+    return WeaveValue::of(infinite ? Type::Kind::kBroadcast : Type::Kind::kSequence,
+                          std::move(rows));
   }
 };
 
@@ -330,8 +337,8 @@ class NthImpl : public detail::BlockImpl {
     if (!index.is_number_integer())
       fail("blocks", describe(), ": the index must be an integer, got ", describe_input(index));
     std::vector<WeaveValue> items = internal::elements_of(describe(), input.items[0]);
-    const auto i = internal::python_index(describe(), index.get<std::int64_t>(),
-                                          std::int64_t(items.size()));
+    const auto i =
+        internal::python_index(describe(), index.get<std::int64_t>(), std::int64_t(items.size()));
     return std::move(items[std::size_t(i)]);
   }
 };

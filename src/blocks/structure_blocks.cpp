@@ -109,7 +109,8 @@ class SliceImpl : public detail::BlockImpl {
   WeaveValue eval(WeaveState& state, const WeaveValue& input) const override {
     if (input.kind == Type::Kind::kInput) {
       const Input& value = *input.input;
-      if (!value.is_array()) fail("blocks", describe(), " expects an array, got ", describe_input(value));
+      if (!value.is_array())
+        fail("blocks", describe(), " expects an array, got ", describe_input(value));
       Input result = Input::array();
       for (std::int64_t i : positions(std::int64_t(value.size())))
         result.push_back(value[std::size_t(i)]);
@@ -210,8 +211,8 @@ class RecordImpl : public detail::BlockImpl {
         item = WeaveValue::of_input(
             &input_item(describe(), *input.input, fields_[k].first, indices_[k]));
       } else {
-        item = input.items[std::size_t(*indices_[k] < 0 ? *indices_[k] + std::int64_t(input.items.size())
-                                                        : *indices_[k])];
+        item = input.items[std::size_t(
+            *indices_[k] < 0 ? *indices_[k] + std::int64_t(input.items.size()) : *indices_[k])];
       }
       items.push_back(fields_[k].second.impl().eval(state, item));
     }
@@ -248,7 +249,12 @@ class OneOfImpl : public detail::BlockImpl {
       if (!index_.emplace(key, cases_.size()).second)
         fail("blocks", describe(), ": duplicate case key ", describe_input(key));
       unify(case_input, block.impl().in());
-      unify(out(), block.impl().out());
+      const SlotPtr& case_out = block.impl().out();
+      if (case_out->known() && out()->known() && case_out->type() != out()->type())
+        fail("blocks", describe(),
+             ": the cases have different output types: ", out()->type().to_string(), " and ",
+             case_out->type().to_string(), " (case ", key.dump(), ", ", block.describe(), ")");
+      unify(out(), case_out);
       cases_.push_back(block);
     }
   }
@@ -267,7 +273,8 @@ class OneOfImpl : public detail::BlockImpl {
     if (it == index_.end()) {
       std::string known;
       for (const auto& [k, i] : index_) known += (known.empty() ? "" : ", ") + k.dump();
-      fail("blocks", describe(), ": no case for key ", describe_input(key), " (cases: ", known, ")");
+      fail("blocks", describe(), ": no case for key ", describe_input(key), " (cases: ", known,
+           ")");
     }
     const WeaveValue x = pre_.defined() ? pre_.impl().eval(state, input) : input;
     return cases_[it->second].impl().eval(state, x);
@@ -284,7 +291,8 @@ class OneOfImpl : public detail::BlockImpl {
 
 class OptionalImpl : public detail::BlockImpl {
  public:
-  OptionalImpl(Block some, Block none) : BlockImpl("Optional"), some_(std::move(some)), none_(std::move(none)) {
+  OptionalImpl(Block some, Block none)
+      : BlockImpl("Optional"), some_(std::move(some)), none_(std::move(none)) {
     in()->set(Type::input());
     unify(in(), some_.impl().in());
     unify(out(), some_.impl().out());
@@ -321,7 +329,8 @@ namespace {
 class ReferenceImpl : public detail::BlockImpl {
  public:
   explicit ReferenceImpl(std::shared_ptr<ForwardDeclaration::State> state)
-      : BlockImpl("ForwardDeclaration", state->input.to_string() + " -> " + state->output.to_string()),
+      : BlockImpl("ForwardDeclaration",
+                  state->input.to_string() + " -> " + state->output.to_string()),
         state_(std::move(state)) {
     in()->set(state_->input);
     out()->set(state_->output);
@@ -334,8 +343,9 @@ class ReferenceImpl : public detail::BlockImpl {
     if (!state_->resolved)
       fail("blocks", describe(), " was never resolved: call resolve_to(block) before compiling");
     if (state_->target.expired())
-      fail("blocks", describe(), ": the block it resolves to was destroyed (keep it alive, e.g. "
-                                 "as part of the root block)");
+      fail("blocks", describe(),
+           ": the block it resolves to was destroyed (keep it alive, e.g. "
+           "as part of the root block)");
   }
   WeaveValue eval(WeaveState& state, const WeaveValue& input) const override {
     auto target = state_->target.lock();
@@ -354,7 +364,9 @@ ForwardDeclaration::ForwardDeclaration(const Type& input, const Type& output)
   state_->output = output;
 }
 
-Block ForwardDeclaration::reference() const { return Block(std::make_shared<ReferenceImpl>(state_)); }
+Block ForwardDeclaration::reference() const {
+  return Block(std::make_shared<ReferenceImpl>(state_));
+}
 
 void ForwardDeclaration::resolve_to(const Block& block) {
   if (state_->resolved) fail("blocks", "ForwardDeclaration is already resolved");
@@ -369,8 +381,7 @@ InputTransform::InputTransform(std::function<Input(const Input&)> fn, std::strin
     : Block(std::make_shared<InputTransformImpl>(std::move(fn), std::move(name))) {}
 GetItem::GetItem(std::int64_t index)
     : Block(std::make_shared<GetItemImpl>(std::to_string(index), index)) {}
-GetItem::GetItem(std::string key)
-    : Block(std::make_shared<GetItemImpl>(key, parse_index(key))) {}
+GetItem::GetItem(std::string key) : Block(std::make_shared<GetItemImpl>(key, parse_index(key))) {}
 Slice::Slice(std::optional<std::int64_t> start, std::optional<std::int64_t> stop,
              std::optional<std::int64_t> step)
     : Block(std::make_shared<SliceImpl>(start, stop, step)) {}

@@ -28,7 +28,8 @@ WeaveValue zeros_rec(WeaveState& state, const detail::BlockImpl* owner, const Ty
     }
     case Type::Kind::kTuple: {
       std::vector<WeaveValue> items;
-      for (const Type& item : type.items()) items.push_back(zeros_rec(state, owner, item, terminal));
+      for (const Type& item : type.items())
+        items.push_back(zeros_rec(state, owner, item, terminal));
       return WeaveValue::of(Type::Kind::kTuple, std::move(items));
     }
     case Type::Kind::kSequence:
@@ -63,7 +64,8 @@ WeaveValue unflatten_tensors(const Type& type, std::span<const loom::Value> valu
 
 std::int64_t python_index(const std::string& block, std::int64_t index, std::int64_t n) {
   const std::int64_t i = index < 0 ? index + n : index;
-  if (i < 0 || i >= n) fail("blocks", block, ": index ", index, " is out of range for ", n, " items");
+  if (i < 0 || i >= n)
+    fail("blocks", block, ": index ", index, " is out of range for ", n, " items");
   return i;
 }
 
@@ -109,8 +111,7 @@ template <typename T>
 void read_tensor(const std::string& block, const Input& value, const Shape& shape, int axis,
                  std::vector<T>& out) {
   if (axis == shape.rank()) {
-    if (!value.is_number())
-      fail("blocks", block, " expects a number, got ", describe_input(value));
+    if (!value.is_number()) fail("blocks", block, " expects a number, got ", describe_input(value));
     if constexpr (std::is_same_v<T, std::int32_t>) {
       if (!value.is_number_integer())
         fail("blocks", block, " expects an integer, got ", describe_input(value));
@@ -119,8 +120,8 @@ void read_tensor(const std::string& block, const Input& value, const Shape& shap
     return;
   }
   if (!value.is_array() || std::int64_t(value.size()) != shape[axis])
-    fail("blocks", block, " expects an array of ", shape[axis], " items at axis ", axis,
-         " (shape ", shape, "), got ", describe_input(value));
+    fail("blocks", block, " expects an array of ", shape[axis], " items at axis ", axis, " (shape ",
+         shape, "), got ", describe_input(value));
   for (const Input& item : value) read_tensor(block, item, shape, axis + 1, out);
 }
 
@@ -146,7 +147,8 @@ class AsTensorImpl : public detail::BlockImpl {
       thread_local std::vector<std::int32_t> ints;
       ints.clear();
       read_tensor(describe(), value, type.shape(), 0, ints);
-      return WeaveValue::of_tensor(state.weaver().constant(id, std::span<const std::int32_t>(ints)));
+      return WeaveValue::of_tensor(
+          state.weaver().constant(id, std::span<const std::int32_t>(ints)));
     }
     thread_local std::vector<float> floats;
     floats.clear();
@@ -161,7 +163,6 @@ class FromTensorImpl : public detail::BlockImpl {
       : BlockImpl("FromTensor", parameter.defined() ? parameter.name() : ""),
         parameter_(std::move(parameter)),
         value_(std::move(value)) {
-    in()->set(Type::void_type());
     if (parameter_.defined()) {
       if (parameter_.value().dtype() != DType::kFloat32)
         fail("blocks", describe(), ": a parameter must be float32, got ",
@@ -173,6 +174,8 @@ class FromTensorImpl : public detail::BlockImpl {
       out()->set(Type::tensor(value_.shape(), value_.dtype()));
     }
   }
+  // Any input (ignored): usable beside blocks that read the input, e.g. in AllOf.
+  void validate() const override {}
   WeaveValue eval(WeaveState& state, const WeaveValue&) const override {
     const loom::TypeId id = state.type_id(out()->type());
     return WeaveValue::of_tensor(state.memoized(this, 0, [&] {
@@ -190,9 +193,9 @@ class ZerosImpl : public detail::BlockImpl {
  public:
   explicit ZerosImpl(const Type& type) : BlockImpl("Zeros") {
     internal::check_zeros_type(describe(), type);
-    in()->set(Type::void_type());
     out()->set(type);
   }
+  void validate() const override {}  // any input (ignored)
   WeaveValue eval(WeaveState& state, const WeaveValue&) const override {
     return internal::zeros_value(state, this, out()->type());
   }
@@ -254,8 +257,8 @@ class OneHotFromListImpl : public detail::BlockImpl {
     const Input& value = internal::input_of(describe(), input);
     auto it = index_.find(value);
     if (it == index_.end() && strict_)
-      fail("blocks", describe(), ": ", describe_input(value), " is not one of the ",
-           index_.size(), " elements");
+      fail("blocks", describe(), ": ", describe_input(value), " is not one of the ", index_.size(),
+           " elements");
     return WeaveValue::of_tensor(
         one_hot_row(state, this, out()->type(), it == index_.end() ? -1 : it->second));
   }

@@ -42,6 +42,7 @@ Type Type::tuple(std::vector<Type> items) {
 }
 
 Type Type::sequence(const Type& element) {
+  if (element.is_input()) return element;  // a sequence of user values is a user value
   auto node = std::make_shared<Node>();
   node->kind = Kind::kSequence;
   node->items = {element};

@@ -49,7 +49,8 @@ void unify(const SlotPtr& a, const SlotPtr& b);
 void derive(const SlotPtr& target, std::vector<SlotPtr> sources,
             std::function<Type(std::span<const Type>)> fn);
 // Throws "[blocks] bad input type X for <block>, expected ..." unless kind is accepted.
-void expect_kind(const std::string& block, const Type& type, std::initializer_list<Type::Kind> kinds);
+void expect_kind(const std::string& block, const Type& type,
+                 std::initializer_list<Type::Kind> kinds);
 
 // A value at weave time: a loom value (tensor), the user's data (input), or a tuple,
 // sequence or broadcast of values.
@@ -113,6 +114,8 @@ class BlockImpl {
   virtual std::optional<OperationSpec> operation() const { return std::nullopt; }
   // Metric blocks: the metric's name and the type of its values.
   virtual const std::string* metric_name() const { return nullptr; }
+  // Collect / Collected blocks: the collection's name.
+  virtual const std::string* collect_name() const { return nullptr; }
   virtual bool is_identity() const { return false; }
 
  private:
@@ -166,7 +169,7 @@ class WeaveState {
   loom::Weaver& weaver() { return *weaver_; }
   // The index (in the batch) of the example being woven.
   std::int32_t example() const { return example_; }
-  void set_example(std::int32_t example) { example_ = example; }
+  void set_example(std::int32_t example);
   // The loom type of a tensor type; the operation of a Function-like block.
   loom::TypeId type_id(const Type& type) const;
   loom::OpId operation_of(const detail::BlockImpl* block) const;
@@ -175,6 +178,8 @@ class WeaveState {
                        const std::function<loom::Value()>& make);
   // Keeps a value made at weave time (InputTransform's result) alive for the weave.
   const Input* keep(Input value);
+  // The example's values collected under a name (Collect / Collected), cleared per example.
+  std::vector<WeaveValue>& collected(const std::string& name);
   // Appends one row to a metric.
   void record_metric(const detail::BlockImpl* metric, loom::Value value, const Input* label);
 

@@ -37,15 +37,16 @@ class Vector : public AsTensor {
   explicit Vector(std::int64_t size, DType dtype = DType::kFloat32)
       : AsTensor(Shape{size}, dtype) {}
 };
-// Void -> Tensor(shape of the value): a Parameter is differentiable (Weaver::parameter, one
-// row shared by every use); a plain Tensor is a constant. Depth 0.
+// any -> Tensor(shape of the value) (the input is ignored; Void where nothing feeds it, so it
+// sits beside input-reading blocks in AllOf and Record): a Parameter is differentiable
+// (Weaver::parameter, one row shared by every use); a plain Tensor is a constant. Depth 0.
 class FromTensor : public Block {
  public:
   explicit FromTensor(const Parameter& parameter);
   explicit FromTensor(const weft::Tensor& value);
 };
-// Void -> T: zero tensors, empty sequences, tuples of these, or nothing for Void. Input and
-// Broadcast types throw. Depth 0.
+// any (ignored) -> T: zero tensors, empty sequences, tuples of these, or nothing for Void. Input
+// and Broadcast types throw. Depth 0.
 class Zeros : public Block {
  public:
   explicit Zeros(const Type& type);
@@ -89,9 +90,8 @@ class Function : public Block {
            std::optional<Type> output = std::nullopt);
   // A body returning one Var.
   template <typename F>
-    requires std::is_same_v<std::invoke_result_t<F, std::span<const Var>>, Var>
-  Function(std::string name, std::vector<Type> inputs, F body,
-           std::optional<Type> output = std::nullopt)
+  requires std::is_same_v<std::invoke_result_t<F, std::span<const Var>>, Var> Function(
+      std::string name, std::vector<Type> inputs, F body, std::optional<Type> output = std::nullopt)
       : Function(std::move(name), std::move(inputs), wrap(std::move(body)), std::move(output)) {}
 
  private:
@@ -174,6 +174,8 @@ class Composition : public Block {
   Wire input() const { return Wire{0, -1}; }
   Wire add(const Block& block, std::vector<Wire> reads);
   Wire add(const Block& block, Wire read) { return add(block, std::vector<Wire>{read}); }
+  // A block that reads nothing (Void input).
+  Wire add(const Block& block) { return add(block, std::vector<Wire>{}); }
   void set_output(Wire wire);
   // The output is a Tuple of these wires.
   void set_output(std::vector<Wire> wires);
@@ -298,6 +300,21 @@ class ForwardDeclaration {
 class Metric : public Block {
  public:
   explicit Metric(std::string name);
+};
+
+// Weft: per-node values of a recursive model for later blocks and for the caller (the original
+// let them out only through metrics). Collect(name): T -> T passes its input through and appends
+// it to the example's list `name`; Collected(name, T): Void -> Sequence(T) gives that list as it
+// stands (its input is ignored; run it after the model, e.g. later in an AllOf or Composition). A
+// root output holding Collected(...) gives the caller one row per node
+// (BatchResult::output_examples tells whose).
+class Collect : public Block {
+ public:
+  explicit Collect(std::string name);
+};
+class Collected : public Block {  // any (ignored) -> Sequence(T)
+ public:
+  Collected(std::string name, const Type& element);
 };
 
 }  // namespace weft::blocks

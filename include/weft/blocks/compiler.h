@@ -16,11 +16,13 @@
 
 namespace weft::blocks {
 
+// Weaving runs the blocks' C++ callables (InputTransform, OneOf keys) on several threads for
+// large batches: they must be safe to call concurrently (pure functions are).
 struct CompilerOptions {
   int max_depth = 0;  // 0: unlimited
   loom::Strategy strategy = loom::Strategy::kByDepth;
-  int threads = 0;                          // weaving threads; 0: hardware concurrency
-  std::size_t examples_per_thread = 256;    // below this a batch is woven on one thread
+  int threads = 0;                        // weaving threads; 0: hardware concurrency
+  std::size_t examples_per_thread = 256;  // below this a batch is woven on one thread
 };
 
 namespace detail {

@@ -32,6 +32,8 @@ class Type {
     return tensor(Shape{size}, dtype);
   }
   static Type tuple(std::vector<Type> items);
+  // A Sequence of Input is Input (as the original canonicalizes sequences of Python objects):
+  // so Map(Scalar()) takes Input, and Map(InputTransform(f)) gives Input.
   static Type sequence(const Type& element);
   static Type broadcast(const Type& element);
   static Type void_type();
