@@ -11,6 +11,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
   clang-format python3 python3-numpy
   libblis-dev  # only for the GEMM comparison benchmark
+  librdkit-dev libboost-dev  # optional: SMILES parsing (weft/io/molecule_graph.h, WEFT_WITH_RDKIT)
 )
 
 missing=()

@@ -3,6 +3,7 @@
 // gradient clipping by norm and by value; the state round trip and its error messages.
 #include "weft/train/optimizer.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,6 +17,7 @@ namespace {
 using train::OptimizerKind;
 using train::OptimizerSpec;
 using train::WeightDecayMode;
+using ::testing::HasSubstr;
 
 constexpr int kSteps = 5;
 
@@ -148,6 +150,26 @@ TEST(TrainOptimizer, HandComputedSteps) {
   // zero_grad resets every trainable gradient.
   optimizer2->zero_grad();
   EXPECT_EQ(q.grad().to_float_vector(), std::vector<float>{0.0f});
+}
+
+TEST(TrainOptimizer, LearningRateScalesByNamePrefix) {
+  // Plain SGD, lr 0.1, g = 1: "embedding/table" moves at 0.1 x 0.1, "embedding2" and "fc/w"
+  // at the full rate (the first matching prefix wins; "embedding/" does not match "embedding2").
+  Parameter table("embedding/table", Tensor::from_vector({1}, std::vector<float>{1.0f}));
+  Parameter other("embedding2", Tensor::from_vector({1}, std::vector<float>{1.0f}));
+  Parameter weight("fc/w", Tensor::from_vector({1}, std::vector<float>{1.0f}));
+  OptimizerSpec sgd;
+  sgd.learning_rate_scales = {{"embedding/", 0.1}, {"fc/", 1.0}};
+  auto optimizer = train::make_optimizer(sgd, std::vector<Parameter>{table, other, weight});
+  for (Parameter* p : {&table, &other, &weight}) p->grad().data<float>()[0] = 1.0f;
+  optimizer->step(0.1);
+  EXPECT_FLOAT_EQ(table.value().item(), 0.99f);
+  EXPECT_FLOAT_EQ(other.value().item(), 0.9f);
+  EXPECT_FLOAT_EQ(weight.value().item(), 0.9f);
+  EXPECT_THAT(sgd.describe(), HasSubstr("lr_scale[embedding/]=0.1"));
+  sgd.learning_rate_scales = {{"x", -1.0}};
+  EXPECT_THAT([&] { sgd.validate(); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("learning-rate scale of 'x'")));
 }
 
 TEST(TrainOptimizer, ClipGradNormScalesAllGradients) {

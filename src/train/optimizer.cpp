@@ -54,6 +54,18 @@ void OptimizerSpec::validate() const {
   check(beta2 >= 0 && beta2 < 1, "beta2", beta2, "in [0, 1)");
   check(epsilon > 0, "epsilon", epsilon, "> 0");
   check(weight_decay >= 0, "weight_decay", weight_decay, ">= 0");
+  for (const auto& [prefix, scale] : learning_rate_scales) {
+    if (!(scale >= 0) || !std::isfinite(scale))
+      fail("optimizer", "the learning-rate scale of '", prefix, "' must be finite and >= 0, got ",
+           scale);
+  }
+}
+
+double OptimizerSpec::learning_rate_scale(const std::string& name) const {
+  for (const auto& [prefix, scale] : learning_rate_scales) {
+    if (name.starts_with(prefix)) return scale;
+  }
+  return 1.0;
 }
 
 std::string OptimizerSpec::describe() const {
@@ -67,6 +79,8 @@ std::string OptimizerSpec::describe() const {
   if (weight_decay > 0)
     text += fmt::format(" weight_decay={} ({})", weight_decay,
                         weight_decay_mode_name(weight_decay_mode));
+  for (const auto& [prefix, scale] : learning_rate_scales)
+    text += fmt::format(" lr_scale[{}]={}", prefix, scale);
   return text;
 }
 
@@ -112,7 +126,9 @@ void Optimizer::step(double learning_rate) {
   if (!(learning_rate >= 0) || !std::isfinite(learning_rate))
     fail("optimizer", "the learning rate must be finite and >= 0, got ", learning_rate);
   ++steps_;
-  for (std::size_t i = 0; i < parameters_.size(); ++i) update_parameter(i, learning_rate);
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    update_parameter(i, learning_rate * spec_.learning_rate_scale(parameters_[i].name()));
+  }
 }
 
 void Optimizer::update_parameter(std::size_t index, double learning_rate) {

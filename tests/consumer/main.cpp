@@ -1,10 +1,12 @@
 // The outside consumer: builds y = tanh(x · W) on the autodiff tape, backpropagates sum(y)
-// and compares dL/dW with the gradient worked out by hand. Exit code 0 when they agree.
+// and compares dL/dW with the gradient worked out by hand; then sums a JSON list with blocks
+// (nlohmann-json reaches the consumer through the package). Exit code 0 when all agree.
 #include <cmath>
 #include <cstdio>
 #include <vector>
 
 #include <weft/autodiff/ops.h>
+#include <weft/blocks/compiler.h>
 
 int main() {
   weft::Tape tape;
@@ -23,5 +25,9 @@ int main() {
     ok = ok && std::fabs(grad[i] - expected[i]) < 1e-5;
   std::printf("y = %.6f, dL/dW = [%.6f, %.6f], expected [%.6f, %.6f]: %s\n", y.value().item(),
               grad[0], grad[1], expected[0], expected[1], ok ? "ok" : "MISMATCH");
+  using namespace weft::blocks;
+  const float total = eval(Map(Scalar()) >> Sum(), Input::parse("[1, 2, 3.5]")).floats().at(0);
+  std::printf("blocks: sum of [1, 2, 3.5] = %.2f\n", total);
+  ok = ok && total == 6.5f;
   return ok ? 0 : 1;
 }

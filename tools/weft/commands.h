@@ -58,6 +58,72 @@ struct BenchTreeOptions {
   bool quiet = false;                  // no progress lines on stderr
 };
 
+// Which model `weft train / eval / infer` builds, and its options. Zero means "the model's
+// default" where it says so.
+struct ModelOptions {
+  std::string name;                         // "calculator" or "sentiment"
+  std::string data_dir = "../shared/data";  // holds sst/ and glove-sst/
+  std::string embeddings;                   // sentiment: default <data_dir>/glove-sst/...100d...
+  bool no_embeddings = false;               // sentiment: random, trainable word vectors
+  bool freeze_embeddings = false;           // sentiment: keep the pretrained vectors fixed
+  std::int64_t hidden = 0;  // 0: the model's default (calculator 128, sentiment 150)
+  float dropout = -1;            // sentiment: on word vectors and before the softmax; < 0: default
+  float recurrent_dropout = -1;  // sentiment: on the cell candidate; < 0: default
+  std::uint64_t seed = 1;
+  std::int64_t max_train = 0;  // 0: all training examples (calculator: its default count)
+  std::int64_t max_eval = 0;   // 0: all dev / test examples (calculator: its default count)
+  int weave_threads = 0;
+};
+
+struct TrainOptions {
+  ModelOptions model;
+  int epochs = 0;               // 0: the model's default
+  std::int64_t batch_size = 0;  // 0: the model's default
+  std::string optimizer;        // sgd | adagrad | adam; empty: the model's default
+  double learning_rate = 0;     // 0: the model's default
+  double momentum = 0;
+  double weight_decay = -1;  // < 0: the model's default
+  std::string weight_decay_mode = "l2";
+  std::string schedule = "constant";
+  std::int64_t warmup_steps = 0;
+  double clip_norm = 0;
+  double embedding_learning_rate_scale = -1;  // < 0: the model's default
+  std::string checkpoint;                     // written after every epoch when set
+  std::string best_checkpoint;                // written when the dev figure improves
+  std::string resume;                         // continue from this checkpoint
+  std::string log;                            // JSON lines, one per epoch
+  std::string progress = "auto";              // auto | bar | lines | off
+  int threads = 1;
+  bool compare_unbatched = true;  // measure dynamic batching against one call per node
+};
+
+struct EvalOptions {
+  ModelOptions model;
+  std::string checkpoint;
+  std::vector<std::string> splits{"dev", "test"};
+  std::int64_t batch_size = 256;
+  int threads = 1;
+};
+
+struct InferOptions {
+  ModelOptions model;
+  std::string checkpoint;
+  std::string input = "-";  // a file of one example per line, or - for stdin
+  std::int64_t batch_size = 256;
+  int threads = 1;
+};
+
+// `weft train <model>`: trains with the Trainer (progress, JSON-lines log, checkpoints, best
+// dev model), then reports test figures, throughput and the speedup of dynamic batching.
+CLI::App* add_train(CLI::App& app, TrainOptions& options);
+int run_train(const TrainOptions& options);
+// `weft eval <model> --checkpoint F`: one JSON object of metrics per split on stdout.
+CLI::App* add_eval(CLI::App& app, EvalOptions& options);
+int run_eval(const EvalOptions& options);
+// `weft infer <model> --checkpoint F`: one JSON line of predictions per input line.
+CLI::App* add_infer(CLI::App& app, InferOptions& options);
+int run_infer(const InferOptions& options);
+
 // Trains a small MLP on two interleaved spirals and reports loss, accuracy and speed.
 int run_demo(const DemoOptions& options);
 // Prints the version and how this build runs: GEMM provider, threads, CUDA.

@@ -1,5 +1,6 @@
 // The weft command-line tool: parses arguments with CLI11 and dispatches to a subcommand
-// (demo_command.cpp, info_command.cpp, loom_command.cpp, bench_command.cpp). Every failure ends as
+// (train_command.cpp, demo_command.cpp, info_command.cpp, loom_command.cpp,
+// bench_command.cpp). Every failure ends as
 // one line on stderr and a non-zero exit code, never a stack trace.
 #include <CLI/CLI.hpp>
 #include <exception>
@@ -63,6 +64,13 @@ int run(int argc, char** argv) {
   loom_cmd->add_option("--seed", loom.seed, "Seed of the trees and weights")->capture_default_str();
   loom_cmd->add_option("--dot", loom.dot_file, "Write the schedule as Graphviz DOT to this file");
 
+  TrainOptions train;
+  CLI::App* train_cmd = add_train(app, train);
+  EvalOptions eval;
+  CLI::App* eval_cmd = add_eval(app, eval);
+  InferOptions infer;
+  CLI::App* infer_cmd = add_infer(app, infer);
+
   CLI::App* bench_cmd = app.add_subcommand("bench", "Benchmarks");
   bench_cmd->require_subcommand(1);
   BenchTreeOptions bench;
@@ -81,6 +89,9 @@ int run(int argc, char** argv) {
     return 2;
   }
 
+  if (*train_cmd) return run_train(train);
+  if (*eval_cmd) return run_eval(eval);
+  if (*infer_cmd) return run_infer(infer);
   if (*demo_cmd) return run_demo(demo);
   if (*info_cmd) return run_info(info);
   if (*loom_cmd) return run_loom(loom);

@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "weft/autodiff/tape.h"
@@ -40,6 +41,13 @@ struct OptimizerSpec {
   double epsilon = 1e-8;  // Adam and Adagrad
   double weight_decay = 0.0;
   WeightDecayMode weight_decay_mode = WeightDecayMode::kL2;
+  // Per-parameter rates: a parameter whose name starts with a prefix here is updated with
+  // the learning rate times its scale (the first matching prefix wins; others use 1). E.g.
+  // {"embedding/", 0.1} fine-tunes pretrained word vectors ten times slower than the rest.
+  std::vector<std::pair<std::string, double>> learning_rate_scales;
+
+  // The scale for a parameter name (1 when no prefix matches).
+  double learning_rate_scale(const std::string& name) const;
 
   // Throws weft::Error naming the bad field.
   void validate() const;

@@ -1,0 +1,198 @@
+// The block machinery: a Block is a typed piece of a model (input type -> output type) that runs
+// at weave time on each example and emits loom calls. Types are inferred when blocks are
+// composed: each block has an input and an output type slot; composing links slots, and a slot
+// set twice to different types throws at once, naming both types and the block. This header is
+// what the block classes (blocks.h) are built from and what a custom block derives from.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "weft/blocks/types.h"
+#include "weft/loom/weaver.h"
+
+namespace weft::blocks {
+
+class Block;
+class WeaveState;
+
+// A type variable: unknown until set, then fixed. Observers run when it becomes known (at once
+// if it already is); setting a known slot to a different type throws weft::Error naming the
+// owning block, the slot (input/output) and both types.
+class TypeSlot {
+ public:
+  TypeSlot(std::string owner, const char* side) : owner_(std::move(owner)), side_(side) {}
+  bool known() const { return type_.has_value(); }
+  const Type& type() const;
+  void set(const Type& type);
+  void observe(std::function<void(const Type&)> observer);
+  // Runs before a type is accepted (throws to reject a kind of type, e.g. Map over a Tensor).
+  void set_check(std::function<void(const Type&)> check) { check_ = std::move(check); }
+  const std::string& owner() const { return owner_; }
+
+ private:
+  std::optional<Type> type_;
+  std::vector<std::function<void(const Type&)>> observers_;
+  std::function<void(const Type&)> check_;
+  std::string owner_;
+  const char* side_;
+};
+using SlotPtr = std::shared_ptr<TypeSlot>;
+
+// a and b hold the same type: whichever becomes known sets the other.
+void unify(const SlotPtr& a, const SlotPtr& b);
+// target = fn(types of sources) once every source is known (fn may throw to reject them).
+void derive(const SlotPtr& target, std::vector<SlotPtr> sources,
+            std::function<Type(std::span<const Type>)> fn);
+// Throws "[blocks] bad input type X for <block>, expected ..." unless kind is accepted.
+void expect_kind(const std::string& block, const Type& type,
+                 std::initializer_list<Type::Kind> kinds);
+
+// A value at weave time: a loom value (tensor), the user's data (input), or a tuple,
+// sequence or broadcast of values.
+struct WeaveValue {
+  Type::Kind kind = Type::Kind::kVoid;
+  loom::Value tensor = 0;
+  const Input* input = nullptr;
+  std::vector<WeaveValue> items;  // tuple items, sequence elements, the broadcast element
+
+  static WeaveValue of_tensor(loom::Value v) {
+    WeaveValue w;
+    w.kind = Type::Kind::kTensor;
+    w.tensor = v;
+    return w;
+  }
+  static WeaveValue of_input(const Input* in) {
+    WeaveValue w;
+    w.kind = Type::Kind::kInput;
+    w.input = in;
+    return w;
+  }
+  static WeaveValue of(Type::Kind kind, std::vector<WeaveValue> items) {
+    WeaveValue w;
+    w.kind = kind;
+    w.items = std::move(items);
+    return w;
+  }
+};
+
+// What a Function-like block registers with the loom: one operation per block instance.
+struct OperationSpec {
+  std::string name;
+  std::vector<loom::TypeShape> inputs, outputs;
+  loom::OperationBody body;
+  loom::OperationOptions options;
+};
+
+namespace detail {
+
+class BlockImpl {
+ public:
+  // kind: "Map", "Function", ...; name: optional, shown in messages.
+  explicit BlockImpl(std::string kind, std::string name = "");
+  virtual ~BlockImpl() = default;
+  BlockImpl(const BlockImpl&) = delete;
+  BlockImpl& operator=(const BlockImpl&) = delete;
+
+  const SlotPtr& in() const { return in_; }
+  const SlotPtr& out() const { return out_; }
+  // "<Map>", "<Function 'cell'>".
+  const std::string& describe() const { return description_; }
+  const std::string& kind() const { return kind_; }
+
+  // The blocks this one runs (for the compiler's walk).
+  virtual std::vector<Block> children() const;
+  // Checked at compile time: by default, both types must be known.
+  virtual void validate() const;
+  // Runs the block on one example's value.
+  virtual WeaveValue eval(WeaveState& state, const WeaveValue& input) const = 0;
+  // Function-like blocks: the loom operation (types are known by then).
+  virtual std::optional<OperationSpec> operation() const { return std::nullopt; }
+  // Metric blocks: the metric's name and the type of its values.
+  virtual const std::string* metric_name() const { return nullptr; }
+  // Collect / Collected blocks: the collection's name.
+  virtual const std::string* collect_name() const { return nullptr; }
+  virtual bool is_identity() const { return false; }
+
+ private:
+  std::string kind_;
+  std::string description_;
+  SlotPtr in_, out_;
+};
+
+}  // namespace detail
+
+// A handle to a block (copies share it). The block classes (Map, Fold, Function, ...) derive
+// from it, so `Block b = Map(Scalar()) >> Sum();` reads like the model.
+class Block {
+ public:
+  Block() = default;
+  explicit Block(std::shared_ptr<detail::BlockImpl> impl) : impl_(std::move(impl)) {}
+
+  bool defined() const { return impl_ != nullptr; }
+  // Known types (nullopt while not yet inferred).
+  std::optional<Type> input_type() const;
+  std::optional<Type> output_type() const;
+  // Annotates a type where inference cannot tell; throws if it contradicts a known one.
+  Block& set_input_type(const Type& type);
+  Block& set_output_type(const Type& type);
+  const std::string& describe() const { return impl().describe(); }
+
+  detail::BlockImpl& impl() const;
+  const std::shared_ptr<detail::BlockImpl>& impl_ptr() const { return impl_; }
+
+ private:
+  std::shared_ptr<detail::BlockImpl> impl_;
+};
+
+// Sequential composition: a's output feeds b (Pipe(a, b)).
+Block operator>>(const Block& a, const Block& b);
+
+namespace detail {
+struct Compiled;
+struct WovenRecords;
+}  // namespace detail
+
+// What blocks see while weaving one example: the weaver, the compiled loom's ids, and the
+// per-weave caches and records (metrics, memoized constants, transformed inputs).
+class WeaveState {
+ public:
+  WeaveState(const detail::Compiled& compiled, loom::Weaver& weaver, detail::WovenRecords& records);
+  ~WeaveState();
+  WeaveState(const WeaveState&) = delete;
+  WeaveState& operator=(const WeaveState&) = delete;
+
+  loom::Weaver& weaver() { return *weaver_; }
+  // The index (in the batch) of the example being woven.
+  std::int32_t example() const { return example_; }
+  void set_example(std::int32_t example);
+  // The loom type of a tensor type; the operation of a Function-like block.
+  loom::TypeId type_id(const Type& type) const;
+  loom::OpId operation_of(const detail::BlockImpl* block) const;
+  // A memoized depth-0 value for (block, key) within this weave, made by `make` once.
+  loom::Value memoized(const detail::BlockImpl* block, std::int64_t key,
+                       const std::function<loom::Value()>& make);
+  // Keeps a value made at weave time (InputTransform's result) alive for the weave.
+  const Input* keep(Input value);
+  // The example's values collected under a name (Collect / Collected), cleared per example.
+  std::vector<WeaveValue>& collected(const std::string& name);
+  // Appends one row to a metric.
+  void record_metric(const detail::BlockImpl* metric, loom::Value value, const Input* label);
+
+ private:
+  struct Caches;
+  const detail::Compiled* compiled_;
+  loom::Weaver* weaver_;
+  detail::WovenRecords* records_;
+  std::unique_ptr<Caches> caches_;
+  std::int32_t example_ = 0;
+};
+
+// A short text of a user value for error messages (long values are cut).
+std::string describe_input(const Input& value);
+
+}  // namespace weft::blocks

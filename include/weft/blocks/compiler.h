@@ -1,0 +1,146 @@
+// The blocks compiler: turns a root block (Input -> tensors, tuples or sequences of tensors,
+// and/or metrics) into a loom with ONE operation per Function-like block instance, then weaves
+// batches of examples (on several threads when the batch is large: one Weaver each, merged in
+// input order), runs them forward on a tape (backward is tape.backward on any loss), and hands
+// back outputs per example in input order and metrics per name. eval() runs a block on one
+// value interactively.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "weft/blocks/blocks.h"
+#include "weft/loom/executor.h"
+
+namespace weft::blocks {
+
+// Weaving runs the blocks' C++ callables (InputTransform, OneOf keys) on several threads for
+// large batches: they must be safe to call concurrently (pure functions are).
+struct CompilerOptions {
+  int max_depth = 0;  // 0: unlimited
+  loom::Strategy strategy = loom::Strategy::kByDepth;
+  int threads = 0;                        // weaving threads; 0: hardware concurrency
+  std::size_t examples_per_thread = 256;  // below this a batch is woven on one thread
+};
+
+namespace detail {
+struct Compiled;
+struct WovenRecords;
+}  // namespace detail
+
+// A woven batch: the weave of every example plus where its outputs and metric rows are.
+class WovenBatch {
+ public:
+  WovenBatch();
+  ~WovenBatch();
+  WovenBatch(WovenBatch&&) noexcept;
+  WovenBatch& operator=(WovenBatch&&) noexcept;
+  const loom::Weaver& weaver() const { return *weaver_; }
+  std::size_t size() const { return examples_; }
+  // The deepest loom level of the batch (what the original's max_depth reports).
+  int depth() const { return weaver_->deepest(); }
+
+ private:
+  friend class Compiler;
+  friend class BatchResult;
+  std::unique_ptr<loom::Weaver> weaver_;
+  std::unique_ptr<detail::WovenRecords> records_;
+  std::size_t examples_ = 0;
+};
+
+// The rows of one metric over a batch.
+struct MetricValues {
+  Var values;                          // [rows, ...]; undefined when there are no rows
+  std::vector<std::int32_t> examples;  // the example each row came from
+  std::vector<Input> labels;           // one per row for labelled metrics, else empty
+  std::size_t rows() const { return examples.size(); }
+};
+
+// The outcome of running a batch: Vars on the run's tape.
+class BatchResult {
+ public:
+  // The root's flattened tensor outputs, in pre-order of the output type. For tensors and
+  // tuples, row i is example i; under a Sequence each element adds a row (output_examples
+  // tells whose). Undefined when no example produced a row.
+  std::size_t num_outputs() const { return outputs_.size(); }
+  Var output(std::size_t k = 0) const;
+  const std::vector<std::int32_t>& output_examples(std::size_t k = 0) const;
+  // A metric by name (throws naming the known metrics when absent).
+  MetricValues metric(const std::string& name) const;
+  std::vector<std::string> metric_names() const;
+  const loom::LoomResult& loom_result() const { return *loom_; }
+  const loom::RunStats& stats() const { return loom_->stats(); }
+
+ private:
+  friend class Compiler;
+  std::shared_ptr<const WovenBatch> owned_;
+  const WovenBatch* batch_ = nullptr;
+  const detail::Compiled* compiled_ = nullptr;
+  std::unique_ptr<loom::LoomResult> loom_;
+  std::vector<Var> outputs_;
+};
+
+class Compiler {
+ public:
+  // Infers the root's input type (Input when not fixed), validates every block (types known,
+  // declarations resolved, compositions complete, metric types consistent) and registers the
+  // loom types and operations. Throws weft::Error naming the block on any problem.
+  explicit Compiler(Block root, CompilerOptions options = {});
+  ~Compiler();
+  Compiler(const Compiler&) = delete;
+  Compiler& operator=(const Compiler&) = delete;
+
+  const loom::Loom& loom() const;
+  const Block& root() const { return root_; }
+  // The root's tensor outputs, flattened (what output(k) holds).
+  const std::vector<Type>& output_types() const { return output_types_; }
+
+  // Weaves examples (in parallel when there are many); user data errors throw naming the
+  // block, the value and the example's index.
+  WovenBatch weave(std::span<const Input> examples) const;
+  // Any C++ type with nlohmann's to_json.
+  template <typename T>
+  WovenBatch weave_values(std::span<const T> values) const {
+    std::vector<Input> inputs(values.begin(), values.end());
+    return weave(inputs);
+  }
+  // Runs a woven batch forward on `tape` (the batch must outlive the result).
+  BatchResult run(const WovenBatch& batch, Tape& tape) const;
+  // weave + run; the result keeps the batch.
+  BatchResult forward(std::span<const Input> examples, Tape& tape) const;
+
+ private:
+  friend struct EvalAccess;
+  // for_eval: any output type is accepted (eval returns Input, Broadcast and Void values too).
+  Compiler(Block root, CompilerOptions options, bool for_eval);
+  void weave_range(std::span<const Input> examples, std::size_t first, loom::Weaver& weaver,
+                   detail::WovenRecords& records) const;
+
+  Block root_;
+  CompilerOptions options_;
+  std::unique_ptr<detail::Compiled> compiled_;
+  std::vector<Type> output_types_;
+};
+
+// A value computed by eval: a tensor (per-example shape, no batch axis), a tuple or sequence
+// of values, user data, or nothing.
+struct EvalValue {
+  Type::Kind kind = Type::Kind::kVoid;
+  weft::Tensor tensor;
+  Input input;
+  std::vector<EvalValue> items;
+  // The tensor's values (tensor values only).
+  std::vector<float> floats() const { return tensor.to_float_vector(); }
+  const EvalValue& operator[](std::size_t i) const { return items.at(i); }
+  std::size_t size() const { return items.size(); }
+};
+
+// Runs `block` on one input (like the original's block.eval): compiles it as a root, weaves,
+// runs forward without gradients. The block's input type becomes Input if it was unknown.
+EvalValue eval(const Block& block, const Input& input = nullptr);
+// The deepest loom level `block` reaches on `input` (the original's Block.max_depth).
+int max_depth(const Block& block, const Input& input = nullptr);
+
+}  // namespace weft::blocks

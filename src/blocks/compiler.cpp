@@ -1,0 +1,448 @@
+// Compiling a root block into a loom (one operation per Function-like block), weaving batches
+// (threads merged with Weaver::append in input order), running them, and eval().
+#include "weft/blocks/compiler.h"
+
+#include <deque>
+#include <exception>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "internal.h"
+
+namespace weft::blocks {
+namespace detail {
+
+struct Compiled {
+  loom::Loom loom;
+  std::unordered_map<const void*, loom::TypeId> type_ids;  // by Type identity
+  std::unordered_map<const BlockImpl*, loom::OpId> operations;
+  std::unordered_map<const BlockImpl*, std::uint32_t> metric_of;
+  std::vector<std::string> metric_names;
+  std::vector<Type> metric_types;
+  std::vector<bool> metric_labelled;
+  explicit Compiled(int max_depth) : loom(max_depth) {}
+};
+
+struct WovenRecords {
+  struct Metric {
+    std::vector<loom::Value> values;
+    std::vector<std::int32_t> examples;
+    std::vector<Input> labels;
+  };
+  std::vector<std::vector<loom::Value>> outputs;  // per flattened output position
+  std::vector<std::vector<std::int32_t>> output_examples;
+  std::vector<Metric> metrics;
+
+  // Appends another thread's records whose values were renumbered by `offset`.
+  void append(WovenRecords&& other, loom::Value offset) {
+    for (std::size_t k = 0; k < outputs.size(); ++k) {
+      for (loom::Value v : other.outputs[k]) outputs[k].push_back(v + offset);
+      output_examples[k].insert(output_examples[k].end(), other.output_examples[k].begin(),
+                                other.output_examples[k].end());
+    }
+    for (std::size_t m = 0; m < metrics.size(); ++m) {
+      Metric& mine = metrics[m];
+      Metric& theirs = other.metrics[m];
+      for (loom::Value v : theirs.values) mine.values.push_back(v + offset);
+      mine.examples.insert(mine.examples.end(), theirs.examples.begin(), theirs.examples.end());
+      for (Input& label : theirs.labels) mine.labels.push_back(std::move(label));
+    }
+  }
+};
+
+}  // namespace detail
+
+// ---- WeaveState ---------------------------------------------------------------------------
+
+struct WeaveState::Caches {
+  struct KeyHash {
+    std::size_t operator()(const std::pair<const void*, std::int64_t>& k) const {
+      return std::hash<const void*>()(k.first) ^ (std::hash<std::int64_t>()(k.second) * 31);
+    }
+  };
+  std::unordered_map<std::pair<const void*, std::int64_t>, loom::Value, KeyHash> memo;
+  std::deque<Input> kept;
+  std::unordered_map<std::string, std::vector<WeaveValue>> collected;
+};
+
+void WeaveState::set_example(std::int32_t example) {
+  example_ = example;
+  for (auto& [name, values] : caches_->collected) values.clear();
+}
+
+std::vector<WeaveValue>& WeaveState::collected(const std::string& name) {
+  return caches_->collected[name];
+}
+
+WeaveState::WeaveState(const detail::Compiled& compiled, loom::Weaver& weaver,
+                       detail::WovenRecords& records)
+    : compiled_(&compiled), weaver_(&weaver), records_(&records), caches_(new Caches) {}
+
+WeaveState::~WeaveState() = default;
+
+loom::TypeId WeaveState::type_id(const Type& type) const {
+  auto it = compiled_->type_ids.find(type.identity());
+  if (it != compiled_->type_ids.end()) return it->second;
+  return compiled_->loom.type_id(type.type_shape());
+}
+
+loom::OpId WeaveState::operation_of(const detail::BlockImpl* block) const {
+  auto it = compiled_->operations.find(block);
+  if (it == compiled_->operations.end())
+    fail("blocks", block->describe(), " was not compiled into this loom");
+  return it->second;
+}
+
+loom::Value WeaveState::memoized(const detail::BlockImpl* block, std::int64_t key,
+                                 const std::function<loom::Value()>& make) {
+  auto [it, inserted] = caches_->memo.try_emplace({block, key}, 0);
+  if (inserted) {
+    try {
+      it->second = make();
+    } catch (...) {
+      caches_->memo.erase(it);
+      throw;
+    }
+  }
+  return it->second;
+}
+
+const Input* WeaveState::keep(Input value) {
+  caches_->kept.push_back(std::move(value));
+  return &caches_->kept.back();
+}
+
+void WeaveState::record_metric(const detail::BlockImpl* metric, loom::Value value,
+                               const Input* label) {
+  auto& m = records_->metrics[compiled_->metric_of.at(metric)];
+  m.values.push_back(value);
+  m.examples.push_back(example_);
+  if (label) m.labels.push_back(*label);
+}
+
+// ---- Compiling ----------------------------------------------------------------------------
+
+namespace {
+
+void check_output_type(const Type& type) {
+  if (type.kind() == Type::Kind::kBroadcast || type.is_input())
+    fail("blocks", "the root block's output cannot contain ", type.to_string(),
+         " (only tensors, tuples and sequences of them)");
+  if (type.is_tuple())
+    for (const Type& item : type.items()) check_output_type(item);
+  if (type.kind() == Type::Kind::kSequence) check_output_type(type.element());
+}
+
+void register_types(detail::Compiled& c, const Type& type) {
+  for (const Type& t : type.terminals())
+    c.type_ids.emplace(t.identity(), c.loom.add_type(t.type_shape()));
+}
+
+void register_metric(detail::Compiled& c, const detail::BlockImpl& block) {
+  const std::string& name = *block.metric_name();
+  const Type& in = block.in()->type();
+  const Type value = in.is_tensor() ? in : in.items()[0];
+  const bool labelled = !in.is_tensor();
+  for (std::uint32_t m = 0; m < c.metric_names.size(); ++m) {
+    if (c.metric_names[m] != name) continue;
+    if (c.metric_types[m] != value || c.metric_labelled[m] != labelled)
+      fail("blocks", "metric '", name, "' is used with two types: ", c.metric_types[m].to_string(),
+           c.metric_labelled[m] ? " (labelled)" : "", " and ", value.to_string(),
+           labelled ? " (labelled)" : "");
+    c.metric_of[&block] = m;
+    return;
+  }
+  c.metric_of[&block] = std::uint32_t(c.metric_names.size());
+  c.metric_names.push_back(name);
+  c.metric_types.push_back(value);
+  c.metric_labelled.push_back(labelled);
+}
+
+// Post-order walk over every block reachable from the root (references reach their target).
+void compile_blocks(detail::Compiled& c, const Block& root) {
+  std::unordered_set<const detail::BlockImpl*> seen;
+  std::unordered_set<std::string> op_names;
+  std::unordered_map<std::string, Type> collected;
+  std::vector<std::pair<Block, bool>> stack{{root, false}};
+  while (!stack.empty()) {
+    auto [block, expanded] = stack.back();
+    stack.pop_back();
+    const detail::BlockImpl& impl = block.impl();
+    if (!expanded) {
+      if (!seen.insert(&impl).second) continue;
+      stack.push_back({block, true});
+      for (const Block& child : impl.children()) stack.push_back({child, false});
+      continue;
+    }
+    impl.validate();
+    if (impl.in()->known()) register_types(c, impl.in()->type());
+    if (impl.out()->known()) register_types(c, impl.out()->type());
+    if (auto spec = impl.operation()) {
+      std::string name = spec->name;
+      for (int k = 2; !op_names.insert(name).second; ++k)
+        name = spec->name + "_" + std::to_string(k);
+      c.operations[&impl] = c.loom.add_operation(name, spec->inputs, spec->outputs,
+                                                 std::move(spec->body), spec->options);
+    }
+    if (impl.metric_name()) register_metric(c, impl);
+    if (const auto* collect = impl.collect_name()) {
+      const Type& element =
+          impl.kind() == "Collect" ? impl.in()->type() : impl.out()->type().element();
+      auto [it, inserted] = collected.emplace(*collect, element);
+      if (!inserted && it->second != element)
+        fail("blocks", "collection '", *collect,
+             "' is used with two types: ", it->second.to_string(), " and ", element.to_string(),
+             " (", impl.describe(), ")");
+    }
+  }
+}
+
+// Appends the example's output values to their positions (sequences add rows).
+void record_outputs(const Type& type, const WeaveValue& value, std::size_t& position,
+                    std::int32_t example, detail::WovenRecords& records) {
+  switch (type.kind()) {
+    case Type::Kind::kTensor:
+      records.outputs[position].push_back(value.tensor);
+      records.output_examples[position].push_back(example);
+      ++position;
+      return;
+    case Type::Kind::kTuple:
+      for (std::size_t i = 0; i < type.items().size(); ++i)
+        record_outputs(type.items()[i], value.items[i], position, example, records);
+      return;
+    case Type::Kind::kSequence: {
+      const std::size_t first = position;
+      for (const WeaveValue& element : value.items) {
+        position = first;
+        record_outputs(type.element(), element, position, example, records);
+      }
+      position = first + type.element().terminals().size();
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+}  // namespace
+
+Compiler::Compiler(Block root, CompilerOptions options)
+    : Compiler(std::move(root), options, false) {}
+
+Compiler::Compiler(Block root, CompilerOptions options, bool for_eval)
+    : root_(std::move(root)),
+      options_(options),
+      compiled_(std::make_unique<detail::Compiled>(options.max_depth)) {
+  const detail::BlockImpl& impl = root_.impl();
+  if (!impl.in()->known()) impl.in()->set(Type::input());
+  const Type& in = impl.in()->type();
+  if (!in.is_input() && !in.is_void())
+    fail("blocks", "the root block ", impl.describe(), " must take Input or Void, not ",
+         in.to_string());
+  compile_blocks(*compiled_, root_);
+  const Type& out = impl.out()->type();
+  if (for_eval) return;
+  check_output_type(out);
+  output_types_ = out.terminals();
+  if (output_types_.empty() && compiled_->metric_names.empty())
+    fail("blocks", "the root block ", impl.describe(), " has no outputs (", out.to_string(),
+         ") and no metrics");
+}
+
+Compiler::~Compiler() = default;
+
+const loom::Loom& Compiler::loom() const { return compiled_->loom; }
+
+void Compiler::weave_range(std::span<const Input> examples, std::size_t first, loom::Weaver& weaver,
+                           detail::WovenRecords& records) const {
+  records.outputs.resize(output_types_.size());
+  records.output_examples.resize(output_types_.size());
+  records.metrics.resize(compiled_->metric_names.size());
+  WeaveState state(*compiled_, weaver, records);
+  const detail::BlockImpl& root = root_.impl();
+  const Type& out = root.out()->type();
+  const bool void_input = root.in()->type().is_void();
+  for (std::size_t i = 0; i < examples.size(); ++i) {
+    const auto example = std::int32_t(first + i);
+    state.set_example(example);
+    WeaveValue value;
+    try {
+      value = root.eval(state, void_input ? WeaveValue{} : WeaveValue::of_input(&examples[i]));
+    } catch (const Error& e) {
+      throw Error(std::string(e.what()) + " (in example " + std::to_string(example) + ")");
+    }
+    std::size_t position = 0;
+    record_outputs(out, value, position, example, records);
+  }
+}
+
+WovenBatch::WovenBatch() = default;
+WovenBatch::~WovenBatch() = default;
+WovenBatch::WovenBatch(WovenBatch&&) noexcept = default;
+WovenBatch& WovenBatch::operator=(WovenBatch&&) noexcept = default;
+
+WovenBatch Compiler::weave(std::span<const Input> examples) const {
+  WovenBatch batch;
+  batch.examples_ = examples.size();
+  const std::size_t hardware = std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t threads = std::max<std::size_t>(
+      1, std::min<std::size_t>(
+             options_.threads > 0 ? std::size_t(options_.threads) : hardware,
+             examples.size() / std::max<std::size_t>(1, options_.examples_per_thread)));
+  if (threads == 1) {
+    batch.weaver_ = std::make_unique<loom::Weaver>(compiled_->loom);
+    batch.records_ = std::make_unique<detail::WovenRecords>();
+    weave_range(examples, 0, *batch.weaver_, *batch.records_);
+    return batch;
+  }
+  std::vector<std::unique_ptr<loom::Weaver>> weavers(threads);
+  std::vector<detail::WovenRecords> records(threads);
+  std::vector<std::exception_ptr> errors(threads);
+  std::vector<std::thread> workers;
+  const std::size_t per = (examples.size() + threads - 1) / threads;
+  for (std::size_t t = 0; t < threads; ++t) {
+    weavers[t] = std::make_unique<loom::Weaver>(compiled_->loom);
+    const std::size_t begin = std::min(examples.size(), t * per);
+    const std::size_t end = std::min(examples.size(), begin + per);
+    workers.emplace_back([&, t, begin, end] {
+      try {
+        weave_range(examples.subspan(begin, end - begin), begin, *weavers[t], records[t]);
+      } catch (...) {
+        errors[t] = std::current_exception();
+      }
+    });
+  }
+  for (auto& w : workers) w.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  batch.weaver_ = std::move(weavers[0]);
+  batch.records_ = std::make_unique<detail::WovenRecords>(std::move(records[0]));
+  for (std::size_t t = 1; t < threads; ++t) {
+    const loom::Value offset = batch.weaver_->append(*weavers[t]);
+    batch.records_->append(std::move(records[t]), offset);
+  }
+  return batch;
+}
+
+BatchResult Compiler::run(const WovenBatch& batch, Tape& tape) const {
+  if (&batch.weaver().loom() != &compiled_->loom)
+    fail("blocks", "the batch was woven by another compiler");
+  BatchResult result;
+  result.batch_ = &batch;
+  result.compiled_ = compiled_.get();
+  loom::Executor executor(compiled_->loom, tape);
+  result.loom_ =
+      std::make_unique<loom::LoomResult>(executor.run(batch.weaver(), options_.strategy));
+  for (const auto& values : batch.records_->outputs)
+    result.outputs_.push_back(values.empty() ? Var() : result.loom_->gather(values));
+  return result;
+}
+
+BatchResult Compiler::forward(std::span<const Input> examples, Tape& tape) const {
+  auto batch = std::make_shared<WovenBatch>(weave(examples));
+  BatchResult result = run(*batch, tape);
+  result.owned_ = std::move(batch);
+  return result;
+}
+
+Var BatchResult::output(std::size_t k) const {
+  if (k >= outputs_.size())
+    fail("blocks", "output ", k, " does not exist (the root has ", outputs_.size(), " outputs)");
+  return outputs_[k];
+}
+
+const std::vector<std::int32_t>& BatchResult::output_examples(std::size_t k) const {
+  output(k);
+  return batch_->records_->output_examples[k];
+}
+
+std::vector<std::string> BatchResult::metric_names() const { return compiled_->metric_names; }
+
+MetricValues BatchResult::metric(const std::string& name) const {
+  for (std::size_t m = 0; m < compiled_->metric_names.size(); ++m) {
+    if (compiled_->metric_names[m] != name) continue;
+    const auto& rows = batch_->records_->metrics[m];
+    MetricValues out;
+    if (!rows.values.empty()) out.values = loom_->gather(rows.values);
+    out.examples = rows.examples;
+    out.labels = rows.labels;
+    return out;
+  }
+  std::string known;
+  for (const auto& n : compiled_->metric_names) known += (known.empty() ? "'" : ", '") + n + "'";
+  fail("blocks", "no metric named '", name, "' (metrics: ", known.empty() ? "none" : known, ")");
+}
+
+// ---- eval ---------------------------------------------------------------------------------
+
+struct EvalAccess {
+  static EvalValue eval(const Block& block, const Input& input, int* depth);
+};
+
+namespace {
+EvalValue to_eval_value(const Type& type, const WeaveValue& value, const loom::LoomResult& result) {
+  EvalValue out;
+  out.kind = value.kind;
+  switch (value.kind) {
+    case Type::Kind::kTensor: {
+      const loom::Value v = value.tensor;
+      out.tensor =
+          result.gather(std::span<const loom::Value>(&v, 1)).value().reshaped(type.shape()).clone();
+      break;
+    }
+    case Type::Kind::kInput:
+      out.input = *value.input;
+      break;
+    case Type::Kind::kTuple:
+      for (std::size_t i = 0; i < value.items.size(); ++i)
+        out.items.push_back(to_eval_value(type.items()[i], value.items[i], result));
+      break;
+    case Type::Kind::kSequence:
+    case Type::Kind::kBroadcast:
+      for (const WeaveValue& item : value.items)
+        out.items.push_back(to_eval_value(type.element(), item, result));
+      break;
+    case Type::Kind::kVoid:
+      break;
+  }
+  return out;
+}
+}  // namespace
+
+EvalValue EvalAccess::eval(const Block& block, const Input& input, int* depth) {
+  const Compiler compiler(block, CompilerOptions{}, true);
+  const auto& c = *compiler.compiled_;
+  loom::Weaver weaver(c.loom);
+  detail::WovenRecords records;
+  records.metrics.resize(c.metric_names.size());
+  WeaveState state(c, weaver, records);
+  const detail::BlockImpl& root = compiler.root_.impl();
+  WeaveValue value =
+      root.eval(state, root.in()->type().is_void() ? WeaveValue{} : WeaveValue::of_input(&input));
+  if (depth) *depth = weaver.deepest();
+  Tape tape;
+  tape.set_grad_enabled(false);
+  loom::Executor executor(c.loom, tape);
+  loom::LoomResult result = executor.run(weaver, compiler.options_.strategy);
+  return to_eval_value(root.out()->type(), value, result);
+}
+
+namespace {
+// eval accepts any output (Input, Broadcast too): compile with a relaxed root check.
+EvalValue eval_block(const Block& block, const Input& input, int* depth) {
+  const detail::BlockImpl& impl = block.impl();
+  if (!impl.in()->known()) impl.in()->set(Type::input());
+  return EvalAccess::eval(block, input, depth);
+}
+}  // namespace
+
+EvalValue eval(const Block& block, const Input& input) { return eval_block(block, input, nullptr); }
+
+int max_depth(const Block& block, const Input& input) {
+  int depth = 0;
+  eval_block(block, input, &depth);
+  return depth;
+}
+
+}  // namespace weft::blocks

@@ -1,0 +1,373 @@
+// Blocks over sequences: Map, Fold, RNN, Reduce (Sum, Min, Max), Mean, Broadcast, Zip,
+// ZipWith, NGrams and Nth.
+#include "internal.h"
+
+namespace weft::blocks {
+namespace {
+
+std::weak_ptr<TypeSlot> weak(const SlotPtr& slot) { return slot; }
+
+// The element type of a finite sequence-like input (Sequence, homogeneous Tuple, Input array).
+Type element_type(const std::string& block, const Type& t, bool allow_broadcast) {
+  if (allow_broadcast)
+    expect_kind(
+        block, t,
+        {Type::Kind::kSequence, Type::Kind::kBroadcast, Type::Kind::kTuple, Type::Kind::kInput});
+  else
+    expect_kind(block, t, {Type::Kind::kSequence, Type::Kind::kTuple, Type::Kind::kInput});
+  if (t.is_sequence_like()) return t.element();
+  if (t.is_input()) return Type::input();
+  if (t.items().empty()) fail("blocks", block, ": the Tuple input is empty");
+  for (const Type& item : t.items())
+    if (item != t.items()[0])
+      fail("blocks", "bad input type ", t.to_string(), " for ", block,
+           ": the Tuple's items must all have one type");
+  return t.items()[0];
+}
+
+WeaveValue pair(WeaveValue a, WeaveValue b) {
+  std::vector<WeaveValue> items;
+  items.reserve(2);
+  items.push_back(std::move(a));
+  items.push_back(std::move(b));
+  return WeaveValue::of(Type::Kind::kTuple, std::move(items));
+}
+
+class MapImpl : public detail::BlockImpl {
+ public:
+  explicit MapImpl(Block element) : BlockImpl("Map"), element_(std::move(element)) {
+    in()->observe([d = describe(), e = weak(element_.impl().in())](const Type& t) {
+      Type elem = element_type(d, t, true);
+      if (auto slot = e.lock()) slot->set(elem);
+    });
+    derive(out(), {in(), element_.impl().out()}, [](std::span<const Type> t) {
+      return t[0].kind() == Type::Kind::kBroadcast ? Type::broadcast(t[1]) : Type::sequence(t[1]);
+    });
+    // An element taking Input: the mapped value is user data (a sequence of Input is Input).
+    element_.impl().in()->observe([i = weak(in())](const Type& t) {
+      auto slot = i.lock();
+      if (t.is_input() && slot && !slot->known()) slot->set(t);
+    });
+  }
+  std::vector<Block> children() const override { return {element_}; }
+  WeaveValue eval(WeaveState& state, const WeaveValue& input) const override {
+    const detail::BlockImpl& e = element_.impl();
+    if (input.kind == Type::Kind::kBroadcast)
+      return WeaveValue::of(Type::Kind::kBroadcast, {e.eval(state, input.items[0])});
+    std::vector<WeaveValue> items = internal::elements_of(describe(), input);
+    for (WeaveValue& item : items) item = e.eval(state, item);
+    return WeaveValue::of(Type::Kind::kSequence, std::move(items));
+  }
+
+ private:
+  Block element_;
+};
+
+class FoldImpl : public detail::BlockImpl {
+ public:
+  FoldImpl(Block combine, Block start)
+      : BlockImpl("Fold"), combine_(std::move(combine)), start_(std::move(start)) {
+    start_.impl().in()->set(Type::void_type());
+    unify(out(), start_.impl().out());
+    in()->set_check([d = describe()](const Type& t) { element_type(d, t, false); });
+    derive(combine_.impl().in(), {in(), start_.impl().out()},
+           [d = describe()](std::span<const Type> t) {
+             return Type::tuple({t[1], element_type(d, t[0], false)});
+           });
+    // The combine must return the accumulator's type.
+    auto check = [d = describe(), c = combine_.describe(), co = weak(combine_.impl().out()),
+                  so = weak(start_.impl().out())](const Type&) {
+      auto cs = co.lock();
+      auto ss = so.lock();
+      if (cs && ss && cs->known() && ss->known() && cs->type() != ss->type())
+        fail("blocks", d, ": the combine ", c, " returns ", cs->type().to_string(),
+             " but the accumulator (start's output) is ", ss->type().to_string());
+    };
+    combine_.impl().out()->observe(check);
+    start_.impl().out()->observe(check);
+  }
+  std::vector<Block> children() const override { return {combine_, start_}; }
+  WeaveValue eval(WeaveState& state, const WeaveValue& input) const override {
+    WeaveValue acc = start_.impl().eval(state, WeaveValue{});
+    for (WeaveValue& x : internal::elements_of(describe(), input))
+      acc = combine_.impl().eval(state, pair(std::move(acc), std::move(x)));
+    return acc;
+  }
+
+ private:
+  Block combine_, start_;
+};
+
+class RNNImpl : public detail::BlockImpl {
+ public:
+  RNNImpl(Block cell, Block initial, bool from_input)
+      : BlockImpl("RNN"),
+        cell_(std::move(cell)),
+        initial_(std::move(initial)),
+        from_input_(from_input),
+        state_(std::make_shared<TypeSlot>(describe(), "state")) {
+    const std::string d = describe();
+    cell_.impl().out()->observe([d, s = weak(state_)](const Type& t) {
+      if (!t.is_tuple() || t.items().size() != 2)
+        fail("blocks", d, ": the cell must return Tuple(output, state), got ", t.to_string());
+      if (auto slot = s.lock()) slot->set(t.items()[1]);
+    });
+    if (initial_.defined()) {
+      initial_.impl().in()->set(Type::void_type());
+      unify(state_, initial_.impl().out());
+    }
+    // The element type of the sequence part of the input.
+    auto sequence_part = [d, from_input](const Type& t) {
+      if (!from_input) return t;
+      if (!t.is_tuple() || t.items().size() != 2)
+        fail("blocks", "bad input type ", t.to_string(), " for ", d,
+             ", expected Tuple(Sequence, state) (initial_state_from_input)");
+      return t.items()[0];
+    };
+    in()->observe([d, from_input, s = weak(state_), sequence_part](const Type& t) {
+      element_type(d, sequence_part(t), false);
+      if (from_input)
+        if (auto slot = s.lock()) slot->set(t.items()[1]);
+    });
+    derive(cell_.impl().in(), {in(), state_}, [d, sequence_part](std::span<const Type> t) {
+      return Type::tuple({element_type(d, sequence_part(t[0]), false), t[1]});
+    });
+    derive(out(), {cell_.impl().out()}, [](std::span<const Type> t) {
+      return Type::tuple({Type::sequence(t[0].items()[0]), t[0].items()[1]});
+    });
+    if (!initial_.defined() && !from_input_)
+      state_->observe([d](const Type& t) { internal::check_zeros_type(d, t); });
+  }
+  std::vector<Block> children() const override {
+    if (initial_.defined()) return {cell_, initial_};
+    return {cell_};
+  }
+  WeaveValue eval(WeaveState& state, const WeaveValue& input) const override {
+    WeaveValue s;
+    const WeaveValue* seq = &input;
+    if (from_input_) {
+      s = input.items[1];
+      seq = &input.items[0];
+    } else if (initial_.defined()) {
+      s = initial_.impl().eval(state, WeaveValue{});
+    } else {
+      s = internal::zeros_value(state, this, state_->type());
+    }
+    std::vector<WeaveValue> outputs;
+    for (WeaveValue& x : internal::elements_of(describe(), *seq)) {
+      WeaveValue r = cell_.impl().eval(state, pair(std::move(x), std::move(s)));
+      outputs.push_back(std::move(r.items[0]));
+      s = std::move(r.items[1]);
+    }
+    return pair(WeaveValue::of(Type::Kind::kSequence, std::move(outputs)), std::move(s));
+  }
+
+ private:
+  Block cell_, initial_;
+  bool from_input_;
+  SlotPtr state_;
+};
+
+class ReduceImpl : public detail::BlockImpl {
+ public:
+  ReduceImpl(Block combine, Block default_value)
+      : BlockImpl("Reduce"), combine_(std::move(combine)), default_(std::move(default_value)) {
+    const std::string d = describe();
+    in()->observe([d, o = weak(out()), ci = weak(combine_.impl().in())](const Type& t) {
+      Type elem = element_type(d, t, false);
+      if (auto slot = ci.lock()) slot->set(Type::tuple({elem, elem}));
+      if (auto slot = o.lock()) slot->set(elem);
+    });
+    auto check = [d, c = combine_.describe(), co = weak(combine_.impl().out()),
+                  o = weak(out())](const Type&) {
+      auto cs = co.lock();
+      auto slot = o.lock();
+      if (cs && slot && cs->known() && slot->known() && slot->type() != cs->type())
+        fail("blocks", d, ": the combine ", c, " returns ", cs->type().to_string(),
+             " but the elements are ", slot->type().to_string());
+    };
+    combine_.impl().out()->observe(check);
+    out()->observe(check);
+    if (default_.defined()) {
+      default_.impl().in()->set(Type::void_type());
+      unify(out(), default_.impl().out());
+    } else {
+      out()->observe([d](const Type& t) { internal::check_zeros_type(d, t); });
+    }
+  }
+  std::vector<Block> children() const override {
+    if (default_.defined()) return {combine_, default_};
+    return {combine_};
+  }
+  WeaveValue eval(WeaveState& state, const WeaveValue& input) const override {
+    std::vector<WeaveValue> level = internal::elements_of(describe(), input);
+    if (level.empty()) {
+      if (default_.defined()) return default_.impl().eval(state, WeaveValue{});
+      return internal::zeros_value(state, this, out()->type());
+    }
+    const detail::BlockImpl& c = combine_.impl();
+    while (level.size() > 1) {
+      std::size_t next = 0;
+      for (std::size_t i = 0; i + 1 < level.size(); i += 2)
+        level[next++] = c.eval(state, pair(std::move(level[i]), std::move(level[i + 1])));
+      if (level.size() % 2) level[next++] = std::move(level.back());
+      level.resize(next);
+    }
+    return std::move(level[0]);
+  }
+
+ private:
+  Block combine_, default_;
+};
+
+class MeanImpl : public detail::BlockImpl {
+ public:
+  MeanImpl()
+      : BlockImpl("Mean"),
+        sum_(Sum()),
+        scale_(internal::generic_function(
+            "mean", [](std::span<const Var> in) { return std::vector<Var>{in[0] * in[1]}; })) {
+    unify(in(), sum_.impl().in());
+    derive(scale_.impl().in(), {sum_.impl().out()}, [d = describe()](std::span<const Type> t) {
+      if (!t[0].is_tensor() || t[0].dtype() != DType::kFloat32)
+        fail("blocks", "bad input type Sequence(", t[0].to_string(), ") for ", d,
+             ", expected a Sequence of float32 Tensors");
+      return Type::tuple({t[0], t[0]});
+    });
+    unify(out(), scale_.impl().out());
+  }
+  std::vector<Block> children() const override { return {sum_, scale_}; }
+  WeaveValue eval(WeaveState& state, const WeaveValue& input) const override {
+    const std::int64_t n = input.kind == Type::Kind::kInput ? std::int64_t(input.input->size())
+                                                            : std::int64_t(input.items.size());
+    WeaveValue total = sum_.impl().eval(state, input);
+    const Type& type = out()->type();
+    const loom::Value reciprocal = state.memoized(this, n, [&] {
+      thread_local std::vector<float> values;
+      values.assign(std::size_t(type.shape().numel()), n == 0 ? 1.0f : 1.0f / float(n));
+      return state.weaver().constant(state.type_id(type), std::span<const float>(values));
+    });
+    return scale_.impl().eval(state, pair(std::move(total), WeaveValue::of_tensor(reciprocal)));
+  }
+
+ private:
+  Block sum_, scale_;
+};
+
+class BroadcastImpl : public detail::BlockImpl {
+ public:
+  BroadcastImpl() : BlockImpl("Broadcast") {
+    derive(out(), {in()}, [](std::span<const Type> t) { return Type::broadcast(t[0]); });
+  }
+  WeaveValue eval(WeaveState&, const WeaveValue& input) const override {
+    return WeaveValue::of(Type::Kind::kBroadcast, {input});
+  }
+};
+
+class ZipImpl : public detail::BlockImpl {
+ public:
+  ZipImpl() : BlockImpl("Zip") {
+    derive(out(), {in()}, [d = describe()](std::span<const Type> t) {
+      expect_kind(d, t[0], {Type::Kind::kTuple});
+      bool all_broadcast = true;
+      std::vector<Type> elements;
+      for (const Type& item : t[0].items()) {
+        if (!item.is_sequence_like())
+          fail("blocks", "bad input type ", t[0].to_string(), " for ", d,
+               ", expected a Tuple of Sequences");
+        all_broadcast = all_broadcast && item.kind() == Type::Kind::kBroadcast;
+        elements.push_back(item.element());
+      }
+      Type tuple = Type::tuple(std::move(elements));
+      return all_broadcast ? Type::broadcast(tuple) : Type::sequence(tuple);
+    });
+  }
+  WeaveValue eval(WeaveState&, const WeaveValue& input) const override {
+    std::size_t n = SIZE_MAX;
+    for (const WeaveValue& s : input.items)
+      if (s.kind != Type::Kind::kBroadcast) n = std::min(n, s.items.size());
+    const bool infinite = n == SIZE_MAX;
+    const std::size_t count = infinite ? 1 : n;
+    std::vector<WeaveValue> rows(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      rows[i].kind = Type::Kind::kTuple;
+      for (const WeaveValue& s : input.items)
+        rows[i].items.push_back(s.kind == Type::Kind::kBroadcast ? s.items[0] : s.items[i]);
+    }
+    return WeaveValue::of(infinite ? Type::Kind::kBroadcast : Type::Kind::kSequence,
+                          std::move(rows));
+  }
+};
+
+class NGramsImpl : public detail::BlockImpl {
+ public:
+  explicit NGramsImpl(int n) : BlockImpl("NGrams", std::to_string(n)), n_(n) {
+    if (n <= 0) fail("blocks", describe(), ": n must be positive, got ", n);
+    derive(out(), {in()}, [d = describe(), n](std::span<const Type> t) {
+      Type elem = element_type(d, t[0], false);
+      return Type::sequence(Type::tuple(std::vector<Type>(std::size_t(n), elem)));
+    });
+  }
+  WeaveValue eval(WeaveState&, const WeaveValue& input) const override {
+    std::vector<WeaveValue> items = internal::elements_of(describe(), input);
+    std::vector<WeaveValue> grams;
+    for (std::size_t i = 0; i + std::size_t(n_) <= items.size(); ++i)
+      grams.push_back(WeaveValue::of(
+          Type::Kind::kTuple, std::vector<WeaveValue>(items.begin() + std::ptrdiff_t(i),
+                                                      items.begin() + std::ptrdiff_t(i) + n_)));
+    return WeaveValue::of(Type::Kind::kSequence, std::move(grams));
+  }
+
+ private:
+  int n_;
+};
+
+class NthImpl : public detail::BlockImpl {
+ public:
+  NthImpl() : BlockImpl("Nth") {
+    derive(out(), {in()}, [d = describe()](std::span<const Type> t) {
+      if (!t[0].is_tuple() || t[0].items().size() != 2 || !t[0].items()[1].is_input())
+        fail("blocks", "bad input type ", t[0].to_string(), " for ", d,
+             ", expected Tuple(Sequence, Input index)");
+      return element_type(d, t[0].items()[0], false);
+    });
+  }
+  WeaveValue eval(WeaveState&, const WeaveValue& input) const override {
+    const Input& index = internal::input_of(describe(), input.items[1]);
+    if (!index.is_number_integer())
+      fail("blocks", describe(), ": the index must be an integer, got ", describe_input(index));
+    std::vector<WeaveValue> items = internal::elements_of(describe(), input.items[0]);
+    const auto i =
+        internal::python_index(describe(), index.get<std::int64_t>(), std::int64_t(items.size()));
+    return std::move(items[std::size_t(i)]);
+  }
+};
+
+FunctionBody elementwise(Var (*fn)(Var, Var)) {
+  return [fn](std::span<const Var> in) { return std::vector<Var>{fn(in[0], in[1])}; };
+}
+Var add_values(Var a, Var b) { return a + b; }
+Var min_values(Var a, Var b) { return a - relu(a - b); }
+Var max_values(Var a, Var b) { return a + relu(b - a); }
+
+}  // namespace
+
+Map::Map(Block element) : Block(std::make_shared<MapImpl>(std::move(element))) {}
+Fold::Fold(Block combine, Block start)
+    : Block(std::make_shared<FoldImpl>(std::move(combine), std::move(start))) {}
+RNN::RNN(Block cell, Block initial_state, bool initial_state_from_input)
+    : Block(std::make_shared<RNNImpl>(std::move(cell), std::move(initial_state),
+                                      initial_state_from_input)) {}
+Reduce::Reduce(Block combine, Block default_value)
+    : Block(std::make_shared<ReduceImpl>(std::move(combine), std::move(default_value))) {}
+Sum::Sum() : Reduce(internal::generic_function("add", elementwise(add_values))) {}
+Min::Min() : Reduce(internal::generic_function("minimum", elementwise(min_values))) {}
+Max::Max() : Reduce(internal::generic_function("maximum", elementwise(max_values))) {}
+Mean::Mean() : Block(std::make_shared<MeanImpl>()) {}
+Broadcast::Broadcast() : Block(std::make_shared<BroadcastImpl>()) {}
+Zip::Zip() : Block(std::make_shared<ZipImpl>()) {}
+Block ZipWith(const Block& element) { return Zip() >> Map(element); }
+NGrams::NGrams(int n) : Block(std::make_shared<NGramsImpl>(n)) {}
+Nth::Nth() : Block(std::make_shared<NthImpl>()) {}
+
+}  // namespace weft::blocks

@@ -1,0 +1,317 @@
+// Blocks that make depth-0 loom values from user data or fixed tensors: AsTensor (Scalar,
+// Vector), FromTensor, Zeros, OneHot, OneHotFromList, Length; and the shared helpers of
+// internal.h (zero values, flattening, indices).
+#include <cmath>
+#include <map>
+
+#include "internal.h"
+
+namespace weft::blocks {
+namespace internal {
+
+void check_zeros_type(const std::string& block, const Type& type) {
+  if (type.is_input() || type.kind() == Type::Kind::kBroadcast)
+    fail("blocks", block, " cannot make zeros of type ", type.to_string());
+  if (type.is_tuple())
+    for (const Type& item : type.items()) check_zeros_type(block, item);
+}
+
+namespace {
+WeaveValue zeros_rec(WeaveState& state, const detail::BlockImpl* owner, const Type& type,
+                     std::int64_t& terminal) {
+  switch (type.kind()) {
+    case Type::Kind::kTensor: {
+      const loom::TypeId id = state.type_id(type);
+      return WeaveValue::of_tensor(state.memoized(owner, -1 - terminal++, [&] {
+        return state.weaver().constant(id, weft::Tensor::zeros(type.shape(), type.dtype()));
+      }));
+    }
+    case Type::Kind::kTuple: {
+      std::vector<WeaveValue> items;
+      for (const Type& item : type.items())
+        items.push_back(zeros_rec(state, owner, item, terminal));
+      return WeaveValue::of(Type::Kind::kTuple, std::move(items));
+    }
+    case Type::Kind::kSequence:
+      return WeaveValue::of(Type::Kind::kSequence, {});
+    default:
+      return WeaveValue{};
+  }
+}
+}  // namespace
+
+WeaveValue zeros_value(WeaveState& state, const detail::BlockImpl* owner, const Type& type) {
+  std::int64_t terminal = 0;
+  return zeros_rec(state, owner, type, terminal);
+}
+
+void flatten_tensors(const WeaveValue& value, std::vector<loom::Value>& out) {
+  if (value.kind == Type::Kind::kTensor) {
+    out.push_back(value.tensor);
+  } else {
+    for (const WeaveValue& item : value.items) flatten_tensors(item, out);
+  }
+}
+
+WeaveValue unflatten_tensors(const Type& type, std::span<const loom::Value> values,
+                             std::size_t& next) {
+  if (type.is_tensor()) return WeaveValue::of_tensor(values[next++]);
+  std::vector<WeaveValue> items;
+  items.reserve(type.items().size());
+  for (const Type& item : type.items()) items.push_back(unflatten_tensors(item, values, next));
+  return WeaveValue::of(Type::Kind::kTuple, std::move(items));
+}
+
+std::int64_t python_index(const std::string& block, std::int64_t index, std::int64_t n) {
+  const std::int64_t i = index < 0 ? index + n : index;
+  if (i < 0 || i >= n)
+    fail("blocks", block, ": index ", index, " is out of range for ", n, " items");
+  return i;
+}
+
+std::vector<std::int64_t> slice_positions(std::optional<std::int64_t> start,
+                                          std::optional<std::int64_t> stop,
+                                          std::optional<std::int64_t> step, std::int64_t n) {
+  const std::int64_t s = step.value_or(1);
+  auto clamp = [n, s](std::int64_t i) {
+    if (i < 0) i += n;
+    if (s > 0) return std::clamp<std::int64_t>(i, 0, n);
+    return std::clamp<std::int64_t>(i, -1, n - 1);
+  };
+  const std::int64_t lo = start ? clamp(*start) : (s > 0 ? 0 : n - 1);
+  const std::int64_t hi = stop ? clamp(*stop) : (s > 0 ? n : -1);
+  std::vector<std::int64_t> positions;
+  for (std::int64_t i = lo; s > 0 ? i < hi : i > hi; i += s) positions.push_back(i);
+  return positions;
+}
+
+const Input& input_of(const std::string& block, const WeaveValue& value) {
+  if (value.kind != Type::Kind::kInput || value.input == nullptr)
+    fail("blocks", block, " expects user data (Input) here");
+  return *value.input;
+}
+
+std::vector<WeaveValue> elements_of(const std::string& block, const WeaveValue& value) {
+  if (value.kind != Type::Kind::kInput) return value.items;
+  const Input& in = *value.input;
+  if (!in.is_array())
+    fail("blocks", block, " expects an array, got ", describe_input(in), " (", in.type_name(), ")");
+  std::vector<WeaveValue> items;
+  items.reserve(in.size());
+  for (const Input& element : in) items.push_back(WeaveValue::of_input(&element));
+  return items;
+}
+
+}  // namespace internal
+
+namespace {
+
+// Reads a number or nested arrays of `shape` into `out` (row-major), checking everything.
+template <typename T>
+void read_tensor(const std::string& block, const Input& value, const Shape& shape, int axis,
+                 std::vector<T>& out) {
+  if (axis == shape.rank()) {
+    if (!value.is_number()) fail("blocks", block, " expects a number, got ", describe_input(value));
+    if constexpr (std::is_same_v<T, std::int32_t>) {
+      if (!value.is_number_integer())
+        fail("blocks", block, " expects an integer, got ", describe_input(value));
+    }
+    out.push_back(value.get<T>());
+    return;
+  }
+  if (!value.is_array() || std::int64_t(value.size()) != shape[axis])
+    fail("blocks", block, " expects an array of ", shape[axis], " items at axis ", axis, " (shape ",
+         shape, "), got ", describe_input(value));
+  for (const Input& item : value) read_tensor(block, item, shape, axis + 1, out);
+}
+
+class AsTensorImpl : public detail::BlockImpl {
+ public:
+  AsTensorImpl(const Shape& shape, DType dtype)
+      : BlockImpl("Tensor", Type::tensor(shape, dtype).to_string()) {
+    in()->set(Type::input());
+    out()->set(Type::tensor(shape, dtype));
+  }
+  WeaveValue eval(WeaveState& state, const WeaveValue& input) const override {
+    const Input& value = internal::input_of(describe(), input);
+    const Type& type = out()->type();
+    const loom::TypeId id = state.type_id(type);
+    if (type.dtype() == DType::kInt32) {
+      if (type.shape().rank() == 0 && value.is_number_integer()) {
+        const std::int64_t key = value.get<std::int64_t>();
+        return WeaveValue::of_tensor(state.memoized(this, key, [&] {
+          const std::int32_t v = std::int32_t(key);
+          return state.weaver().constant(id, std::span<const std::int32_t>(&v, 1));
+        }));
+      }
+      thread_local std::vector<std::int32_t> ints;
+      ints.clear();
+      read_tensor(describe(), value, type.shape(), 0, ints);
+      return WeaveValue::of_tensor(
+          state.weaver().constant(id, std::span<const std::int32_t>(ints)));
+    }
+    thread_local std::vector<float> floats;
+    floats.clear();
+    read_tensor(describe(), value, type.shape(), 0, floats);
+    return WeaveValue::of_tensor(state.weaver().constant(id, std::span<const float>(floats)));
+  }
+};
+
+class FromTensorImpl : public detail::BlockImpl {
+ public:
+  FromTensorImpl(Parameter parameter, weft::Tensor value)
+      : BlockImpl("FromTensor", parameter.defined() ? parameter.name() : ""),
+        parameter_(std::move(parameter)),
+        value_(std::move(value)) {
+    if (parameter_.defined()) {
+      if (parameter_.value().dtype() != DType::kFloat32)
+        fail("blocks", describe(), ": a parameter must be float32, got ",
+             parameter_.value().describe());
+      out()->set(Type::tensor(parameter_.shape(), DType::kFloat32));
+    } else {
+      if (!value_.defined()) fail("blocks", "FromTensor of an undefined tensor");
+      value_ = value_.to(Device::kCpu).clone();
+      out()->set(Type::tensor(value_.shape(), value_.dtype()));
+    }
+  }
+  // Any input (ignored): usable beside blocks that read the input, e.g. in AllOf.
+  void validate() const override {}
+  WeaveValue eval(WeaveState& state, const WeaveValue&) const override {
+    const loom::TypeId id = state.type_id(out()->type());
+    return WeaveValue::of_tensor(state.memoized(this, 0, [&] {
+      return parameter_.defined() ? state.weaver().parameter(id, parameter_)
+                                  : state.weaver().constant(id, value_);
+    }));
+  }
+
+ private:
+  Parameter parameter_;
+  weft::Tensor value_;
+};
+
+class ZerosImpl : public detail::BlockImpl {
+ public:
+  explicit ZerosImpl(const Type& type) : BlockImpl("Zeros") {
+    internal::check_zeros_type(describe(), type);
+    out()->set(type);
+  }
+  void validate() const override {}  // any input (ignored)
+  WeaveValue eval(WeaveState& state, const WeaveValue&) const override {
+    return internal::zeros_value(state, this, out()->type());
+  }
+};
+
+// A one-hot row for index i of n, memoized per index.
+loom::Value one_hot_row(WeaveState& state, const detail::BlockImpl* block, const Type& type,
+                        std::int64_t index) {
+  return state.memoized(block, index, [&] {
+    const loom::TypeId id = state.type_id(type);
+    const std::int64_t n = type.shape()[0];
+    if (type.dtype() == DType::kInt32) {
+      thread_local std::vector<std::int32_t> row;
+      row.assign(std::size_t(n), 0);
+      if (index >= 0) row[std::size_t(index)] = 1;
+      return state.weaver().constant(id, std::span<const std::int32_t>(row));
+    }
+    thread_local std::vector<float> row;
+    row.assign(std::size_t(n), 0.0f);
+    if (index >= 0) row[std::size_t(index)] = 1.0f;
+    return state.weaver().constant(id, std::span<const float>(row));
+  });
+}
+
+class OneHotImpl : public detail::BlockImpl {
+ public:
+  OneHotImpl(std::int64_t start, std::int64_t stop, DType dtype)
+      : BlockImpl("OneHot"), start_(start), stop_(stop) {
+    if (stop <= start) fail("blocks", "OneHot needs start < stop, got [", start, ", ", stop, ")");
+    in()->set(Type::input());
+    out()->set(Type::vector(stop - start, dtype));
+  }
+  WeaveValue eval(WeaveState& state, const WeaveValue& input) const override {
+    const Input& value = internal::input_of(describe(), input);
+    if (!value.is_number_integer())
+      fail("blocks", describe(), " expects an integer, got ", describe_input(value));
+    const std::int64_t v = value.get<std::int64_t>();
+    if (v < start_ || v >= stop_)
+      fail("blocks", describe(), ": ", v, " is out of range [", start_, ", ", stop_, ")");
+    return WeaveValue::of_tensor(one_hot_row(state, this, out()->type(), v - start_));
+  }
+
+ private:
+  std::int64_t start_, stop_;
+};
+
+class OneHotFromListImpl : public detail::BlockImpl {
+ public:
+  OneHotFromListImpl(std::vector<Input> elements, DType dtype, bool strict)
+      : BlockImpl("OneHotFromList"), strict_(strict) {
+    if (elements.empty()) fail("blocks", describe(), " needs at least one element");
+    for (std::size_t i = 0; i < elements.size(); ++i)
+      if (!index_.emplace(elements[i], std::int64_t(i)).second)
+        fail("blocks", describe(), ": duplicate element ", describe_input(elements[i]));
+    in()->set(Type::input());
+    out()->set(Type::vector(std::int64_t(elements.size()), dtype));
+  }
+  WeaveValue eval(WeaveState& state, const WeaveValue& input) const override {
+    const Input& value = internal::input_of(describe(), input);
+    auto it = index_.find(value);
+    if (it == index_.end() && strict_)
+      fail("blocks", describe(), ": ", describe_input(value), " is not one of the ", index_.size(),
+           " elements");
+    return WeaveValue::of_tensor(
+        one_hot_row(state, this, out()->type(), it == index_.end() ? -1 : it->second));
+  }
+
+ private:
+  std::map<Input, std::int64_t> index_;
+  bool strict_;
+};
+
+class LengthImpl : public detail::BlockImpl {
+ public:
+  explicit LengthImpl(DType dtype) : BlockImpl("Length") {
+    in()->set_check([d = describe()](const Type& t) {
+      expect_kind(d, t, {Type::Kind::kSequence, Type::Kind::kTuple, Type::Kind::kInput});
+    });
+    out()->set(Type::scalar(dtype));
+  }
+  WeaveValue eval(WeaveState& state, const WeaveValue& input) const override {
+    std::int64_t n = 0;
+    if (input.kind == Type::Kind::kInput) {
+      if (!input.input->is_array() && !input.input->is_object())
+        fail("blocks", describe(), " expects an array or object, got ",
+             describe_input(*input.input));
+      n = std::int64_t(input.input->size());
+    } else {
+      n = std::int64_t(input.items.size());
+    }
+    const Type& type = out()->type();
+    return WeaveValue::of_tensor(state.memoized(this, n, [&] {
+      const loom::TypeId id = state.type_id(type);
+      if (type.dtype() == DType::kInt32) {
+        const std::int32_t v = std::int32_t(n);
+        return state.weaver().constant(id, std::span<const std::int32_t>(&v, 1));
+      }
+      const float v = float(n);
+      return state.weaver().constant(id, std::span<const float>(&v, 1));
+    }));
+  }
+};
+
+}  // namespace
+
+AsTensor::AsTensor(const Shape& shape, DType dtype)
+    : Block(std::make_shared<AsTensorImpl>(shape, dtype)) {}
+FromTensor::FromTensor(const Parameter& parameter)
+    : Block(std::make_shared<FromTensorImpl>(parameter, weft::Tensor())) {}
+FromTensor::FromTensor(const weft::Tensor& value)
+    : Block(std::make_shared<FromTensorImpl>(Parameter(), value)) {}
+Zeros::Zeros(const Type& type) : Block(std::make_shared<ZerosImpl>(type)) {}
+OneHot::OneHot(std::int64_t start, std::optional<std::int64_t> stop, DType dtype)
+    : Block(std::make_shared<OneHotImpl>(stop ? start : 0, stop ? *stop : start, dtype)) {}
+OneHotFromList::OneHotFromList(std::vector<Input> elements, DType dtype, bool strict)
+    : Block(std::make_shared<OneHotFromListImpl>(std::move(elements), dtype, strict)) {}
+Length::Length(DType dtype) : Block(std::make_shared<LengthImpl>(dtype)) {}
+
+}  // namespace weft::blocks

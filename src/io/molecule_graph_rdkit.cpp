@@ -1,0 +1,151 @@
+// parse_smiles through RDKit's SmilesToMol (built when WEFT_WITH_RDKIT finds RDKit). RDKit
+// reports why a SMILES fails on its error log rather than in the return value, so the log is
+// captured for the duration of the call and its text becomes the weft::Error message.
+#include <GraphMol/GraphMol.h>
+#include <GraphMol/SmilesParse/SmilesParse.h>
+#include <RDGeneral/RDLog.h>
+
+#include <memory>
+#include <mutex>
+#include <sstream>
+
+#include "weft/core/error.h"
+#include "weft/io/molecule_graph.h"
+
+namespace weft::io {
+namespace {
+
+// Redirects RDKit's error and warning logs into a string while alive. RDKit's loggers are
+// process-wide, hence the lock.
+class CapturedRdkitLog {
+ public:
+  CapturedRdkitLog() : lock_(mutex()) {
+    // RDKit's loggers exist only once initialised; nothing is logged (or captured) before.
+    if (!rdErrorLog) RDLog::InitLogs();
+    for (auto* log : {&rdErrorLog, &rdWarningLog})
+      if (*log) {
+        saved_.push_back({log->get(), (*log)->dp_dest, (*log)->df_enabled});
+        (*log)->dp_dest = &text_;
+        (*log)->df_enabled = true;
+      }
+  }
+  ~CapturedRdkitLog() {
+    for (const Saved& s : saved_) {
+      s.logger->dp_dest = s.dest;
+      s.logger->df_enabled = s.enabled;
+    }
+  }
+  CapturedRdkitLog(const CapturedRdkitLog&) = delete;
+  CapturedRdkitLog& operator=(const CapturedRdkitLog&) = delete;
+
+  // The logged lines without RDKit's "[hh:mm:ss] " stamps, joined by "; ".
+  std::string text() const {
+    std::istringstream in(text_.str());
+    std::string out;
+    for (std::string line; std::getline(in, line);) {
+      if (line.size() > 11 && line[0] == '[' && line[9] == ']') line.erase(0, 11);
+      while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.pop_back();
+      if (!line.empty()) out += (out.empty() ? "" : "; ") + line;
+    }
+    return out;
+  }
+
+ private:
+  static std::mutex& mutex() {
+    static std::mutex m;
+    return m;
+  }
+  struct Saved {
+    boost::logging::rdLogger* logger;
+    std::ostream* dest;
+    bool enabled;
+  };
+  std::lock_guard<std::mutex> lock_;
+  std::ostringstream text_;
+  std::vector<Saved> saved_;
+};
+
+Hybridization hybridization(RDKit::Atom::HybridizationType type) {
+  switch (type) {
+    case RDKit::Atom::S:
+      return Hybridization::kS;
+    case RDKit::Atom::SP:
+      return Hybridization::kSP;
+    case RDKit::Atom::SP2:
+      return Hybridization::kSP2;
+    case RDKit::Atom::SP3:
+      return Hybridization::kSP3;
+    case RDKit::Atom::SP3D:
+      return Hybridization::kSP3D;
+    case RDKit::Atom::SP3D2:
+      return Hybridization::kSP3D2;
+    default:
+      return Hybridization::kOther;
+  }
+}
+
+BondType bond_type(RDKit::Bond::BondType type) {
+  switch (type) {
+    case RDKit::Bond::SINGLE:
+      return BondType::kSingle;
+    case RDKit::Bond::DOUBLE:
+      return BondType::kDouble;
+    case RDKit::Bond::TRIPLE:
+      return BondType::kTriple;
+    case RDKit::Bond::AROMATIC:
+      return BondType::kAromatic;
+    default:
+      return BondType::kOther;
+  }
+}
+
+std::unique_ptr<RDKit::RWMol> parse(const std::string& smiles) {
+  CapturedRdkitLog log;
+  std::string reason;
+  try {
+    std::unique_ptr<RDKit::RWMol> mol(RDKit::SmilesToMol(smiles));
+    if (mol) return mol;
+  } catch (const std::exception& e) {
+    reason = e.what();
+  }
+  // A sanitization error is both thrown and logged; say it once.
+  const std::string logged = log.text();
+  if (reason.empty() || logged.find(reason) != std::string::npos) reason = logged;
+  fail("smiles", "cannot parse '", smiles, "': ", reason.empty() ? "invalid SMILES" : reason);
+}
+
+}  // namespace
+
+bool smiles_parser_available() { return true; }
+
+MoleculeGraph parse_smiles(std::string_view text) {
+  MoleculeGraph graph;
+  graph.smiles = std::string(text);
+  if (graph.smiles.empty()) fail("smiles", "cannot parse an empty SMILES string");
+  const std::unique_ptr<RDKit::RWMol> mol = parse(graph.smiles);
+  const RDKit::RingInfo* rings = mol->getRingInfo();
+  for (const RDKit::Atom* atom : mol->atoms()) {
+    AtomInfo info;
+    info.atomic_number = atom->getAtomicNum();
+    info.symbol = atom->getSymbol();
+    info.degree = int(atom->getDegree());
+    info.formal_charge = atom->getFormalCharge();
+    info.aromatic = atom->getIsAromatic();
+    info.hybridization = hybridization(atom->getHybridization());
+    info.hydrogens = int(atom->getTotalNumHs());
+    info.in_ring = rings->numAtomRings(atom->getIdx()) > 0;
+    graph.atoms.push_back(std::move(info));
+  }
+  for (const RDKit::Bond* bond : mol->bonds()) {
+    BondInfo info;
+    info.begin = std::int32_t(bond->getBeginAtomIdx());
+    info.end = std::int32_t(bond->getEndAtomIdx());
+    info.type = bond_type(bond->getBondType());
+    info.conjugated = bond->getIsConjugated();
+    info.in_ring = rings->numBondRings(bond->getIdx()) > 0;
+    graph.bonds.push_back(info);
+  }
+  return graph;
+}
+
+}  // namespace weft::io

@@ -1,0 +1,36 @@
+// Measuring a model as the paper does: the same examples, dynamically batched or one call per
+// node, timed in one process.
+#include "weft/models/model.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "weft/blocks/compiler.h"
+#include "weft/core/error.h"
+#include "weft/nn/mode.h"
+
+namespace weft::models {
+
+double inference_rate(const blocks::Block& root, std::span<const nlohmann::json> examples,
+                      loom::Strategy strategy, std::size_t batch_size) {
+  if (examples.empty() || batch_size == 0) {
+    fail("inference_rate", "needs examples and a positive batch size");
+  }
+  blocks::Compiler compiler(root, blocks::CompilerOptions{.strategy = strategy});
+  Tape tape;
+  tape.set_grad_enabled(false);
+  TapeScope scope(tape);
+  nn::ForwardMode mode(false);
+  const auto start = std::chrono::steady_clock::now();
+  for (std::size_t first = 0; first < examples.size(); first += batch_size) {
+    const std::size_t count = std::min(batch_size, examples.size() - first);
+    tape.clear();
+    blocks::BatchResult result = compiler.forward(examples.subspan(first, count), tape);
+    (void)result;
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return double(examples.size()) / std::max(seconds, 1e-9);
+}
+
+}  // namespace weft::models

@@ -1,0 +1,291 @@
+// The SST Tree-LSTM (Tai et al. 2015) with blocks: the model definition (make_blocks), its
+// batches (weave ahead, run, loss over every node, accuracies) and predictions. Data loading
+// and the example format live in sentiment_data.cpp.
+#include "weft/models/sentiment.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "sentiment_data.h"
+#include "weft/autodiff/ops.h"
+#include "weft/blocks/compiler.h"
+#include "weft/core/error.h"
+#include "weft/nn/cells.h"
+#include "weft/nn/embedding.h"
+#include "weft/nn/fc.h"
+#include "weft/nn/initializers.h"
+#include "weft/nn/mode.h"
+#include "weft/nn/parameter_store.h"
+
+namespace weft::models {
+
+using blocks::Block;
+using blocks::Composition;
+using blocks::Function;
+using blocks::Type;
+using nlohmann::json;
+
+namespace {
+
+constexpr int kClasses = 5;
+constexpr int kNeutral = 2;
+
+struct PreparedTrees : train::PreparedBatch {
+  blocks::WovenBatch woven;
+};
+
+// Per-row softmax figures of [n, 5] logits: the fine-grained argmax and the binary call
+// (p(3) + p(4) against p(0) + p(1)).
+struct RowCalls {
+  std::vector<int> fine;
+  std::vector<bool> positive;
+};
+
+RowCalls call_rows(const Tensor& logits) {
+  const std::vector<float> values = logits.to_float_vector();
+  const std::size_t rows = values.size() / kClasses;
+  RowCalls calls;
+  calls.fine.resize(rows);
+  calls.positive.resize(rows);
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float* row = values.data() + r * kClasses;
+    const float top = *std::max_element(row, row + kClasses);
+    double p[kClasses];
+    for (int k = 0; k < kClasses; ++k) p[k] = std::exp(double(row[k] - top));
+    calls.fine[r] = int(std::max_element(row, row + kClasses) - row);
+    calls.positive[r] = p[3] + p[4] > p[0] + p[1];
+  }
+  return calls;
+}
+
+// Fine-grained and binary hits of `logits` rows against their labels, under `prefix`.
+void add_hits(train::MetricSet& metrics, const std::string& prefix, const Tensor& logits,
+              const std::vector<std::int32_t>& labels) {
+  const RowCalls calls = call_rows(logits);
+  std::int64_t fine = 0, binary = 0, binary_total = 0;
+  for (std::size_t r = 0; r < labels.size(); ++r) {
+    fine += calls.fine[r] == labels[r];
+    if (labels[r] == kNeutral) continue;
+    ++binary_total;
+    binary += calls.positive[r] == (labels[r] > kNeutral);
+  }
+  metrics.add_hits(prefix + "_fine", fine, std::int64_t(labels.size()));
+  metrics.add_hits(prefix + "_binary", binary, binary_total);
+}
+
+std::vector<std::int32_t> int_labels(const blocks::MetricValues& metric) {
+  std::vector<std::int32_t> labels;
+  labels.reserve(metric.labels.size());
+  for (const json& label : metric.labels) labels.push_back(label.get<std::int32_t>());
+  return labels;
+}
+
+}  // namespace
+
+struct SentimentModel::Impl {
+  SentimentOptions options;
+  SentimentData data;
+  nn::ParameterStore store;
+  std::unique_ptr<nn::Embedding> embedding;
+  Parameter leaf_weight, leaf_bias;
+  std::unique_ptr<nn::NaryTreeLSTMCell> composer;
+  std::unique_ptr<nn::FC> classifier;
+  Block root;
+  Block node;  // kept alive: the forward declaration's references hold it weakly
+  std::unique_ptr<blocks::Compiler> compiler;
+  Tape tape;
+
+  explicit Impl(SentimentOptions opts)
+      : options(std::move(opts)), data(load_sentiment_data(options)), store(options.seed) {
+    make_layers();
+    root = make_blocks();
+    compiler = std::make_unique<blocks::Compiler>(
+        root, blocks::CompilerOptions{.threads = options.weave_threads});
+  }
+
+  void make_layers() {
+    const std::int64_t dim = data.embeddings.matrix.shape()[1];
+    const std::int64_t hidden = options.hidden;
+    embedding = std::make_unique<nn::Embedding>(
+        store, "embedding", data.vocabulary.size(), dim,
+        nn::EmbeddingOptions{.init = nn::from_tensor(data.embeddings.matrix),
+                             .trainable = options.train_embeddings,
+                             .mod_inputs = false});
+    // Tai et al.'s leaf module: c = W_c x + b_c, h = sigmoid(W_o x + b_o) * tanh(c).
+    leaf_weight = store.create("leaf/weight", {dim, 2 * hidden}, nn::glorot_uniform());
+    leaf_bias = store.create("leaf/bias", {2 * hidden}, nn::zeros());
+    composer = std::make_unique<nn::NaryTreeLSTMCell>(
+        store, "composer", 0, hidden, 2,
+        nn::CellOptions{.recurrent_dropout = options.recurrent_dropout});
+    classifier = std::make_unique<nn::FC>(store, "classifier", hidden, kClasses,
+                                          nn::FCOptions{.activation = nn::Activation::kNone,
+                                                        .input_dropout = options.output_dropout});
+  }
+
+  // The model, as blocks: a node is a leaf (word -> state) or a pair of nodes (-> state); every
+  // node reports its logits and label to the metric "nodes"; the root to "root" as well.
+  Block make_blocks() {
+    const Type vec = Type::vector(options.hidden);
+    const Type state = Type::tuple({vec, vec});  // (h, c)
+    blocks::ForwardDeclaration tree(Type::input(), state);
+
+    Block leaf = blocks::GetItem("id") >> blocks::Scalar(DType::kInt32) >>
+                 Function("leaf", {Type::scalar(DType::kInt32)}, [this](std::span<const Var> in) {
+                   Var x = nn::mode_dropout((*embedding)(in[0]), options.input_dropout);
+                   auto [c, o] = split<2>(linear(x, leaf_weight, leaf_bias));
+                   return std::vector<Var>{sigmoid(o) * tanh(c), c};
+                 });
+    Block pair = blocks::GetItem("children") >>
+                 blocks::Record(std::vector<Block>{tree(), tree()}) >>
+                 Function("composer", {state, state}, [this](std::span<const Var> in) {
+                   auto [h, c] = (*composer)(Var(), {in[0], in[2]}, {in[1], in[3]});
+                   return std::vector<Var>{h, c};
+                 });
+    Block logits = Function("logits", {state},
+                            [this](std::span<const Var> in) { return (*classifier)(in[0]); });
+    auto is_pair = [](const blocks::Input& x) { return blocks::Input(x.contains("children")); };
+
+    Composition node_graph("sst_node");
+    auto node_state =
+        node_graph.add(blocks::OneOf(is_pair, {{false, leaf}, {true, pair}}), node_graph.input());
+    auto label = node_graph.add(blocks::GetItem("label"), node_graph.input());
+    node_graph.add(blocks::Metric("nodes"), {node_graph.add(logits, node_state), label});
+    node_graph.set_output(node_state);
+    node = node_graph;
+    tree.resolve_to(node);
+
+    Composition graph("sentiment");
+    auto root_state = graph.add(tree(), graph.input());
+    auto root_logits = graph.add(logits, root_state);
+    graph.add(blocks::Metric("root"),
+              {root_logits, graph.add(blocks::GetItem("label"), graph.input())});
+    graph.set_output(root_logits);
+    return graph;
+  }
+
+  blocks::WovenBatch weave(train::Split split, std::span<const std::size_t> ids) const {
+    const std::vector<json>& examples = data.split(split);
+    std::vector<json> batch;
+    batch.reserve(ids.size());
+    for (std::size_t id : ids) batch.push_back(examples.at(id));
+    return compiler->weave(batch);
+  }
+
+  // Runs a batch; with `training`, backpropagates the mean over trees of each tree's summed
+  // node losses.
+  train::BatchFigures run(const train::Batch& batch, bool training, Rng* rng) {
+    blocks::WovenBatch local;
+    const blocks::WovenBatch* woven = nullptr;
+    if (auto* prepared = dynamic_cast<PreparedTrees*>(batch.prepared)) {
+      woven = &prepared->woven;
+    } else {
+      local = weave(batch.split, batch.example_ids);
+      woven = &local;
+    }
+    tape.clear();
+    tape.set_grad_enabled(training);
+    TapeScope scope(tape);
+    nn::ForwardMode mode(training, rng);
+    blocks::BatchResult result = compiler->run(*woven, tape);
+
+    const blocks::MetricValues nodes = result.metric("nodes");
+    const blocks::MetricValues roots = result.metric("root");
+    const std::vector<std::int32_t> node_labels = int_labels(nodes);
+    const Tensor label_tensor =
+        Tensor::from_vector({std::int64_t(node_labels.size())}, node_labels);
+    Var node_loss = sum(softmax_cross_entropy(nodes.values, label_tensor));
+    const double loss_sum = node_loss.value().item();
+    if (training) tape.backward(node_loss * (1.f / float(batch.example_ids.size())));
+
+    train::BatchFigures figures;
+    figures.loss_sum = loss_sum;
+    figures.examples = std::int64_t(batch.example_ids.size());
+    figures.metrics.add_mean("node_loss", loss_sum / double(node_labels.size()),
+                             double(node_labels.size()));
+    add_hits(figures.metrics, "all", nodes.values.value(), node_labels);
+    add_hits(figures.metrics, "root", roots.values.value(), int_labels(roots));
+    return figures;
+  }
+};
+
+SentimentModel::SentimentModel(SentimentOptions options)
+    : impl_(std::make_unique<Impl>(std::move(options))) {}
+SentimentModel::~SentimentModel() = default;
+
+std::string SentimentModel::config_json() const {
+  const SentimentOptions& o = impl_->options;
+  return json{{"hidden", o.hidden},
+              {"embedding_dim", impl_->data.embeddings.matrix.shape()[1]},
+              {"vocabulary", impl_->data.vocabulary.size()},
+              {"input_dropout", o.input_dropout},
+              {"output_dropout", o.output_dropout},
+              {"recurrent_dropout", o.recurrent_dropout},
+              {"train_embeddings", o.train_embeddings},
+              {"embeddings", o.embeddings_path}}
+      .dump();
+}
+
+std::vector<Parameter> SentimentModel::parameters() { return impl_->store.parameters(); }
+
+std::size_t SentimentModel::num_examples(train::Split split) const {
+  return impl_->data.split(split).size();
+}
+
+train::BatchFigures SentimentModel::train_batch(const train::Batch& batch, Rng& rng) {
+  return impl_->run(batch, true, &rng);
+}
+
+train::BatchFigures SentimentModel::eval_batch(const train::Batch& batch) {
+  return impl_->run(batch, false, nullptr);
+}
+
+std::unique_ptr<train::PreparedBatch> SentimentModel::prepare_batch(
+    train::Split split, std::span<const std::size_t> ids) {
+  auto prepared = std::make_unique<PreparedTrees>();
+  prepared->woven = impl_->weave(split, ids);
+  return prepared;
+}
+
+json SentimentModel::parse_example(std::string_view line, std::string_view where) const {
+  return sentiment_example_from_text(line, where, impl_->data.vocabulary);
+}
+
+std::vector<json> SentimentModel::predict(std::span<const json> examples) {
+  Impl& m = *impl_;
+  m.tape.clear();
+  m.tape.set_grad_enabled(false);
+  TapeScope scope(m.tape);
+  nn::ForwardMode mode(false);
+  blocks::BatchResult result = m.compiler->forward(examples, m.tape);
+  const Tensor logits = result.output(0).value();
+  const std::vector<float> values = logits.to_float_vector();
+  const RowCalls calls = call_rows(logits);
+  std::vector<json> predictions;
+  for (std::size_t i = 0; i < examples.size(); ++i) {
+    const float* row = values.data() + i * kClasses;
+    const float top = *std::max_element(row, row + kClasses);
+    double total = 0, p[kClasses];
+    for (int k = 0; k < kClasses; ++k) total += p[k] = std::exp(double(row[k] - top));
+    json probabilities = json::array();
+    for (double v : p) probabilities.push_back(std::round(v / total * 1e6) / 1e6);
+    predictions.push_back(json{{"label", calls.fine[i]},
+                               {"probabilities", probabilities},
+                               {"binary", calls.positive[i] ? "positive" : "negative"}});
+  }
+  return predictions;
+}
+
+const Block& SentimentModel::root_block() const { return impl_->root; }
+
+std::span<const json> SentimentModel::examples(train::Split split) const {
+  return impl_->data.split(split);
+}
+
+std::int64_t SentimentModel::vectors_found() const { return impl_->data.embeddings.coverage.found; }
+std::int64_t SentimentModel::vocabulary_size() const {
+  return impl_->data.embeddings.coverage.total;
+}
+
+}  // namespace weft::models

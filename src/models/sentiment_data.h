@@ -1,0 +1,36 @@
+// The sentiment model's data: SST splits read from `data_dir/sst`, one vocabulary over their
+// words, the embedding matrix (pretrained vectors where the file has them), and every tree in
+// the blocks' Input form with word ids resolved: leaves {"label", "id"}, internal nodes
+// {"label", "children"}. Private to src/models.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "weft/io/vocabulary.h"
+#include "weft/io/word_vectors.h"
+#include "weft/models/sentiment.h"
+
+namespace weft::models {
+
+struct SentimentData {
+  io::Vocabulary vocabulary;
+  io::EmbeddingMatrix embeddings;
+  std::vector<nlohmann::json> train, dev, test;
+
+  const std::vector<nlohmann::json>& split(train::Split which) const;
+};
+
+SentimentData load_sentiment_data(const SentimentOptions& options);
+
+// An SST tree as the model's Input, words looked up in `vocabulary` (unknown words map to its
+// unknown id). Throws weft::Error naming `where` for a tree that is not binary.
+nlohmann::json sentiment_example(const io::SstTree& tree, const io::Vocabulary& vocabulary,
+                                 std::string_view where);
+// One line of user input: a bracketed SST tree, or its JSON form (io/sst_json.h).
+nlohmann::json sentiment_example_from_text(std::string_view line, std::string_view where,
+                                           const io::Vocabulary& vocabulary);
+
+}  // namespace weft::models

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The weft command line end to end: train -> eval -> infer on the calculator, and every kind
+# of bad input (arguments, files, checkpoints, example lines) ending as one line on stderr and
+# a non-zero exit, never a stack trace or a crash. Usage: cli_test.sh WEFT_BINARY
+set -uo pipefail
+weft=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0
+
+# expect_error NAME EXPECTED-SUBSTRING COMMAND...: fails unless the command exits non-zero
+# (but not by a signal) with exactly one stderr line containing the substring.
+expect_error() {
+  local name=$1 expected=$2
+  shift 2
+  "$@" >"$work/out" 2>"$work/err" </dev/null
+  local rc=$?
+  local lines
+  lines=$(wc -l <"$work/err")
+  if [[ $rc -eq 0 || $rc -ge 128 ]] || ! grep -qF -- "$expected" "$work/err" || [[ $lines -ne 1 ]]; then
+    echo "FAIL $name: exit $rc, $lines stderr lines, expected '$expected' in:"
+    cat "$work/err"
+    failures=$((failures + 1))
+  else
+    echo "ok   $name"
+  fi
+}
+
+# A small calculator run with a checkpoint.
+if ! "$weft" train calculator --max-train 600 --max-eval 100 --epochs 2 --hidden 16 \
+    --checkpoint "$work/calc.safetensors" --log "$work/log.jsonl" --progress off --no-compare \
+    >"$work/train.out" 2>&1; then
+  echo "FAIL train calculator:"; cat "$work/train.out"; exit 1
+fi
+grep -q '^test: {"accuracy"' "$work/train.out" || { echo "FAIL train output"; cat "$work/train.out"; failures=$((failures + 1)); }
+[[ $(wc -l <"$work/log.jsonl") -eq 2 ]] || { echo "FAIL log lines"; failures=$((failures + 1)); }
+
+# eval prints one JSON object with the requested splits.
+"$weft" eval calculator --max-eval 100 --checkpoint "$work/calc.safetensors" --splits dev,test \
+  >"$work/eval.out" 2>&1 || { echo "FAIL eval"; cat "$work/eval.out"; failures=$((failures + 1)); }
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert set(d)=={"dev","test"}; assert 0<=d["test"]["accuracy"]<=1' \
+  "$work/eval.out" || { echo "FAIL eval JSON"; cat "$work/eval.out"; failures=$((failures + 1)); }
+
+# infer: one JSON line per example line (blank lines skipped).
+printf '{"op": "-", "left": {"number": 1}, "right": {"number": 8}}\n\n{"number": 3}\n' >"$work/in.jsonl"
+"$weft" infer calculator --checkpoint "$work/calc.safetensors" --input "$work/in.jsonl" \
+  >"$work/infer.out" 2>&1 || { echo "FAIL infer"; cat "$work/infer.out"; failures=$((failures + 1)); }
+[[ $(grep -c '"sign"' "$work/infer.out") -eq 2 ]] || { echo "FAIL infer lines"; cat "$work/infer.out"; failures=$((failures + 1)); }
+
+expect_error unknown-model "unknown model 'nope'" "$weft" train nope --epochs 1
+expect_error bad-option "--epochs" "$weft" train calculator --epochs -3
+expect_error missing-checkpoint "calc-missing" "$weft" eval calculator --checkpoint "$work/calc-missing"
+head -c 100 "$work/calc.safetensors" >"$work/truncated.safetensors"
+expect_error truncated-checkpoint "truncated.safetensors" \
+  "$weft" eval calculator --checkpoint "$work/truncated.safetensors"
+expect_error wrong-shape-checkpoint "shape" \
+  "$weft" eval calculator --hidden 32 --max-eval 50 --checkpoint "$work/calc.safetensors"
+expect_error wrong-model-checkpoint "holds a 'calculator' model" \
+  "$weft" eval sentiment --checkpoint "$work/calc.safetensors"
+printf '{"number": 3}\n{"op": "/", "left": {"number": 1}, "right": {"number": 2}}\n' >"$work/bad.jsonl"
+expect_error bad-example "bad.jsonl:2" \
+  "$weft" infer calculator --checkpoint "$work/calc.safetensors" --input "$work/bad.jsonl"
+printf '{"number": \n' >"$work/broken.jsonl"
+expect_error broken-json "broken.jsonl:1" \
+  "$weft" infer calculator --checkpoint "$work/calc.safetensors" --input "$work/broken.jsonl"
+expect_error missing-data "no-such-dir" "$weft" train sentiment --data-dir "$work/no-such-dir"
+expect_error bad-resume "does-not-exist" "$weft" train calculator --resume "$work/does-not-exist"
+
+if [[ $failures -ne 0 ]]; then
+  echo "cli_test: $failures failed"
+  exit 1
+fi
+echo "cli_test: all passed"

@@ -1,0 +1,126 @@
+// The trainable models end to end through the Trainer: a short SST run on a few hundred trees
+// (loss falls, accuracy beats the majority class), the calculator likewise, and predictions
+// made for a batch equal those made one example at a time.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+
+#include "io_test_util.h"
+#include "weft/core/error.h"
+#include "weft/models/calculator.h"
+#include "weft/models/sentiment.h"
+
+namespace weft::models {
+namespace {
+
+using ::testing::HasSubstr;
+
+train::TrainerOptions quick_recipe(int epochs, double learning_rate) {
+  train::TrainerOptions options;
+  options.epochs = epochs;
+  options.batch_size = 16;
+  options.seed = 3;
+  options.optimizer.kind = train::OptimizerKind::kAdagrad;
+  options.schedule.learning_rate = learning_rate;
+  options.progress = train::ProgressMode::kOff;
+  options.prepare_ahead = true;
+  return options;
+}
+
+SentimentOptions small_sentiment() {
+  SentimentOptions options;
+  options.data_dir = weft::testing::io_data_path("");
+  options.embeddings_path = weft::testing::io_data_path("glove-sst/glove.6B.100d.sst.txt");
+  options.hidden = 24;
+  options.max_train_trees = 240;
+  options.max_eval_trees = 60;
+  options.seed = 5;
+  return options;
+}
+
+TEST(SentimentModel, ShortTrainingRunLearns) {
+  WEFT_REQUIRE_DATA("sst/train.txt");
+  WEFT_REQUIRE_DATA("glove-sst/glove.6B.100d.sst.txt");
+  SentimentModel model(small_sentiment());
+  EXPECT_EQ(model.num_examples(train::Split::kTrain), 240u);
+  EXPECT_GT(model.vectors_found(), model.vocabulary_size() * 9 / 10);
+
+  // The majority label over every node of the training trees.
+  std::array<std::int64_t, 5> counts{};
+  auto count_nodes = [&](auto& self, const nlohmann::json& node) -> void {
+    ++counts[node["label"].get<std::size_t>()];
+    if (node.contains("children")) {
+      for (const nlohmann::json& child : node["children"]) self(self, child);
+    }
+  };
+  for (const nlohmann::json& tree : model.examples(train::Split::kTrain)) {
+    count_nodes(count_nodes, tree);
+  }
+  std::int64_t total = 0;
+  for (std::int64_t c : counts) total += c;
+  const double majority = double(*std::max_element(counts.begin(), counts.end())) / double(total);
+
+  train::Trainer trainer(quick_recipe(4, 0.1));
+  const train::TrainResult result = trainer.fit(model);
+  ASSERT_EQ(result.epochs.size(), 4u);
+  EXPECT_LT(result.epochs.back().train.value("loss"),
+            0.8 * result.epochs.front().train.value("loss"));
+  const train::MetricSet fitted = trainer.evaluate(model, train::Split::kTrain);
+  EXPECT_GT(fitted.value("all_fine"), majority + 0.02) << "majority " << majority;
+  EXPECT_GT(fitted.value("root_binary"), 0.6);
+}
+
+TEST(SentimentModel, BatchedPredictionsEqualOneAtATime) {
+  WEFT_REQUIRE_DATA("sst/dev.txt");
+  SentimentOptions options = small_sentiment();
+  options.embeddings_path.clear();  // random vectors: no need to read GloVe here
+  options.max_train_trees = 20;
+  SentimentModel model(options);
+  const auto examples = model.examples(train::Split::kDev).subspan(0, 12);
+  const std::vector<nlohmann::json> batched = model.predict(examples);
+  for (std::size_t i = 0; i < examples.size(); ++i) {
+    const std::vector<nlohmann::json> single = model.predict(examples.subspan(i, 1));
+    ASSERT_EQ(single.size(), 1u);
+    EXPECT_EQ(single[0]["label"], batched[i]["label"]) << i;
+    const auto& a = single[0]["probabilities"];
+    const auto& b = batched[i]["probabilities"];
+    for (std::size_t k = 0; k < 5; ++k) EXPECT_NEAR(a[k].get<double>(), b[k].get<double>(), 2e-6);
+  }
+}
+
+TEST(SentimentModel, ParsesTreesAndRejectsNonBinaryOnes) {
+  WEFT_REQUIRE_DATA("sst/dev.txt");
+  SentimentOptions options = small_sentiment();
+  options.embeddings_path.clear();
+  options.max_train_trees = 20;
+  SentimentModel model(options);
+  const nlohmann::json tree = model.parse_example("(3 (2 a) (4 good))", "x:1");
+  EXPECT_EQ(tree["label"], 3);
+  EXPECT_EQ(tree["children"].size(), 2u);
+  EXPECT_EQ(model.predict(std::span(&tree, 1)).size(), 1u);
+  EXPECT_THAT([&] { model.parse_example("(3 (2 a) (2 b) (4 good))", "in.txt:7"); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("in.txt:7: the binary Tree-LSTM")));
+  EXPECT_THAT([&] { model.parse_example("(3 (2 a) (4 good)", "in.txt:8"); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("in.txt:8")));
+}
+
+TEST(CalculatorModel, ShortTrainingRunBeatsTheMajorityClass) {
+  CalculatorOptions options;
+  options.hidden = 32;
+  options.train_examples = 3000;
+  options.eval_examples = 400;
+  CalculatorModel model(options);
+  train::TrainerOptions recipe = quick_recipe(3, 0.003);
+  recipe.optimizer.kind = train::OptimizerKind::kAdam;
+  recipe.batch_size = 32;
+  train::Trainer trainer(recipe);
+  const train::TrainResult result = trainer.fit(model);
+  EXPECT_LT(result.epochs.back().train.value("loss"), result.epochs.front().train.value("loss"));
+  const double accuracy = trainer.evaluate(model, train::Split::kTest).value("accuracy");
+  EXPECT_GT(accuracy, model.majority_rate(train::Split::kTest) + 0.1);
+}
+
+}  // namespace
+}  // namespace weft::models
