@@ -14,10 +14,10 @@
 namespace weft::testing {
 namespace {
 
+using ::testing::HasSubstr;
 using train::OptimizerKind;
 using train::OptimizerSpec;
 using train::WeightDecayMode;
-using ::testing::HasSubstr;
 
 constexpr int kSteps = 5;
 

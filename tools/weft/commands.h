@@ -66,7 +66,7 @@ struct ModelOptions {
   std::string embeddings;                   // sentiment: default <data_dir>/glove-sst/...100d...
   bool no_embeddings = false;               // sentiment: random, trainable word vectors
   bool freeze_embeddings = false;           // sentiment: keep the pretrained vectors fixed
-  std::int64_t hidden = 0;  // 0: the model's default (calculator 128, sentiment 150)
+  std::int64_t hidden = 0;       // 0: the model's default (calculator 128, sentiment 150)
   float dropout = -1;            // sentiment: on word vectors and before the softmax; < 0: default
   float recurrent_dropout = -1;  // sentiment: on the cell candidate; < 0: default
   std::uint64_t seed = 1;

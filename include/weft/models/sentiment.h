@@ -1,10 +1,10 @@
 // The paper's headline model: the binary Tree-LSTM of Tai et al. (2015) over Stanford
 // Sentiment Treebank constituency trees, written with blocks. Leaves embed their word (GloVe
-// vectors, fine-tuned at a tenth of the learning rate) through Tai et al.'s leaf module; internal nodes combine their
-// two children with an N-ary Tree-LSTM cell (arity 2, no input); every node predicts one of 5
-// labels with a softmax. The loss is the sum of every node's cross-entropy per tree. Reported:
-// fine-grained (5-way) and binary (negative vs positive, neutral excluded) accuracy at the root
-// and over all nodes.
+// vectors, fine-tuned at a tenth of the learning rate) through Tai et al.'s leaf module; internal
+// nodes combine their two children with an N-ary Tree-LSTM cell (arity 2, no input); every node
+// predicts one of 5 labels with a softmax. The loss is the sum of every node's cross-entropy per
+// tree. Reported: fine-grained (5-way) and binary (negative vs positive, neutral excluded) accuracy
+// at the root and over all nodes.
 #pragma once
 
 #include <cstdint>
@@ -26,7 +26,7 @@ struct SentimentOptions {
   float input_dropout = 0.25f;       // on word vectors
   float output_dropout = 0.25f;      // on h before the softmax layer
   float recurrent_dropout = 0.25f;   // on the cell's candidate (Semeniuta et al.)
-  bool train_embeddings = true;  // fine-tuned, at the recipe's rate scale for "embedding/"
+  bool train_embeddings = true;      // fine-tuned, at the recipe's rate scale for "embedding/"
   std::uint64_t seed = 1;
   // 0: all; otherwise n evenly spaced trees (the files are ordered by label), for tests and demos.
   std::int64_t max_train_trees = 0;
