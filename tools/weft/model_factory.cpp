@@ -17,6 +17,7 @@ std::unique_ptr<models::Model> make_model(const ModelOptions& options) {
     models::CalculatorOptions o;
     if (options.hidden > 0) o.hidden = options.hidden;
     if (options.max_train > 0) o.train_examples = options.max_train;
+    if (!options.for_training) o.train_examples = 0;
     if (options.max_eval > 0) o.eval_examples = options.max_eval;
     o.seed = options.seed;
     return std::make_unique<models::CalculatorModel>(o);
@@ -98,6 +99,7 @@ train::TrainerOptions training_recipe(const TrainOptions& options) {
 }
 
 ModelOptions with_checkpoint_config(ModelOptions options, const std::string& checkpoint) {
+  options.for_training = false;
   const train::Checkpoint info = train::read_checkpoint_info(checkpoint);
   if (!info.info.model_name.empty() && info.info.model_name != options.name) {
     fail("weft", "checkpoint '", checkpoint, "' holds a '", info.info.model_name, "' model, not '",

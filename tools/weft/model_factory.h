@@ -15,8 +15,8 @@ std::unique_ptr<models::Model> make_model(const ModelOptions& options);
 // The model's recipe (optimizer, rate, batch size, epochs, best-model figure) with the
 // command line's non-default choices applied on top.
 train::TrainerOptions training_recipe(const TrainOptions& options);
-// The hidden size stored in a checkpoint's config, so eval / infer rebuild the trained shape
-// unless --hidden says otherwise.
+// For eval / infer: the hidden size stored in a checkpoint's config, so they rebuild the
+// trained shape unless --hidden says otherwise; no training set is needed.
 ModelOptions with_checkpoint_config(ModelOptions options, const std::string& checkpoint);
 
 }  // namespace weft::tool
