@@ -78,7 +78,7 @@ train::TrainerOptions training_recipe(const TrainOptions& options) {
     t.best_metric = "root_fine";
   } else if (name == "molecules") {
     const bool esol = options.model.task == "esol";
-    t.epochs = esol ? 40 : 6;
+    t.epochs = esol ? 80 : 20;
     t.batch_size = 32;
     t.optimizer.kind = train::OptimizerKind::kAdam;
     t.schedule.learning_rate = 0.001;
