@@ -89,13 +89,13 @@ TEST(MoleculeGraphInput, CountsOfKnownMolecules) {
 
 TEST(MoleculeMetrics, RocAucByHand) {
   // Positives 0.35, 0.8 against negatives 0.1, 0.4: 3 of 4 pairs ordered right.
-  EXPECT_DOUBLE_EQ(roc_auc(std::vector<double>{0.1, 0.4, 0.35, 0.8},
-                           std::vector<std::uint8_t>{0, 0, 1, 1}),
-                   0.75);
+  EXPECT_DOUBLE_EQ(
+      roc_auc(std::vector<double>{0.1, 0.4, 0.35, 0.8}, std::vector<std::uint8_t>{0, 0, 1, 1}),
+      0.75);
   // A tie between a positive and a negative counts one half: (0.5 + 1 + 1 + 1) / 4.
-  EXPECT_DOUBLE_EQ(roc_auc(std::vector<double>{0.5, 0.5, 0.2, 0.9},
-                           std::vector<std::uint8_t>{1, 0, 0, 1}),
-                   0.875);
+  EXPECT_DOUBLE_EQ(
+      roc_auc(std::vector<double>{0.5, 0.5, 0.2, 0.9}, std::vector<std::uint8_t>{1, 0, 0, 1}),
+      0.875);
   EXPECT_DOUBLE_EQ(roc_auc(std::vector<double>{3, 2, 1}, std::vector<std::uint8_t>{1, 0, 0}), 1);
   EXPECT_TRUE(std::isnan(roc_auc(std::vector<double>{1, 2}, std::vector<std::uint8_t>{1, 1})));
   EXPECT_THAT([] { roc_auc(std::vector<double>{1}, std::vector<std::uint8_t>{}); },
@@ -194,8 +194,8 @@ TEST(MoleculeModelTest, BatchedPredictionsEqualOneAtATime) {
   ASSERT_EQ(together.size(), examples.size());
   for (std::size_t i = 0; i < examples.size(); ++i) {
     const json alone = model.predict(examples.subspan(i, 1))[0];
-    EXPECT_NEAR(alone["log_solubility"].get<double>(),
-                together[i]["log_solubility"].get<double>(), 1e-4);
+    EXPECT_NEAR(alone["log_solubility"].get<double>(), together[i]["log_solubility"].get<double>(),
+                1e-4);
   }
 }
 

@@ -37,8 +37,7 @@ Block sum_at() {
   Composition c("sum_at");
   auto ids = c.add(blocks::Map(blocks::Identity()), c.input()[1]);
   auto values = c.add(blocks::Broadcast(), c.input()[0]);
-  c.set_output(
-      c.add(blocks::Zip() >> blocks::Map(blocks::Nth()) >> blocks::Sum(), {values, ids}));
+  c.set_output(c.add(blocks::Zip() >> blocks::Map(blocks::Nth()) >> blocks::Sum(), {values, ids}));
   return c;
 }
 
@@ -81,8 +80,7 @@ struct MoleculeModel::Impl {
   // ---- The model definition ---------------------------------------------------------------
 
   Function fc_function(const std::string& name, std::int64_t in, const nn::FC& fc) const {
-    return Function(name, {Type::vector(in)},
-                    [&fc](std::span<const Var> x) { return fc(x[0]); });
+    return Function(name, {Type::vector(in)}, [&fc](std::span<const Var> x) { return fc(x[0]); });
   }
 
   // Tuple(Sequence(atom), Sequence(pair), Input molecule) -> the same with updated states.
@@ -101,8 +99,8 @@ struct MoleculeModel::Impl {
     });
     Composition c(name);
     auto atoms = c.input()[0], pairs = c.input()[1], molecule = c.input()[2];
-    auto messages = c.add(blocks::Map(fc_function(name + "/pair_to_atom", pair_in, *w.pair_to_atom)),
-                          pairs);
+    auto messages =
+        c.add(blocks::Map(fc_function(name + "/pair_to_atom", pair_in, *w.pair_to_atom)), pairs);
     auto sums = c.add(sum_per_list(), {messages, c.add(blocks::GetItem("atom_pairs"), molecule)});
     auto new_atoms = c.add(blocks::ZipWith(atom_update), {atoms, sums});
     auto ends = c.add(blocks::GetItem("pair_atoms") >> blocks::Map(blocks::Identity()), molecule);
@@ -114,17 +112,17 @@ struct MoleculeModel::Impl {
 
   Block make_blocks() const {
     Composition model("molecules");
-    auto atoms = model.add(
-        blocks::GetItem("atoms") >> blocks::Map(blocks::Vector(io::kAtomFeatureSize)),
-        model.input());
-    auto pairs = model.add(
-        blocks::GetItem("pairs") >> blocks::Map(blocks::Vector(io::kBondFeatureSize)),
-        model.input());
+    auto atoms =
+        model.add(blocks::GetItem("atoms") >> blocks::Map(blocks::Vector(io::kAtomFeatureSize)),
+                  model.input());
+    auto pairs =
+        model.add(blocks::GetItem("pairs") >> blocks::Map(blocks::Vector(io::kBondFeatureSize)),
+                  model.input());
     std::vector<Composition::Wire> state{atoms, pairs, model.input()};
     std::int64_t atom_in = io::kAtomFeatureSize, pair_in = io::kBondFeatureSize;
     for (std::size_t k = 0; k < weave.size(); ++k) {
-      const auto next =
-          model.add(weave_layer(weave[k], "weave" + std::to_string(k + 1), atom_in, pair_in), state);
+      const auto next = model.add(
+          weave_layer(weave[k], "weave" + std::to_string(k + 1), atom_in, pair_in), state);
       state = {next[0], next[1], next[2]};
       atom_in = options.hidden;
       pair_in = options.pair_hidden;
@@ -161,7 +159,7 @@ struct MoleculeModel::Impl {
       for (std::size_t k = 0; k < tasks.size(); ++k) {
         const float y = r->targets[k];
         targets.push_back(options.task == MoleculeTask::kEsol ? (y - target_mean) / target_scale
-                                                               : y);
+                                                              : y);
         mask.push_back(r->present[k] ? 1.f : 0.f);
       }
     }
@@ -320,7 +318,8 @@ void MoleculeModel::Impl::keep(std::vector<io::MoleculeRecord>& records,
   double sum = 0, squares = 0;
   for (const io::MoleculeRecord& r : train.records) sum += r.targets[0];
   const double mean = sum / double(train.records.size());
-  for (const io::MoleculeRecord& r : train.records) squares += (r.targets[0] - mean) * (r.targets[0] - mean);
+  for (const io::MoleculeRecord& r : train.records)
+    squares += (r.targets[0] - mean) * (r.targets[0] - mean);
   target_mean = float(mean);
   target_scale = float(std::max(1e-6, std::sqrt(squares / double(train.records.size()))));
 }

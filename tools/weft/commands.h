@@ -68,7 +68,7 @@ struct ModelOptions {
   bool train_embeddings = false;            // sentiment: fine-tune the word vectors
   std::int64_t hidden = 0;  // 0: the model's default (calculator 128, sentiment 150)
   std::uint64_t seed = 1;
-  std::string task = "esol";  // molecules: esol (solubility regression) or tox21 (12 assays)
+  std::string task = "esol";   // molecules: esol (solubility regression) or tox21 (12 assays)
   std::int64_t max_train = 0;  // 0: all training examples (calculator: its default count)
   std::int64_t max_eval = 0;   // 0: all dev / test examples (calculator: its default count)
   int weave_threads = 0;

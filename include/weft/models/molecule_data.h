@@ -65,9 +65,9 @@ class MoleculeScores {
  private:
   std::size_t tasks_;
   std::size_t examples_ = 0;
-  std::vector<std::vector<double>> scores_;         // per task
-  std::vector<std::vector<double>> targets_;        // per task
-  std::vector<std::vector<std::uint8_t>> labels_;   // per task, 0/1 of targets_
+  std::vector<std::vector<double>> scores_;        // per task
+  std::vector<std::vector<double>> targets_;       // per task
+  std::vector<std::vector<std::uint8_t>> labels_;  // per task, 0/1 of targets_
 };
 
 }  // namespace weft::models

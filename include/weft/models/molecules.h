@@ -20,14 +20,14 @@ namespace weft::models {
 struct MoleculeOptions {
   std::string data_dir;  // holds molecules/{delaney-processed,tox21}.csv
   MoleculeTask task = MoleculeTask::kEsol;
-  std::int64_t hidden = 64;        // atom state size
-  std::int64_t pair_hidden = 32;   // pair state size
+  std::int64_t hidden = 64;         // atom state size
+  std::int64_t pair_hidden = 32;    // pair state size
   std::int64_t graph_hidden = 128;  // the gated sum over atoms
   int layers = 2;                   // Weave layers
   // Unparsable SMILES, malformed rows, molecules without atoms or (Tox21) without any label:
   // kSkip leaves them out and lists them in skipped_records(); kReject throws naming the line.
   io::OnBadRow bad_records = io::OnBadRow::kSkip;
-  std::uint64_t seed = 1;  // the split and the initial weights
+  std::uint64_t seed = 1;      // the split and the initial weights
   std::int64_t max_train = 0;  // 0: all; otherwise the first n of the split, for tests and demos
   std::int64_t max_eval = 0;
   int weave_threads = 0;  // 0: the compiler's default
