@@ -199,6 +199,27 @@ TEST(MoleculeModelTest, BatchedPredictionsEqualOneAtATime) {
   }
 }
 
+TEST(MoleculeModelTest, PairUpdateIgnoresTheOrderOfItsAtoms) {
+  WEFT_REQUIRE_RDKIT();
+  WEFT_REQUIRE_DATA("molecules/delaney-processed.csv");
+  MoleculeOptions o = small_options(MoleculeTask::kEsol);
+  o.max_train = 8;
+  o.max_eval = 2;
+  MoleculeModel model(o);
+  json forward = graph_of("CC(=O)Oc1ccccc1C(=O)O");
+  json reversed = forward;
+  for (json& ends : reversed["pair_atoms"]) ends = json::array({ends[1], ends[0]});
+  ASSERT_NE(forward, reversed);
+  const std::vector<json> p = model.predict(std::vector<json>{forward, reversed});
+  EXPECT_NEAR(p[0]["log_solubility"].get<double>(), p[1]["log_solubility"].get<double>(), 1e-5);
+  // Moving a bond to another atom does change the prediction.
+  json moved = forward;
+  moved["pair_atoms"][0] = json::array({0, 5});
+  const json q = model.predict(std::vector<json>{moved})[0];
+  EXPECT_GT(std::abs(q["log_solubility"].get<double>() - p[0]["log_solubility"].get<double>()),
+            1e-6);
+}
+
 class MoleculeBadRecords : public weft::testing::IoTempDir {
  protected:
   MoleculeOptions options(io::OnBadRow mode) {
