@@ -70,10 +70,12 @@ struct ModelOptions {
   float dropout = -1;            // sentiment: on word vectors and before the softmax; < 0: default
   float recurrent_dropout = -1;  // sentiment: on the cell candidate; < 0: default
   std::uint64_t seed = 1;
+  std::string task = "esol";   // molecules: esol (solubility regression) or tox21 (12 assays)
   std::int64_t max_train = 0;  // 0: all training examples (calculator: its default count)
   std::int64_t max_eval = 0;   // 0: all dev / test examples (calculator: its default count)
   int weave_threads = 0;
   bool for_training = true;  // eval / infer: the calculator then generates no training set
+  std::string bad_records = "skip";  // attention, langid: "skip" (listed on stderr) or "reject"
 };
 
 struct TrainOptions {

@@ -3,14 +3,39 @@
 // small Adam run that finishes in the README's two minutes.
 #include "model_factory.h"
 
+#include <fmt/core.h>
+
 #include <nlohmann/json.hpp>
 
 #include "weft/core/error.h"
 #include "weft/models/calculator.h"
+#include "weft/models/molecules.h"
 #include "weft/models/sentiment.h"
 #include "weft/train/checkpoint.h"
 
 namespace weft::tool {
+namespace {
+
+std::unique_ptr<models::Model> make_molecules(const ModelOptions& options) {
+  models::MoleculeOptions o;
+  o.data_dir = options.data_dir;
+  o.task = models::parse_molecule_task(options.task);
+  o.bad_records = options.bad_records == "reject" ? io::OnBadRow::kReject : io::OnBadRow::kSkip;
+  if (options.hidden > 0) o.hidden = options.hidden;
+  o.max_train = options.max_train;
+  o.max_eval = options.max_eval;
+  o.seed = options.seed;
+  o.weave_threads = options.weave_threads;
+  auto model = std::make_unique<models::MoleculeModel>(o);
+  const std::vector<std::string>& skipped = model->skipped_records();
+  if (!skipped.empty()) {
+    fmt::print(stderr, "molecules: skipped {} bad records (--bad-records skip):\n", skipped.size());
+    for (const std::string& record : skipped) fmt::print(stderr, "  {}\n", record);
+  }
+  return model;
+}
+
+}  // namespace
 
 std::unique_ptr<models::Model> make_model(const ModelOptions& options) {
   if (options.name == "calculator") {
@@ -40,7 +65,8 @@ std::unique_ptr<models::Model> make_model(const ModelOptions& options) {
     o.weave_threads = options.weave_threads;
     return std::make_unique<models::SentimentModel>(o);
   }
-  fail("weft", "unknown model '", options.name, "' (known: calculator, sentiment)");
+  if (options.name == "molecules") return make_molecules(options);
+  fail("weft", "unknown model '", options.name, "' (known: calculator, molecules, sentiment)");
 }
 
 train::TrainerOptions training_recipe(const TrainOptions& options) {
@@ -54,6 +80,14 @@ train::TrainerOptions training_recipe(const TrainOptions& options) {
     t.schedule.learning_rate = 0.05;
     t.optimizer.learning_rate_scales = {{"embedding/", 0.1}};
     t.best_metric = "root_fine";
+  } else if (name == "molecules") {
+    const bool esol = options.model.task == "esol";
+    t.epochs = esol ? 80 : 20;
+    t.batch_size = 32;
+    t.optimizer.kind = train::OptimizerKind::kAdam;
+    t.schedule.learning_rate = 0.001;
+    t.best_metric = esol ? "rmse" : "roc_auc";
+    t.best_mode = esol ? train::BestMode::kMin : train::BestMode::kMax;
   } else {
     t.epochs = 8;
     t.batch_size = 64;

@@ -44,8 +44,18 @@ void add_model_options(CLI::App& cmd, ModelOptions& m) {
       ->check(CLI::NonNegativeNumber);
   cmd.add_option("--max-eval", m.max_eval, "Use at most this many dev / test examples (0: all)")
       ->check(CLI::NonNegativeNumber);
+  cmd.add_option("--task", m.task,
+                 "molecules: esol (solubility, RMSE) or tox21 (12 assays, mean ROC-AUC); "
+                 "--bad-records also covers molecules (an unparsable SMILES, no labels)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"esol", "tox21"}));
   cmd.add_option("--weave-threads", m.weave_threads, "Weaving threads (0: all cores)")
       ->check(CLI::Range(0, 1024));
+  cmd.add_option("--bad-records", m.bad_records,
+                 "attention, langid: skip (and list on stderr) or reject (stop at) a bad record, "
+                 "e.g. an empty sentence")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"skip", "reject"}));
 }
 
 train::Split parse_split(const std::string& name) {

@@ -1,0 +1,418 @@
+// The Weave-style molecule model with blocks: the model definition (make_blocks and the
+// weave_layer it repeats), reading the data set, and batches, losses and predictions.
+#include "weft/models/molecules.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "weft/autodiff/ops.h"
+#include "weft/blocks/compiler.h"
+#include "weft/core/error.h"
+#include "weft/nn/fc.h"
+#include "weft/nn/mode.h"
+#include "weft/nn/parameter_store.h"
+
+namespace weft::models {
+
+using blocks::Block;
+using blocks::Composition;
+using blocks::Function;
+using blocks::Type;
+using nlohmann::json;
+
+namespace {
+
+struct PreparedMolecules : train::PreparedBatch {
+  blocks::WovenBatch woven;
+};
+
+// One Weave layer's weights (Kearnes et al., Fig. 3): atom->atom, pair->atom, atom->pair and
+// pair->pair transforms, and the two that merge each side's messages.
+struct WeaveWeights {
+  std::unique_ptr<nn::FC> atom_to_atom, pair_to_atom, atom, atom_to_pair, pair_to_pair, pair;
+};
+
+// Tuple(Sequence(T) values, Input ids) -> T: the sum of values[id] over the ids (zeros for none).
+Block sum_at() {
+  Composition c("sum_at");
+  auto ids = c.add(blocks::Map(blocks::Identity()), c.input()[1]);
+  auto values = c.add(blocks::Broadcast(), c.input()[0]);
+  c.set_output(c.add(blocks::Zip() >> blocks::Map(blocks::Nth()) >> blocks::Sum(), {values, ids}));
+  return c;
+}
+
+// Tuple(Sequence(T) values, Input id lists) -> Sequence(T): sum_at for each list.
+Block sum_per_list() {
+  Composition c("sum_per_list");
+  auto lists = c.add(blocks::Map(blocks::Identity()), c.input()[1]);
+  auto values = c.add(blocks::Broadcast(), c.input()[0]);
+  c.set_output(c.add(blocks::Zip() >> blocks::Map(sum_at()), {values, lists}));
+  return c;
+}
+
+// Tuple(pair state, Sequence(atom state), Input [i, j]) -> update(atoms[i], atoms[j], pair).
+Block pair_from_atoms(const Block& update) {
+  Composition c("pair_from_atoms");
+  auto atoms = c.input()[1], ends = c.input()[2];
+  auto ai = c.add(blocks::Nth(), {atoms, c.add(blocks::GetItem(0), ends)});
+  auto aj = c.add(blocks::Nth(), {atoms, c.add(blocks::GetItem(1), ends)});
+  c.set_output(c.add(update, {ai, aj, c.input()[0]}));
+  return c;
+}
+
+}  // namespace
+
+struct MoleculeModel::Impl {
+  MoleculeOptions options;
+  std::vector<std::string> tasks, skipped;
+  MoleculeSplit train, dev, test;
+  float target_mean = 0, target_scale = 1;  // ESOL targets are standardized with train's
+  nn::ParameterStore store;
+  std::vector<WeaveWeights> weave;
+  std::unique_ptr<nn::FC> gate, gate_value, readout, output;
+  Block root;
+  std::unique_ptr<blocks::Compiler> compiler;
+  Tape tape;
+  MoleculeScores scores;
+
+  explicit Impl(MoleculeOptions opts);
+
+  // ---- The model definition ---------------------------------------------------------------
+
+  Function fc_function(const std::string& name, std::int64_t in, const nn::FC& fc) const {
+    return Function(name, {Type::vector(in)}, [&fc](std::span<const Var> x) { return fc(x[0]); });
+  }
+
+  // Tuple(Sequence(atom), Sequence(pair), Input molecule) -> the same with updated states.
+  Block weave_layer(const WeaveWeights& w, const std::string& name, std::int64_t atom_in,
+                    std::int64_t pair_in) const {
+    const Type atom = Type::vector(atom_in), pair = Type::vector(pair_in);
+    // A' = relu(W [relu(W_AA a), sum over the atom's pairs of relu(W_PA p)])
+    Function atom_update(name + "/atom", {atom, Type::vector(options.hidden)},
+                         [&w](std::span<const Var> x) {
+                           return (*w.atom)(concat({(*w.atom_to_atom)(x[0]), x[1]}));
+                         });
+    // P' = relu(W [f(a_i, a_j) + f(a_j, a_i), relu(W_PP p)]): the same for (j, i) as (i, j).
+    Function pair_update(name + "/pair", {atom, atom, pair}, [&w](std::span<const Var> x) {
+      Var both = (*w.atom_to_pair)(concat({x[0], x[1]})) + (*w.atom_to_pair)(concat({x[1], x[0]}));
+      return (*w.pair)(concat({both, (*w.pair_to_pair)(x[2])}));
+    });
+    Composition c(name);
+    auto atoms = c.input()[0], pairs = c.input()[1], molecule = c.input()[2];
+    auto messages =
+        c.add(blocks::Map(fc_function(name + "/pair_to_atom", pair_in, *w.pair_to_atom)), pairs);
+    auto sums = c.add(sum_per_list(), {messages, c.add(blocks::GetItem("atom_pairs"), molecule)});
+    auto new_atoms = c.add(blocks::ZipWith(atom_update), {atoms, sums});
+    auto ends = c.add(blocks::GetItem("pair_atoms") >> blocks::Map(blocks::Identity()), molecule);
+    auto new_pairs = c.add(blocks::Zip() >> blocks::Map(pair_from_atoms(pair_update)),
+                           {pairs, c.add(blocks::Broadcast(), atoms), ends});
+    c.set_output({new_atoms, new_pairs, molecule});
+    return c;
+  }
+
+  Block make_blocks() const {
+    Composition model("molecules");
+    auto atoms =
+        model.add(blocks::GetItem("atoms") >> blocks::Map(blocks::Vector(io::kAtomFeatureSize)),
+                  model.input());
+    auto pairs =
+        model.add(blocks::GetItem("pairs") >> blocks::Map(blocks::Vector(io::kBondFeatureSize)),
+                  model.input());
+    std::vector<Composition::Wire> state{atoms, pairs, model.input()};
+    std::int64_t atom_in = io::kAtomFeatureSize, pair_in = io::kBondFeatureSize;
+    for (std::size_t k = 0; k < weave.size(); ++k) {
+      const auto next = model.add(
+          weave_layer(weave[k], "weave" + std::to_string(k + 1), atom_in, pair_in), state);
+      state = {next[0], next[1], next[2]};
+      atom_in = options.hidden;
+      pair_in = options.pair_hidden;
+    }
+    // Gated sum over atoms: sum_i sigmoid(W_g a_i) * (W_v a_i); then the final FC.
+    Function gated("gated_atom", {Type::vector(atom_in)}, [this](std::span<const Var> x) {
+      return sigmoid((*gate)(x[0])) * (*gate_value)(x[0]);
+    });
+    Function predict("predict", {Type::vector(options.graph_hidden)},
+                     [this](std::span<const Var> x) { return (*output)((*readout)(x[0])); });
+    model.set_output(model.add(blocks::Map(gated) >> blocks::Sum() >> predict, state[0]));
+    return model;
+  }
+
+  // ---- Batches ------------------------------------------------------------------------------
+
+  const MoleculeSplit& split(train::Split which) const {
+    return which == train::Split::kTrain ? train : (which == train::Split::kDev ? dev : test);
+  }
+
+  blocks::WovenBatch weave_batch(train::Split which, std::span<const std::size_t> ids) const {
+    std::vector<json> batch;
+    batch.reserve(ids.size());
+    for (std::size_t id : ids) batch.push_back(split(which).examples.at(id));
+    return compiler->weave(batch);
+  }
+
+  // The batch's summed loss: squared error of standardized targets (ESOL), or binary
+  // cross-entropy summed over the labelled tasks (Tox21; missing labels masked out).
+  Var loss_of(Var outputs, std::span<const io::MoleculeRecord* const> records) {
+    const std::int64_t n = std::int64_t(records.size()), t = std::int64_t(tasks.size());
+    std::vector<float> targets, mask;
+    for (const io::MoleculeRecord* r : records) {
+      for (std::size_t k = 0; k < tasks.size(); ++k) {
+        const float y = r->targets[k];
+        targets.push_back(options.task == MoleculeTask::kEsol ? (y - target_mean) / target_scale
+                                                              : y);
+        mask.push_back(r->present[k] ? 1.f : 0.f);
+      }
+    }
+    Var y = tape.constant(Tensor::from_vector({n, t}, targets));
+    Var m = tape.constant(Tensor::from_vector({n, t}, mask));
+    if (options.task == MoleculeTask::kEsol) {
+      Var error = (outputs - y) * m;
+      return sum(error * error);
+    }
+    // -[y log s(x) + (1-y) log(1-s(x))] = softplus(x) - y x
+    return sum((softplus(outputs) - y * outputs) * m);
+  }
+
+  // Scores in the data's units: the solubility, or each task's probability.
+  std::vector<double> scores_of(const Var& outputs) const {
+    std::vector<double> values;
+    for (float v : outputs.value().to_float_vector()) {
+      values.push_back(options.task == MoleculeTask::kEsol ? double(v) * target_scale + target_mean
+                                                           : 1.0 / (1.0 + std::exp(-double(v))));
+    }
+    return values;
+  }
+
+  train::BatchFigures run(const train::Batch& batch, bool training, Rng* rng) {
+    blocks::WovenBatch local;
+    const blocks::WovenBatch* woven = nullptr;
+    if (auto* prepared = dynamic_cast<PreparedMolecules*>(batch.prepared)) {
+      woven = &prepared->woven;
+    } else {
+      local = weave_batch(batch.split, batch.example_ids);
+      woven = &local;
+    }
+    tape.clear();
+    tape.set_grad_enabled(training);
+    TapeScope scope(tape);
+    nn::ForwardMode mode(training, rng);
+    blocks::BatchResult result = compiler->run(*woven, tape);
+    std::vector<const io::MoleculeRecord*> records;
+    for (std::size_t id : batch.example_ids) records.push_back(&split(batch.split).records[id]);
+    const Var outputs = result.output(0);
+    Var loss = loss_of(outputs, records);
+    const float count = float(records.size());
+    if (training) tape.backward(loss * (1.f / count));
+
+    train::BatchFigures figures;
+    figures.loss_sum = loss.value().item();
+    figures.examples = std::int64_t(records.size());
+    if (!training) add_split_figures(batch, outputs, records, figures);
+    return figures;
+  }
+
+  // Collects the split's scores; the batch that completes the split reports its figure.
+  void add_split_figures(const train::Batch& batch, const Var& outputs,
+                         std::span<const io::MoleculeRecord* const> records,
+                         train::BatchFigures& figures) {
+    if (!batch.example_ids.empty() && batch.example_ids.front() == 0) scores.clear();
+    const std::vector<double> values = scores_of(outputs);
+    for (std::size_t i = 0; i < records.size(); ++i) {
+      scores.add(std::span(values).subspan(i * tasks.size(), tasks.size()), *records[i]);
+    }
+    if (scores.size() != split(batch.split).records.size()) return;
+    if (options.task == MoleculeTask::kEsol) {
+      figures.metrics.add_mean("rmse", scores.rmse());
+    } else {
+      figures.metrics.add_mean("roc_auc", scores.mean_roc_auc());
+    }
+    scores.clear();
+  }
+
+  void load();
+  void keep(std::vector<io::MoleculeRecord>& records, std::vector<json>& graphs);
+};
+
+MoleculeModel::Impl::Impl(MoleculeOptions opts) : options(std::move(opts)), store(options.seed) {
+  load();
+  scores = MoleculeScores(tasks.size());
+  const std::int64_t a = options.hidden, p = options.pair_hidden;
+  std::int64_t atom_in = io::kAtomFeatureSize, pair_in = io::kBondFeatureSize;
+  for (int k = 0; k < options.layers; ++k) {
+    const std::string s = "weave" + std::to_string(k + 1) + "/";
+    WeaveWeights w;
+    w.atom_to_atom = std::make_unique<nn::FC>(store, s + "atom_to_atom", atom_in, a);
+    w.pair_to_atom = std::make_unique<nn::FC>(store, s + "pair_to_atom", pair_in, a);
+    w.atom = std::make_unique<nn::FC>(store, s + "atom", 2 * a, a);
+    w.atom_to_pair = std::make_unique<nn::FC>(store, s + "atom_to_pair", 2 * atom_in, p);
+    w.pair_to_pair = std::make_unique<nn::FC>(store, s + "pair_to_pair", pair_in, p);
+    w.pair = std::make_unique<nn::FC>(store, s + "pair", 2 * p, p);
+    weave.push_back(std::move(w));
+    atom_in = a;
+    pair_in = p;
+  }
+  const nn::FCOptions linear{.activation = nn::Activation::kNone};
+  gate = std::make_unique<nn::FC>(store, "gate", atom_in, options.graph_hidden, linear);
+  gate_value = std::make_unique<nn::FC>(store, "gate_value", atom_in, options.graph_hidden, linear);
+  readout = std::make_unique<nn::FC>(store, "readout", options.graph_hidden, options.graph_hidden);
+  output = std::make_unique<nn::FC>(store, "output", options.graph_hidden,
+                                    std::int64_t(tasks.size()), linear);
+  root = make_blocks();
+  compiler = std::make_unique<blocks::Compiler>(
+      root, blocks::CompilerOptions{.threads = options.weave_threads});
+}
+
+void MoleculeModel::Impl::load() {
+  if (!io::smiles_parser_available())
+    fail("molecules", "this build cannot parse SMILES (it was built without RDKit)");
+  const bool esol = options.task == MoleculeTask::kEsol;
+  const std::string path =
+      options.data_dir + "/molecules/" + (esol ? "delaney-processed.csv" : "tox21.csv");
+  const io::MoleculeOptions read{.bad_rows = options.bad_records};
+  io::MoleculeDataset data = esol ? io::read_esol(path, read) : io::read_tox21(path, read);
+  tasks = data.tasks;
+  skipped = data.skipped;
+  std::vector<io::MoleculeRecord> records;
+  std::vector<json> graphs;
+  for (io::MoleculeRecord& record : data.records) {
+    std::string why;
+    if (std::find(record.present.begin(), record.present.end(), 1) == record.present.end()) {
+      why = "no labels (every task is missing)";
+    } else {
+      try {
+        const io::MoleculeGraph graph = io::parse_smiles(record.smiles);
+        if (graph.atoms.empty()) fail("smiles", "'", record.smiles, "' has no atoms");
+        graphs.push_back(molecule_example(graph));
+      } catch (const Error& e) {
+        why = e.what();
+      }
+    }
+    if (why.empty()) {
+      records.push_back(std::move(record));
+      continue;
+    }
+    const std::string where = path + ":" + std::to_string(record.line) + ": " + why;
+    if (options.bad_records == io::OnBadRow::kReject)
+      fail("molecules", where, " (--bad-records skip leaves such records out)");
+    skipped.push_back(where);
+  }
+  keep(records, graphs);
+}
+
+// Splits the usable records, trims the splits to max_train / max_eval, and standardizes
+// regression targets with the training split's mean and deviation.
+void MoleculeModel::Impl::keep(std::vector<io::MoleculeRecord>& records,
+                               std::vector<json>& graphs) {
+  const auto ids = split_by_smiles(records, options.seed);
+  MoleculeSplit* splits[3] = {&train, &dev, &test};
+  for (std::size_t s = 0; s < 3; ++s) {
+    const std::int64_t limit = s == 0 ? options.max_train : options.max_eval;
+    for (std::size_t id : ids[s]) {
+      if (limit > 0 && std::int64_t(splits[s]->records.size()) >= limit) break;
+      splits[s]->records.push_back(records[id]);
+      splits[s]->examples.push_back(std::move(graphs[id]));
+    }
+  }
+  if (train.records.empty()) fail("molecules", "no usable training records");
+  if (options.task != MoleculeTask::kEsol) return;
+  double sum = 0, squares = 0;
+  for (const io::MoleculeRecord& r : train.records) sum += r.targets[0];
+  const double mean = sum / double(train.records.size());
+  for (const io::MoleculeRecord& r : train.records)
+    squares += (r.targets[0] - mean) * (r.targets[0] - mean);
+  target_mean = float(mean);
+  target_scale = float(std::max(1e-6, std::sqrt(squares / double(train.records.size()))));
+}
+
+MoleculeModel::MoleculeModel(MoleculeOptions options)
+    : impl_(std::make_unique<Impl>(std::move(options))) {}
+MoleculeModel::~MoleculeModel() = default;
+
+std::string MoleculeModel::config_json() const {
+  const MoleculeOptions& o = impl_->options;
+  return json{{"task", molecule_task_name(o.task)},
+              {"hidden", o.hidden},
+              {"pair_hidden", o.pair_hidden},
+              {"graph_hidden", o.graph_hidden},
+              {"layers", o.layers},
+              {"pairs", "bonded"},
+              {"target_mean", impl_->target_mean},
+              {"target_scale", impl_->target_scale},
+              {"seed", o.seed}}
+      .dump();
+}
+
+std::vector<Parameter> MoleculeModel::parameters() { return impl_->store.parameters(); }
+
+std::size_t MoleculeModel::num_examples(train::Split split) const {
+  return impl_->split(split).records.size();
+}
+
+train::BatchFigures MoleculeModel::train_batch(const train::Batch& batch, Rng& rng) {
+  return impl_->run(batch, true, &rng);
+}
+
+train::BatchFigures MoleculeModel::eval_batch(const train::Batch& batch) {
+  return impl_->run(batch, false, nullptr);
+}
+
+std::unique_ptr<train::PreparedBatch> MoleculeModel::prepare_batch(
+    train::Split split, std::span<const std::size_t> ids) {
+  auto prepared = std::make_unique<PreparedMolecules>();
+  prepared->woven = impl_->weave_batch(split, ids);
+  return prepared;
+}
+
+json MoleculeModel::parse_example(std::string_view line, std::string_view where) const {
+  std::string smiles(line);
+  const json value = json::parse(line, nullptr, false);
+  if (value.is_object() && value.contains("smiles") && value["smiles"].is_string()) {
+    smiles = value["smiles"].get<std::string>();
+  }
+  const auto first = smiles.find_first_not_of(" \t\r");
+  const auto last = smiles.find_last_not_of(" \t\r");
+  smiles = first == std::string::npos ? "" : smiles.substr(first, last - first + 1);
+  try {
+    const io::MoleculeGraph graph = io::parse_smiles(smiles);
+    if (graph.atoms.empty()) fail("molecules", "'", smiles, "' has no atoms");
+    return molecule_example(graph);
+  } catch (const Error& e) {
+    fail("molecules", where, ": ", e.what());
+  }
+}
+
+std::vector<json> MoleculeModel::predict(std::span<const json> examples) {
+  Impl& m = *impl_;
+  m.tape.clear();
+  m.tape.set_grad_enabled(false);
+  TapeScope scope(m.tape);
+  nn::ForwardMode mode(false);
+  blocks::BatchResult result = m.compiler->forward(examples, m.tape);
+  const std::vector<double> values = m.scores_of(result.output(0));
+  std::vector<json> predictions;
+  for (std::size_t i = 0; i < examples.size(); ++i) {
+    json p = json::object();
+    for (std::size_t k = 0; k < m.tasks.size(); ++k) {
+      const double v = std::round(values[i * m.tasks.size() + k] * 1e6) / 1e6;
+      p[m.options.task == MoleculeTask::kEsol ? "log_solubility" : m.tasks[k]] = v;
+    }
+    predictions.push_back(std::move(p));
+  }
+  return predictions;
+}
+
+const Block& MoleculeModel::root_block() const { return impl_->root; }
+
+std::span<const json> MoleculeModel::examples(train::Split split) const {
+  return impl_->split(split).examples;
+}
+
+const std::vector<std::string>& MoleculeModel::task_names() const { return impl_->tasks; }
+
+const std::vector<std::string>& MoleculeModel::skipped_records() const { return impl_->skipped; }
+
+std::span<const io::MoleculeRecord> MoleculeModel::records(train::Split split) const {
+  return impl_->split(split).records;
+}
+
+}  // namespace weft::models
