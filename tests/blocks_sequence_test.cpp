@@ -104,6 +104,18 @@ TEST(BlocksSequence, BroadcastWithZip) {
   EXPECT_EQ(*all.output_type(), Type::broadcast(Type::tuple({Type::scalar(), Type::scalar()})));
   Block mapped = Scalar() >> Broadcast() >> Map(Identity());
   EXPECT_EQ(*mapped.output_type(), Type::broadcast(Type::scalar()));
+  // An Input list zips as a sequence of Input: here values[i] for each index i of the list.
+  Block pick =
+      Record({{"xs", Map(Scalar()) >> Broadcast()}, {"ids", Identity()}}) >> Zip() >> Map(Nth());
+  EvalValue picked = eval(pick, {{"xs", {4, 5, 6}}, {"ids", {2, 0, 2}}});
+  ASSERT_EQ(picked.size(), 3u);
+  EXPECT_THAT(floats(picked[0]), ElementsAre(6));
+  EXPECT_THAT(floats(picked[1]), ElementsAre(4));
+  EXPECT_THAT(floats(picked[2]), ElementsAre(6));
+  EXPECT_THAT(error_of([] {
+                AllOf({Scalar(), Scalar()}) >> Zip();
+              }),
+              HasSubstr("expected a Tuple of Sequences (or Input lists)"));
 }
 
 TEST(BlocksSequence, NGramsAndNth) {

@@ -266,15 +266,23 @@ class BroadcastImpl : public detail::BlockImpl {
 
 class ZipImpl : public detail::BlockImpl {
  public:
+  // Weft: an Input item (user data that is a list at weave time, e.g. a list of indices) zips
+  // like a Sequence of Input, since Sequence(Input) canonicalizes to Input and could otherwise
+  // never meet a Sequence of tensors here.
   ZipImpl() : BlockImpl("Zip") {
     derive(out(), {in()}, [d = describe()](std::span<const Type> t) {
       expect_kind(d, t[0], {Type::Kind::kTuple});
       bool all_broadcast = true;
       std::vector<Type> elements;
       for (const Type& item : t[0].items()) {
+        if (item.is_input()) {
+          all_broadcast = false;
+          elements.push_back(Type::input());
+          continue;
+        }
         if (!item.is_sequence_like())
           fail("blocks", "bad input type ", t[0].to_string(), " for ", d,
-               ", expected a Tuple of Sequences");
+               ", expected a Tuple of Sequences (or Input lists)");
         all_broadcast = all_broadcast && item.kind() == Type::Kind::kBroadcast;
         elements.push_back(item.element());
       }
@@ -283,16 +291,28 @@ class ZipImpl : public detail::BlockImpl {
     });
   }
   WeaveValue eval(WeaveState&, const WeaveValue& input) const override {
+    // Input lists become their elements; sequences and broadcasts are used as they are.
+    std::vector<std::vector<WeaveValue>> lists(input.items.size());
     std::size_t n = SIZE_MAX;
-    for (const WeaveValue& s : input.items)
-      if (s.kind != Type::Kind::kBroadcast) n = std::min(n, s.items.size());
+    for (std::size_t k = 0; k < input.items.size(); ++k) {
+      const WeaveValue& s = input.items[k];
+      if (s.kind == Type::Kind::kInput) lists[k] = internal::elements_of(describe(), s);
+      const std::vector<WeaveValue>& items = s.kind == Type::Kind::kInput ? lists[k] : s.items;
+      if (s.kind != Type::Kind::kBroadcast) n = std::min(n, items.size());
+    }
     const bool infinite = n == SIZE_MAX;
     const std::size_t count = infinite ? 1 : n;
     std::vector<WeaveValue> rows(count);
     for (std::size_t i = 0; i < count; ++i) {
       rows[i].kind = Type::Kind::kTuple;
-      for (const WeaveValue& s : input.items)
-        rows[i].items.push_back(s.kind == Type::Kind::kBroadcast ? s.items[0] : s.items[i]);
+      for (std::size_t k = 0; k < input.items.size(); ++k) {
+        const WeaveValue& s = input.items[k];
+        if (s.kind == Type::Kind::kInput) {
+          rows[i].items.push_back(lists[k][i]);
+        } else {
+          rows[i].items.push_back(s.kind == Type::Kind::kBroadcast ? s.items[0] : s.items[i]);
+        }
+      }
     }
     return WeaveValue::of(infinite ? Type::Kind::kBroadcast : Type::Kind::kSequence,
                           std::move(rows));
