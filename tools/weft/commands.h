@@ -61,7 +61,7 @@ struct BenchTreeOptions {
 // Which model `weft train / eval / infer` builds, and its options. Zero means "the model's
 // default" where it says so.
 struct ModelOptions {
-  std::string name;                         // "calculator" or "sentiment"
+  std::string name;  // "calculator", "sentiment", "attention" or "langid"
   std::string data_dir = "../shared/data";  // holds sst/ and glove-sst/
   std::string embeddings;                   // sentiment: default <data_dir>/glove-sst/...100d...
   bool no_embeddings = false;               // sentiment: random, trainable word vectors
@@ -71,6 +71,7 @@ struct ModelOptions {
   std::int64_t max_train = 0;  // 0: all training examples (calculator: its default count)
   std::int64_t max_eval = 0;   // 0: all dev / test examples (calculator: its default count)
   int weave_threads = 0;
+  std::string bad_records = "skip";  // attention, langid: "skip" (listed on stderr) or "reject"
 };
 
 struct TrainOptions {

@@ -21,8 +21,8 @@ namespace weft::tool {
 namespace {
 
 void add_model_options(CLI::App& cmd, ModelOptions& m) {
-  cmd.add_option("model", m.name, "calculator or sentiment")->required();
-  cmd.add_option("--data-dir", m.data_dir, "Folder with sst/ and glove-sst/")
+  cmd.add_option("model", m.name, "calculator, sentiment, attention or langid")->required();
+  cmd.add_option("--data-dir", m.data_dir, "Folder with sst/, glove-sst/ and tatoeba-langid/")
       ->capture_default_str();
   cmd.add_option("--embeddings", m.embeddings,
                  "Word vectors, 'word v1 ... vd' per line (sentiment; default: "
@@ -39,6 +39,11 @@ void add_model_options(CLI::App& cmd, ModelOptions& m) {
       ->check(CLI::NonNegativeNumber);
   cmd.add_option("--weave-threads", m.weave_threads, "Weaving threads (0: all cores)")
       ->check(CLI::Range(0, 1024));
+  cmd.add_option("--bad-records", m.bad_records,
+                 "attention, langid: skip (and list on stderr) or reject (stop at) a bad record, "
+                 "e.g. an empty sentence")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"skip", "reject"}));
 }
 
 train::Split parse_split(const std::string& name) {
