@@ -4,7 +4,6 @@
 //   fizzbuzz [epochs]
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <random>
 #include <string>
 
@@ -31,8 +30,9 @@ int main(int argc, char** argv) {
   nn::ParameterStore store(1);
   nn::FC step(store, "step", H + 10, H, nn::FCOptions{.activation = nn::Activation::kTanh});
   nn::FC out(store, "out", H, 4, nn::FCOptions{.activation = nn::Activation::kNone});
-  Function cell("cell", {Type::vector(H), Type::vector(10)},
-                [&](std::span<const Var> in) { return step(concat({in[0], in[1]})); });
+  Function cell("cell", {Type::vector(H), Type::vector(10)}, [&](std::span<const Var> in) {
+    return step(concat({in[0], in[1]}));
+  });
   Function classify("classify", {Type::vector(H)},
                     [&](std::span<const Var> in) { return out(in[0]); });
   Composition model("fizzbuzz");
@@ -66,23 +66,20 @@ int main(int argc, char** argv) {
   };
   for (int epoch = 1; epoch <= epochs; ++epoch) {
     std::shuffle(train.begin(), train.end(), rng);
-    double loss = 0;
-    for (std::size_t i = 0; i < train.size(); i += 64) {
-      loss += run(std::span(train).subspan(i, std::min<std::size_t>(64, train.size() - i)), true)
-                  .first;
+    double loss = 0, batches = 0;
+    for (std::size_t i = 0; i < train.size(); i += 64, ++batches) {
+      loss +=
+          run(std::span(train).subspan(i, std::min<std::size_t>(64, train.size() - i)), true).first;
     }
-    const auto hits = run(test, false).second;
     std::printf("epoch %2d  train loss %.4f  held-out accuracy %.4f (%zu numbers)\n", epoch,
-                loss / double((train.size() + 63) / 64), double(hits) / double(test.size()),
-                test.size());
+                loss / batches, double(run(test, false).second) / double(test.size()), test.size());
   }
-  std::vector<Input> first;
-  for (int n = 1; n <= 15; ++n) first.push_back(example(n));
-  const std::vector<float> scores = compiler.forward(first, tape).output(0).value().to_float_vector();
-  for (int n = 1; n <= 15; ++n) {
-    const float* row = scores.data() + (n - 1) * 4;
-    std::printf("%d:%s ", n, names[std::max_element(row, row + 4) - row]);
+  for (int n = 1; n <= 15; ++n) {  // the classic output, predicted
+    const Input x = example(n);
+    const std::vector<float> row =
+        compiler.forward({&x, 1}, tape).output(0).value().to_float_vector();
+    std::printf("%s%s", n == 1 ? "" : " ",
+                names[std::max_element(row.begin(), row.end()) - row.begin()]);
   }
   std::printf("\n");
-  return 0;
 }

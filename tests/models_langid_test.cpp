@@ -17,7 +17,7 @@ using Words = std::vector<std::vector<std::int32_t>>;
 
 TEST(LangIdWords, SplitsOnWhitespaceAndDecodesUtf8) {
   EXPECT_EQ(langid_words("  Hi  yo "), (Words{{'H', 'i'}, {'y', 'o'}}));
-  EXPECT_EQ(langid_words("\xc3\xa9t\xc3\xa9"), (Words{{0xE9, 't', 0xE9}}));  // "été"
+  EXPECT_EQ(langid_words("\xc3\xa9t\xc3\xa9"), (Words{{0xE9, 't', 0xE9}}));        // "été"
   EXPECT_EQ(langid_words("\xe4\xbd\xa0\xe5\xa5\xbd"), (Words{{0x4F60, 0x597D}}));  // one CJK word
   EXPECT_EQ(langid_words("a\xff"), (Words{{'a', 0xFFFD}}));
   EXPECT_TRUE(langid_words(" \t ").empty());

@@ -72,7 +72,8 @@ struct AttentionModel::Impl {
   Tape tape;
 
   explicit Impl(AttentionOptions opts)
-      : options(std::move(opts)), data(load_sentiment_data(loader_options(options))),
+      : options(std::move(opts)),
+        data(load_sentiment_data(loader_options(options))),
         store(options.seed) {
     const char* names[3] = {"train", "dev", "test"};
     const std::vector<json>* trees[3] = {&data.train, &data.dev, &data.test};
@@ -123,8 +124,8 @@ struct AttentionModel::Impl {
     Block energy = Function("energy", {vec}, [this](std::span<const Var> in) {
       return (*score)((*attend)(in[0]));  // e_t = a(h_t), [1]
     });
-    Block shifted_exp = Function("exp", {one, one},
-                                 [](std::span<const Var> in) { return exp(in[0] - in[1]); });
+    Block shifted_exp =
+        Function("exp", {one, one}, [](std::span<const Var> in) { return exp(in[0] - in[1]); });
     Block normalize =
         Function("normalize", {one, one}, [](std::span<const Var> in) { return in[0] / in[1]; });
     Block weigh = Function("weigh", {one, vec}, [ones](std::span<const Var> in) {

@@ -38,7 +38,11 @@ struct PreparedSentences : train::PreparedBatch {
 std::int32_t next_code_point(std::string_view text, std::size_t& i) {
   const auto byte = [&](std::size_t k) { return std::uint8_t(text[k]); };
   const std::uint8_t lead = byte(i++);
-  int extra = lead < 0x80 ? 0 : (lead >> 5) == 6 ? 1 : (lead >> 4) == 14 ? 2 : (lead >> 3) == 30 ? 3 : -1;
+  int extra = lead < 0x80         ? 0
+              : (lead >> 5) == 6  ? 1
+              : (lead >> 4) == 14 ? 2
+              : (lead >> 3) == 30 ? 3
+                                  : -1;
   if (extra < 0) return 0xFFFD;
   std::int32_t code = extra == 0 ? lead : lead & (0x3F >> extra);
   for (; extra > 0; --extra) {
@@ -116,16 +120,21 @@ struct LangIdModel::Impl {
         for (std::int32_t c : word) char_ids.emplace(c, std::int32_t(char_ids.size()) + 1);
       }
     }
-    const auto eval_limit = [&](std::size_t n) {
-      return options.max_eval > 0 ? std::min(n, std::size_t(options.max_eval)) : n;
-    };
     for (std::size_t id : train_ids) splits[0].push_back(example(corpus.train[id]));
-    for (std::size_t k = 0; k < eval_limit(dev_count); ++k) {
+    for (std::size_t k : evenly_spaced(dev_count)) {
       splits[1].push_back(example(corpus.train[order[k]]));
     }
-    for (std::size_t k = 0; k < eval_limit(corpus.test.size()); ++k) {
+    for (std::size_t k : evenly_spaced(corpus.test.size())) {
       splits[2].push_back(example(corpus.test[k]));
     }
+  }
+
+  // 0..n-1, or max_eval evenly spaced of them (the test file is ordered by language).
+  std::vector<std::size_t> evenly_spaced(std::size_t n) const {
+    const std::size_t count = options.max_eval > 0 ? std::min(n, std::size_t(options.max_eval)) : n;
+    std::vector<std::size_t> ids(count);
+    for (std::size_t k = 0; k < count; ++k) ids[k] = k * n / count;
+    return ids;
   }
 
   json encode(std::string_view text, int label) const {
@@ -140,7 +149,9 @@ struct LangIdModel::Impl {
     }
     return json{{"label", label}, {"words", std::move(words)}};
   }
-  json example(const io::LangIdSentence& s) const { return encode(s.text, corpus.label(s.language)); }
+  json example(const io::LangIdSentence& s) const {
+    return encode(s.text, corpus.label(s.language));
+  }
 
   // The model, as blocks: characters -> word vector (Fold of a GRU), words -> sentence vector
   // (another), sentence -> language logits.
@@ -159,9 +170,8 @@ struct LangIdModel::Impl {
     Block read_word = blocks::Map(embed) >> blocks::Fold(char_step, blocks::Zeros(word));
     Block read_sentence = blocks::GetItem("words") >> blocks::Map(read_word) >>
                           blocks::Fold(word_step, blocks::Zeros(sentence));
-    Block classify = Function("classify", {sentence}, [this](std::span<const Var> in) {
-      return (*classifier)(in[0]);
-    });
+    Block classify = Function("classify", {sentence},
+                              [this](std::span<const Var> in) { return (*classifier)(in[0]); });
 
     blocks::Composition g("langid");
     auto logits = g.add(read_sentence >> classify, g.input());
@@ -237,8 +247,8 @@ train::BatchFigures LangIdModel::eval_batch(const train::Batch& batch) {
   return impl_->run(batch, false, nullptr);
 }
 
-std::unique_ptr<train::PreparedBatch> LangIdModel::prepare_batch(
-    train::Split split, std::span<const std::size_t> ids) {
+std::unique_ptr<train::PreparedBatch> LangIdModel::prepare_batch(train::Split split,
+                                                                 std::span<const std::size_t> ids) {
   auto prepared = std::make_unique<PreparedSentences>();
   prepared->woven = impl_->weave(split, ids);
   return prepared;
@@ -274,7 +284,8 @@ std::vector<json> LangIdModel::predict(std::span<const json> examples) {
     std::vector<double> p(n);
     for (std::size_t k = 0; k < n; ++k) total += p[k] = std::exp(double(row[k] - top));
     json probabilities = json::object();
-    for (std::size_t k = 0; k < n; ++k) probabilities[names[k]] = std::round(p[k] / total * 1e6) / 1e6;
+    for (std::size_t k = 0; k < n; ++k)
+      probabilities[names[k]] = std::round(p[k] / total * 1e6) / 1e6;
     const auto best = std::size_t(std::max_element(row, row + n) - row);
     predictions.push_back(json{{"language", names[best]}, {"probabilities", probabilities}});
   }

@@ -103,14 +103,14 @@ train::TrainerOptions training_recipe(const TrainOptions& options) {
     t.schedule.learning_rate = 0.05;
     t.best_metric = "root_fine";
   } else if (name == "attention") {
-    t.epochs = 6;
+    t.epochs = 15;
     t.batch_size = 25;
     t.optimizer.kind = train::OptimizerKind::kAdam;
     t.schedule.learning_rate = 0.002;
     t.optimizer.weight_decay = 0;
     t.best_metric = "root_fine";
   } else if (name == "langid") {
-    t.epochs = 4;
+    t.epochs = 8;
     t.batch_size = 32;
     t.optimizer.kind = train::OptimizerKind::kAdam;
     t.schedule.learning_rate = 0.005;

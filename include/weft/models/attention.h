@@ -15,13 +15,13 @@
 namespace weft::models {
 
 struct AttentionOptions {
-  std::string data_dir;         // holds sst/{train,dev,test}.txt
-  std::string embeddings_path;  // word vectors; empty: random, trainable
-  std::int64_t embedding_dim = 100;     // used when there are no embeddings
-  std::int64_t attention_hidden = 64;   // a(h) = w . tanh(W h + b)
-  std::int64_t hidden = 128;            // the classifier's hidden layer
-  float input_dropout = 0.25f;          // on word vectors
-  float output_dropout = 0.25f;         // on the classifier's hidden layer
+  std::string data_dir;                // holds sst/{train,dev,test}.txt
+  std::string embeddings_path;         // word vectors; empty: random, trainable
+  std::int64_t embedding_dim = 100;    // used when there are no embeddings
+  std::int64_t attention_hidden = 64;  // a(h) = w . tanh(W h + b)
+  std::int64_t hidden = 128;           // the classifier's hidden layer
+  float input_dropout = 0.25f;         // on word vectors
+  float output_dropout = 0.25f;        // on the classifier's hidden layer
   bool train_embeddings = false;
   bool skip_bad_records = true;  // a sentence without words: skip and list it, or throw
   std::uint64_t seed = 1;

@@ -24,7 +24,7 @@ struct LangIdOptions {
   bool skip_bad_records = true;  // empty sentences: skip and list them, or throw
   std::uint64_t seed = 1;        // the dev split and initial weights
   std::int64_t max_train = 0;    // 0: all; else a seeded sample of the training sentences
-  std::int64_t max_eval = 0;     // 0: all dev / test sentences; else the first n
+  std::int64_t max_eval = 0;     // 0: all dev / test sentences; else n evenly spaced
   int weave_threads = 0;
 };
 
@@ -50,7 +50,7 @@ class LangIdModel : public Model {
   std::span<const nlohmann::json> examples(train::Split split) const override;
 
   const std::vector<std::string>& languages() const;
-  std::int64_t overlap_removed() const;           // test sentences dropped from training
+  std::int64_t overlap_removed() const;             // test sentences dropped from training
   const std::vector<std::string>& skipped() const;  // "file:line: empty sentence (id N)"
 
  private:
