@@ -29,8 +29,8 @@ LangIdOptions small_langid() {
   options.char_embedding = 16;
   options.char_hidden = 32;
   options.hidden = 32;
-  options.max_train = 500;
-  options.max_eval = 200;
+  options.max_train = 400;
+  options.max_eval = 100;
   options.seed = 2;
   return options;
 }
@@ -76,7 +76,7 @@ TEST(LangIdModel, ShortRunLearnsAndBeatsChance) {
   WEFT_REQUIRE_DATA("tatoeba-langid/testset.csv");
   LangIdModel model(small_langid());
   train::TrainerOptions recipe;
-  recipe.epochs = 3;
+  recipe.epochs = 4;
   recipe.batch_size = 25;
   recipe.seed = 3;
   recipe.optimizer.kind = train::OptimizerKind::kAdam;
@@ -84,7 +84,7 @@ TEST(LangIdModel, ShortRunLearnsAndBeatsChance) {
   recipe.progress = train::ProgressMode::kOff;
   train::Trainer trainer(recipe);
   const train::TrainResult result = trainer.fit(model);
-  ASSERT_EQ(result.epochs.size(), 3u);
+  ASSERT_EQ(result.epochs.size(), 4u);
   EXPECT_LT(result.epochs.back().train.value("loss"),
             0.9 * result.epochs.front().train.value("loss"));
   EXPECT_GT(trainer.evaluate(model, train::Split::kTest).value("accuracy"), 0.25);
