@@ -73,7 +73,8 @@ void report_batching_speedup(models::Model& model, std::size_t batch_size) {
 CLI::App* add_train(CLI::App& app, TrainOptions& o) {
   CLI::App* cmd = app.add_subcommand("train",
                                      "Train a model (calculator: the built-in demo; "
-                                     "sentiment: the Tree-LSTM on SST)");
+                                     "sentiment: the Tree-LSTM on SST; attention: feed-forward "
+                                     "attention on SST; langid: the hierarchical RNN on Tatoeba)");
   add_model_options(*cmd, o.model);
   cmd->add_option("--epochs", o.epochs, "Passes over the training set (0: model default)")
       ->check(CLI::Range(0, 100000));
