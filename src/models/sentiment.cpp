@@ -29,58 +29,11 @@ using nlohmann::json;
 
 namespace {
 
-constexpr int kClasses = 5;
-constexpr int kNeutral = 2;
+constexpr int kClasses = kSstClasses;
 
 struct PreparedTrees : train::PreparedBatch {
   blocks::WovenBatch woven;
 };
-
-// Per-row softmax figures of [n, 5] logits: the fine-grained argmax and the binary call
-// (p(3) + p(4) against p(0) + p(1)).
-struct RowCalls {
-  std::vector<int> fine;
-  std::vector<bool> positive;
-};
-
-RowCalls call_rows(const Tensor& logits) {
-  const std::vector<float> values = logits.to_float_vector();
-  const std::size_t rows = values.size() / kClasses;
-  RowCalls calls;
-  calls.fine.resize(rows);
-  calls.positive.resize(rows);
-  for (std::size_t r = 0; r < rows; ++r) {
-    const float* row = values.data() + r * kClasses;
-    const float top = *std::max_element(row, row + kClasses);
-    double p[kClasses];
-    for (int k = 0; k < kClasses; ++k) p[k] = std::exp(double(row[k] - top));
-    calls.fine[r] = int(std::max_element(row, row + kClasses) - row);
-    calls.positive[r] = p[3] + p[4] > p[0] + p[1];
-  }
-  return calls;
-}
-
-// Fine-grained and binary hits of `logits` rows against their labels, under `prefix`.
-void add_hits(train::MetricSet& metrics, const std::string& prefix, const Tensor& logits,
-              const std::vector<std::int32_t>& labels) {
-  const RowCalls calls = call_rows(logits);
-  std::int64_t fine = 0, binary = 0, binary_total = 0;
-  for (std::size_t r = 0; r < labels.size(); ++r) {
-    fine += calls.fine[r] == labels[r];
-    if (labels[r] == kNeutral) continue;
-    ++binary_total;
-    binary += calls.positive[r] == (labels[r] > kNeutral);
-  }
-  metrics.add_hits(prefix + "_fine", fine, std::int64_t(labels.size()));
-  metrics.add_hits(prefix + "_binary", binary, binary_total);
-}
-
-std::vector<std::int32_t> int_labels(const blocks::MetricValues& metric) {
-  std::vector<std::int32_t> labels;
-  labels.reserve(metric.labels.size());
-  for (const json& label : metric.labels) labels.push_back(label.get<std::int32_t>());
-  return labels;
-}
 
 }  // namespace
 

@@ -3,6 +3,9 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "weft/core/error.h"
 #include "weft/io/sst.h"
 #include "weft/io/sst_json.h"
@@ -109,6 +112,44 @@ SentimentData load_sentiment_data(const SentimentOptions& options) {
   convert(dev, "dev", data.dev);
   convert(test, "test", data.test);
   return data;
+}
+
+RowCalls call_rows(const Tensor& logits) {
+  const std::vector<float> values = logits.to_float_vector();
+  const std::size_t rows = values.size() / kSstClasses;
+  RowCalls calls;
+  calls.fine.resize(rows);
+  calls.positive.resize(rows);
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float* row = values.data() + r * kSstClasses;
+    const float top = *std::max_element(row, row + kSstClasses);
+    double p[kSstClasses];
+    for (int k = 0; k < kSstClasses; ++k) p[k] = std::exp(double(row[k] - top));
+    calls.fine[r] = int(std::max_element(row, row + kSstClasses) - row);
+    calls.positive[r] = p[3] + p[4] > p[0] + p[1];
+  }
+  return calls;
+}
+
+void add_hits(train::MetricSet& metrics, const std::string& prefix, const Tensor& logits,
+              const std::vector<std::int32_t>& labels) {
+  const RowCalls calls = call_rows(logits);
+  std::int64_t fine = 0, binary = 0, binary_total = 0;
+  for (std::size_t r = 0; r < labels.size(); ++r) {
+    fine += calls.fine[r] == labels[r];
+    if (labels[r] == kSstNeutral) continue;
+    ++binary_total;
+    binary += calls.positive[r] == (labels[r] > kSstNeutral);
+  }
+  metrics.add_hits(prefix + "_fine", fine, std::int64_t(labels.size()));
+  metrics.add_hits(prefix + "_binary", binary, binary_total);
+}
+
+std::vector<std::int32_t> int_labels(const blocks::MetricValues& metric) {
+  std::vector<std::int32_t> labels;
+  labels.reserve(metric.labels.size());
+  for (const nlohmann::json& label : metric.labels) labels.push_back(label.get<std::int32_t>());
+  return labels;
 }
 
 }  // namespace weft::models

@@ -4,16 +4,21 @@
 // {"label", "children"}. Private to src/models.
 #pragma once
 
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "weft/blocks/compiler.h"
 #include "weft/io/vocabulary.h"
 #include "weft/io/word_vectors.h"
 #include "weft/models/sentiment.h"
 
 namespace weft::models {
+
+constexpr int kSstClasses = 5;
+constexpr int kSstNeutral = 2;
 
 struct SentimentData {
   io::Vocabulary vocabulary;
@@ -32,5 +37,19 @@ nlohmann::json sentiment_example(const io::SstTree& tree, const io::Vocabulary& 
 // One line of user input: a bracketed SST tree, or its JSON form (io/sst_json.h).
 nlohmann::json sentiment_example_from_text(std::string_view line, std::string_view where,
                                            const io::Vocabulary& vocabulary);
+
+// Per-row softmax figures of [n, 5] logits: the fine-grained argmax and the binary call
+// (p(3) + p(4) against p(0) + p(1)). Shared by the SST models (sentiment, attention).
+struct RowCalls {
+  std::vector<int> fine;
+  std::vector<bool> positive;
+};
+RowCalls call_rows(const Tensor& logits);
+// Fine-grained and binary (neutral excluded) hits of `logits` rows against their labels, as
+// "<prefix>_fine" and "<prefix>_binary".
+void add_hits(train::MetricSet& metrics, const std::string& prefix, const Tensor& logits,
+              const std::vector<std::int32_t>& labels);
+// A metric's labels as class ids.
+std::vector<std::int32_t> int_labels(const blocks::MetricValues& metric);
 
 }  // namespace weft::models

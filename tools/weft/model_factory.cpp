@@ -8,13 +8,57 @@
 #include <nlohmann/json.hpp>
 
 #include "weft/core/error.h"
+#include "weft/models/attention.h"
 #include "weft/models/calculator.h"
 #include "weft/models/molecules.h"
+#include "weft/models/langid.h"
 #include "weft/models/sentiment.h"
 #include "weft/train/checkpoint.h"
 
 namespace weft::tool {
 namespace {
+
+void report_skipped(const std::string& model, const std::vector<std::string>& skipped) {
+  if (skipped.empty()) return;
+  fmt::print(stderr, "{}: skipped {} bad records (--bad-records skip):\n", model, skipped.size());
+  for (const std::string& record : skipped) fmt::print(stderr, "  {}\n", record);
+}
+
+std::unique_ptr<models::Model> make_attention(const ModelOptions& options) {
+  models::AttentionOptions o;
+  o.data_dir = options.data_dir;
+  if (!options.no_embeddings) {
+    o.embeddings_path = options.embeddings.empty()
+                            ? options.data_dir + "/glove-sst/glove.6B.100d.sst.txt"
+                            : options.embeddings;
+  }
+  o.train_embeddings = options.no_embeddings;  // frozen GloVe unless there are none
+  if (options.hidden > 0) o.hidden = options.hidden;
+  o.max_train_trees = options.max_train;
+  o.max_eval_trees = options.max_eval;
+  o.skip_bad_records = options.bad_records != "reject";
+  o.seed = options.seed;
+  o.weave_threads = options.weave_threads;
+  auto model = std::make_unique<models::AttentionModel>(o);
+  report_skipped("attention", model->skipped());
+  return model;
+}
+
+std::unique_ptr<models::Model> make_langid(const ModelOptions& options) {
+  models::LangIdOptions o;
+  o.data_dir = options.data_dir + "/tatoeba-langid";
+  if (options.hidden > 0) o.hidden = options.hidden;
+  o.max_train = options.max_train;
+  o.max_eval = options.max_eval;
+  o.skip_bad_records = options.bad_records != "reject";
+  o.seed = options.seed;
+  o.weave_threads = options.weave_threads;
+  auto model = std::make_unique<models::LangIdModel>(o);
+  fmt::print(stderr, "langid: removed {} test sentences that also occur in training\n",
+             model->overlap_removed());
+  report_skipped("langid", model->skipped());
+  return model;
+}
 
 std::unique_ptr<models::Model> make_molecules(const ModelOptions& options) {
   models::MoleculeOptions o;
@@ -27,11 +71,7 @@ std::unique_ptr<models::Model> make_molecules(const ModelOptions& options) {
   o.seed = options.seed;
   o.weave_threads = options.weave_threads;
   auto model = std::make_unique<models::MoleculeModel>(o);
-  const std::vector<std::string>& skipped = model->skipped_records();
-  if (!skipped.empty()) {
-    fmt::print(stderr, "molecules: skipped {} bad records (--bad-records skip):\n", skipped.size());
-    for (const std::string& record : skipped) fmt::print(stderr, "  {}\n", record);
-  }
+  report_skipped("molecules", model->skipped_records());
   return model;
 }
 
@@ -65,8 +105,11 @@ std::unique_ptr<models::Model> make_model(const ModelOptions& options) {
     o.weave_threads = options.weave_threads;
     return std::make_unique<models::SentimentModel>(o);
   }
+  if (options.name == "attention") return make_attention(options);
+  if (options.name == "langid") return make_langid(options);
   if (options.name == "molecules") return make_molecules(options);
-  fail("weft", "unknown model '", options.name, "' (known: calculator, molecules, sentiment)");
+  fail("weft", "unknown model '", options.name,
+       "' (known: calculator, sentiment, attention, langid, molecules)");
 }
 
 train::TrainerOptions training_recipe(const TrainOptions& options) {
@@ -88,6 +131,19 @@ train::TrainerOptions training_recipe(const TrainOptions& options) {
     t.schedule.learning_rate = 0.001;
     t.best_metric = esol ? "rmse" : "roc_auc";
     t.best_mode = esol ? train::BestMode::kMin : train::BestMode::kMax;
+  } else if (name == "attention") {
+    t.epochs = 15;
+    t.batch_size = 25;
+    t.optimizer.kind = train::OptimizerKind::kAdam;
+    t.schedule.learning_rate = 0.002;
+    t.optimizer.weight_decay = 0;
+    t.best_metric = "root_fine";
+  } else if (name == "langid") {
+    t.epochs = 8;
+    t.batch_size = 32;
+    t.optimizer.kind = train::OptimizerKind::kAdam;
+    t.schedule.learning_rate = 0.005;
+    t.best_metric = "accuracy";
   } else {
     t.epochs = 8;
     t.batch_size = 64;

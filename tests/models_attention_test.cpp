@@ -1,0 +1,85 @@
+// The feed-forward attention model on SST sentences: a tree is read as its words and root
+// label, each sentence's attention weights are positive and sum to one (one per word, with no
+// padding), and a short training run's loss falls.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "io_test_util.h"
+#include "weft/models/attention.h"
+
+namespace weft::models {
+namespace {
+
+AttentionOptions small_attention() {
+  AttentionOptions options;
+  options.data_dir = weft::testing::io_data_path("");
+  options.embeddings_path = weft::testing::io_data_path("glove-sst/glove.6B.100d.sst.txt");
+  options.hidden = 32;
+  options.attention_hidden = 16;
+  options.max_train_trees = 300;
+  options.max_eval_trees = 40;
+  options.seed = 4;
+  return options;
+}
+
+TEST(AttentionModel, ReadsTreesAsWordSequences) {
+  WEFT_REQUIRE_DATA("sst/dev.txt");
+  AttentionOptions options = small_attention();
+  options.embeddings_path.clear();  // random vectors: no need to read GloVe here
+  options.max_train_trees = 20;
+  AttentionModel model(options);
+  const nlohmann::json sentence = model.parse_example("(3 (2 a) (4 (2 very) (4 good)))", "x:1");
+  EXPECT_EQ(sentence["label"], 3);
+  ASSERT_EQ(sentence["ids"].size(), 3u);
+  EXPECT_TRUE(model.skipped().empty());
+  EXPECT_EQ(model.num_examples(train::Split::kTrain), 20u);
+}
+
+TEST(AttentionModel, WeightsOfEachSentenceSumToOne) {
+  WEFT_REQUIRE_DATA("sst/dev.txt");
+  AttentionOptions options = small_attention();
+  options.embeddings_path.clear();
+  options.max_train_trees = 20;
+  AttentionModel model(options);
+  const auto examples = model.examples(train::Split::kDev).subspan(0, 10);
+  const std::vector<nlohmann::json> predictions = model.predict(examples);
+  ASSERT_EQ(predictions.size(), examples.size());
+  for (std::size_t i = 0; i < examples.size(); ++i) {
+    const nlohmann::json& alpha = predictions[i]["attention"];
+    ASSERT_EQ(alpha.size(), examples[i]["ids"].size()) << i;
+    double total = 0;
+    for (const nlohmann::json& a : alpha) {
+      EXPECT_GT(a.get<double>(), 0.0);
+      total += a.get<double>();
+    }
+    EXPECT_NEAR(total, 1.0, 1e-5) << i;
+  }
+  // Batching does not change a sentence's weights.
+  const std::vector<nlohmann::json> single = model.predict(examples.subspan(3, 1));
+  for (std::size_t t = 0; t < single[0]["attention"].size(); ++t) {
+    EXPECT_NEAR(single[0]["attention"][t].get<double>(),
+                predictions[3]["attention"][t].get<double>(), 1e-6);
+  }
+}
+
+TEST(AttentionModel, ShortTrainingRunLossFalls) {
+  WEFT_REQUIRE_DATA("sst/train.txt");
+  WEFT_REQUIRE_DATA("glove-sst/glove.6B.100d.sst.txt");
+  AttentionModel model(small_attention());
+  train::TrainerOptions recipe;
+  recipe.epochs = 4;
+  recipe.batch_size = 20;
+  recipe.seed = 3;
+  recipe.optimizer.kind = train::OptimizerKind::kAdam;
+  recipe.schedule.learning_rate = 0.005;
+  recipe.progress = train::ProgressMode::kOff;
+  train::Trainer trainer(recipe);
+  const train::TrainResult result = trainer.fit(model);
+  ASSERT_EQ(result.epochs.size(), 4u);
+  EXPECT_LT(result.epochs.back().train.value("loss"),
+            0.95 * result.epochs.front().train.value("loss"));
+  EXPECT_GT(trainer.evaluate(model, train::Split::kTrain).value("root_binary"), 0.6);
+}
+
+}  // namespace
+}  // namespace weft::models

@@ -1,0 +1,94 @@
+// The hierarchical language-identification RNN: words split on whitespace (CJK sentences are
+// one word), the Tatoeba splits (test overlap removed, seeded 10% dev), bad records skipped or
+// rejected with file and line, and a short run on a small slice whose loss falls and which
+// beats chance (1 in 10).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "io_test_util.h"
+#include "weft/core/error.h"
+#include "weft/models/langid.h"
+
+namespace weft::models {
+namespace {
+
+using ::testing::HasSubstr;
+using Words = std::vector<std::vector<std::int32_t>>;
+
+TEST(LangIdWords, SplitsOnWhitespaceAndDecodesUtf8) {
+  EXPECT_EQ(langid_words("  Hi  yo "), (Words{{'H', 'i'}, {'y', 'o'}}));
+  EXPECT_EQ(langid_words("\xc3\xa9t\xc3\xa9"), (Words{{0xE9, 't', 0xE9}}));        // "été"
+  EXPECT_EQ(langid_words("\xe4\xbd\xa0\xe5\xa5\xbd"), (Words{{0x4F60, 0x597D}}));  // one CJK word
+  EXPECT_EQ(langid_words("a\xff"), (Words{{'a', 0xFFFD}}));
+  EXPECT_TRUE(langid_words(" \t ").empty());
+}
+
+LangIdOptions small_langid() {
+  LangIdOptions options;
+  options.data_dir = weft::testing::io_data_path("tatoeba-langid");
+  options.char_embedding = 16;
+  options.char_hidden = 32;
+  options.hidden = 32;
+  options.max_train = 400;
+  options.max_eval = 100;
+  options.seed = 2;
+  return options;
+}
+
+TEST(LangIdModel, SplitsRemoveTheTestOverlapAndHoldOutDev) {
+  WEFT_REQUIRE_DATA("tatoeba-langid/testset.csv");
+  LangIdOptions options = small_langid();
+  options.max_train = 0;
+  options.max_eval = 0;
+  LangIdModel model(options);
+  EXPECT_EQ(model.languages().size(), 10u);
+  EXPECT_EQ(model.overlap_removed(), 104);
+  EXPECT_EQ(model.num_examples(train::Split::kDev), 989u);  // 10% of 10000 - 104
+  EXPECT_EQ(model.num_examples(train::Split::kTrain), 10000u - 104u - 989u);
+  EXPECT_EQ(model.num_examples(train::Split::kTest), 2000u);
+  const nlohmann::json example = model.parse_example("1\tfra\tC'est la vie", "x:1");
+  EXPECT_EQ(example["words"].size(), 3u);
+  EXPECT_EQ(model.languages()[example["label"].get<std::size_t>()], "fra");
+  EXPECT_THAT([&] { model.parse_example("   ", "in.txt:4"); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("in.txt:4: empty sentence")));
+}
+
+class LangIdBadRecords : public weft::testing::IoTempDir {};
+
+TEST_F(LangIdBadRecords, EmptySentencesAreSkippedOrRejected) {
+  write_file("eng_3.csv", "1\teng\tHello there\n2\teng\t \n3\teng\tGood night\n");
+  write_file("fra_2.csv", "4\tfra\tBonjour\n5\tfra\tBonne nuit\n");
+  write_file("testset.csv", "6\teng\tHi\n7\tfra\tSalut\n");
+  LangIdOptions options = small_langid();
+  options.data_dir = (dir_).string();
+  options.max_train = 0;
+  options.dev_fraction = 0;
+  LangIdModel model(options);
+  ASSERT_EQ(model.skipped().size(), 1u);
+  EXPECT_THAT(model.skipped()[0], HasSubstr("eng_3.csv:2: empty sentence (id 2)"));
+  EXPECT_EQ(model.num_examples(train::Split::kTrain), 4u);
+  options.skip_bad_records = false;
+  EXPECT_THAT([&] { LangIdModel rejecting(options); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("eng_3.csv:2: empty sentence")));
+}
+
+TEST(LangIdModel, ShortRunLearnsAndBeatsChance) {
+  WEFT_REQUIRE_DATA("tatoeba-langid/testset.csv");
+  LangIdModel model(small_langid());
+  train::TrainerOptions recipe;
+  recipe.epochs = 4;
+  recipe.batch_size = 25;
+  recipe.seed = 3;
+  recipe.optimizer.kind = train::OptimizerKind::kAdam;
+  recipe.schedule.learning_rate = 0.01;
+  recipe.progress = train::ProgressMode::kOff;
+  train::Trainer trainer(recipe);
+  const train::TrainResult result = trainer.fit(model);
+  ASSERT_EQ(result.epochs.size(), 4u);
+  EXPECT_LT(result.epochs.back().train.value("loss"),
+            0.9 * result.epochs.front().train.value("loss"));
+  EXPECT_GT(trainer.evaluate(model, train::Split::kTest).value("accuracy"), 0.25);
+}
+
+}  // namespace
+}  // namespace weft::models
