@@ -44,7 +44,7 @@ struct OptimizerSpec {
   // Per-parameter rates: a parameter whose name starts with a prefix here is updated with
   // the learning rate times its scale (the first matching prefix wins; others use 1). E.g.
   // {"embedding/", 0.1} fine-tunes pretrained word vectors ten times slower than the rest.
-  std::vector<std::pair<std::string, double>> learning_rate_scales;
+  std::vector<std::pair<std::string, double>> learning_rate_scales{};
 
   // The scale for a parameter name (1 when no prefix matches).
   double learning_rate_scale(const std::string& name) const;
