@@ -21,7 +21,8 @@ namespace weft::tool {
 namespace {
 
 void add_model_options(CLI::App& cmd, ModelOptions& m) {
-  cmd.add_option("model", m.name, "calculator, sentiment, attention or langid")->required();
+  cmd.add_option("model", m.name, "calculator, sentiment, attention, langid or molecules")
+      ->required();
   cmd.add_option("--data-dir", m.data_dir, "Folder with sst/, glove-sst/ and tatoeba-langid/")
       ->capture_default_str();
   cmd.add_option("--embeddings", m.embeddings,
@@ -83,10 +84,12 @@ void report_batching_speedup(models::Model& model, std::size_t batch_size) {
 }  // namespace
 
 CLI::App* add_train(CLI::App& app, TrainOptions& o) {
-  CLI::App* cmd = app.add_subcommand("train",
-                                     "Train a model (calculator: the built-in demo; "
-                                     "sentiment: the Tree-LSTM on SST; attention: feed-forward "
-                                     "attention on SST; langid: the hierarchical RNN on Tatoeba)");
+  CLI::App* cmd =
+      app.add_subcommand("train",
+                         "Train a model (calculator: the built-in demo; "
+                         "sentiment: the Tree-LSTM on SST; attention: feed-forward "
+                         "attention on SST; langid: the hierarchical RNN on Tatoeba; "
+                         "molecules: Weave-style graph convolutions, --task esol|tox21)");
   add_model_options(*cmd, o.model);
   cmd->add_option("--epochs", o.epochs, "Passes over the training set (0: model default)")
       ->check(CLI::Range(0, 100000));
