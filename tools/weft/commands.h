@@ -74,7 +74,7 @@ struct ModelOptions {
   std::int64_t max_train = 0;  // 0: all training examples (calculator: its default count)
   std::int64_t max_eval = 0;   // 0: all dev / test examples (calculator: its default count)
   int weave_threads = 0;
-  bool for_training = true;  // eval / infer: the calculator then generates no training set
+  bool for_training = true;          // eval / infer: the calculator then generates no training set
   std::string bad_records = "skip";  // attention, langid: "skip" (listed on stderr) or "reject"
 };
 

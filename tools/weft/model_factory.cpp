@@ -10,8 +10,8 @@
 #include "weft/core/error.h"
 #include "weft/models/attention.h"
 #include "weft/models/calculator.h"
-#include "weft/models/molecules.h"
 #include "weft/models/langid.h"
+#include "weft/models/molecules.h"
 #include "weft/models/sentiment.h"
 #include "weft/train/checkpoint.h"
 
