@@ -12,6 +12,7 @@
 #include "weft/autodiff/ops.h"
 #include "weft/blocks/compiler.h"
 #include "weft/core/error.h"
+#include "weft/models/blocks_runner.h"
 #include "weft/nn/embedding.h"
 #include "weft/nn/fc.h"
 #include "weft/nn/initializers.h"
@@ -26,10 +27,6 @@ using blocks::Type;
 using nlohmann::json;
 
 namespace {
-
-struct PreparedSentences : train::PreparedBatch {
-  blocks::WovenBatch woven;
-};
 
 void collect_ids(const json& node, json& ids) {
   if (node.contains("id")) {
@@ -67,9 +64,7 @@ struct AttentionModel::Impl {
   nn::ParameterStore store;
   std::unique_ptr<nn::Embedding> embedding;
   std::unique_ptr<nn::FC> attend, score, hidden, classifier;
-  Block root;
-  std::unique_ptr<blocks::Compiler> compiler;
-  Tape tape;
+  BlocksRunner runner;
 
   explicit Impl(AttentionOptions opts)
       : options(std::move(opts)),
@@ -90,9 +85,7 @@ struct AttentionModel::Impl {
       }
     }
     make_layers();
-    root = make_blocks();
-    compiler = std::make_unique<blocks::Compiler>(
-        root, blocks::CompilerOptions{.threads = options.weave_threads});
+    runner.compile(make_blocks(), blocks::CompilerOptions{.threads = options.weave_threads});
   }
 
   void make_layers() {
@@ -149,38 +142,16 @@ struct AttentionModel::Impl {
     return g;
   }
 
-  blocks::WovenBatch weave(train::Split split, std::span<const std::size_t> ids) const {
-    std::vector<json> batch;
-    batch.reserve(ids.size());
-    for (std::size_t id : ids) batch.push_back(splits[int(split)].at(id));
-    return compiler->weave(batch);
-  }
-
   train::BatchFigures run(const train::Batch& batch, bool training, Rng* rng) {
-    blocks::WovenBatch local;
-    const blocks::WovenBatch* woven = nullptr;
-    if (auto* prepared = dynamic_cast<PreparedSentences*>(batch.prepared)) {
-      woven = &prepared->woven;
-    } else {
-      local = weave(batch.split, batch.example_ids);
-      woven = &local;
-    }
-    tape.clear();
-    tape.set_grad_enabled(training);
-    TapeScope scope(tape);
-    nn::ForwardMode mode(training, rng);
-    blocks::BatchResult result = compiler->run(*woven, tape);
+    blocks::BatchResult result = runner.run(batch, splits[int(batch.split)], training, rng);
     const blocks::MetricValues roots = result.metric("root");
-    const std::vector<std::int32_t> labels = int_labels(roots);
-    const Tensor label_tensor = Tensor::from_vector({std::int64_t(labels.size())}, labels);
-    Var loss = sum(softmax_cross_entropy(roots.values, label_tensor));
-    const double loss_sum = loss.value().item();
-    if (training) tape.backward(loss * (1.f / float(labels.size())));
+    const MetricLoss loss = metric_cross_entropy(roots);
+    if (training) loss.sum.tape().backward(loss.sum * (1.f / float(loss.rows)));
 
     train::BatchFigures figures;
-    figures.loss_sum = loss_sum;
-    figures.examples = std::int64_t(labels.size());
-    add_hits(figures.metrics, "root", roots.values.value(), labels);
+    figures.loss_sum = loss.sum.value().item();
+    figures.examples = loss.rows;
+    add_hits(figures.metrics, "root", roots.values.value(), int_labels(roots));
     return figures;
   }
 };
@@ -218,9 +189,7 @@ train::BatchFigures AttentionModel::eval_batch(const train::Batch& batch) {
 
 std::unique_ptr<train::PreparedBatch> AttentionModel::prepare_batch(
     train::Split split, std::span<const std::size_t> ids) {
-  auto prepared = std::make_unique<PreparedSentences>();
-  prepared->woven = impl_->weave(split, ids);
-  return prepared;
+  return impl_->runner.prepare(impl_->splits[int(split)], ids);
 }
 
 json AttentionModel::parse_example(std::string_view line, std::string_view where) const {
@@ -228,25 +197,15 @@ json AttentionModel::parse_example(std::string_view line, std::string_view where
 }
 
 std::vector<json> AttentionModel::predict(std::span<const json> examples) {
-  Impl& m = *impl_;
-  m.tape.clear();
-  m.tape.set_grad_enabled(false);
-  TapeScope scope(m.tape);
-  nn::ForwardMode mode(false);
-  blocks::BatchResult result = m.compiler->forward(examples, m.tape);
+  blocks::BatchResult result = impl_->runner.infer(examples);
   const Tensor logits = result.output(0).value();
   const std::vector<float> values = logits.to_float_vector();
   const RowCalls calls = call_rows(logits);
   std::vector<json> predictions(examples.size());
   for (std::size_t i = 0; i < examples.size(); ++i) {
-    const float* row = values.data() + i * kSstClasses;
-    const float top = *std::max_element(row, row + kSstClasses);
-    double total = 0, p[kSstClasses];
-    for (int k = 0; k < kSstClasses; ++k) total += p[k] = std::exp(double(row[k] - top));
-    json probabilities = json::array();
-    for (double v : p) probabilities.push_back(std::round(v / total * 1e6) / 1e6);
+    const std::span<const float> row(values.data() + i * kSstClasses, kSstClasses);
     predictions[i] = json{{"label", calls.fine[i]},
-                          {"probabilities", probabilities},
+                          {"probabilities", probabilities_json(row)},
                           {"binary", calls.positive[i] ? "positive" : "negative"},
                           {"attention", json::array()}};
   }
@@ -260,7 +219,7 @@ std::vector<json> AttentionModel::predict(std::span<const json> examples) {
   return predictions;
 }
 
-const Block& AttentionModel::root_block() const { return impl_->root; }
+const Block& AttentionModel::root_block() const { return impl_->runner.root(); }
 
 std::span<const json> AttentionModel::examples(train::Split split) const {
   return impl_->splits[int(split)];

@@ -9,9 +9,9 @@
 #include "weft/autodiff/ops.h"
 #include "weft/blocks/compiler.h"
 #include "weft/core/error.h"
+#include "weft/models/blocks_runner.h"
 #include "weft/nn/embedding.h"
 #include "weft/nn/fc.h"
-#include "weft/nn/mode.h"
 #include "weft/nn/parameter_store.h"
 
 namespace weft::models {
@@ -27,10 +27,6 @@ constexpr int kClasses = 3;
 constexpr std::array<const char*, kClasses> kSignNames{"negative", "zero", "positive"};
 constexpr std::array<const char*, 3> kOps{"+", "-", "*"};
 
-struct PreparedExpressions : train::PreparedBatch {
-  blocks::WovenBatch woven;
-};
-
 json make_example(const CalculatorExample& example) {
   return json{{"expression", example.expression}, {"sign", std::int32_t(example.label)}};
 }
@@ -45,9 +41,7 @@ struct CalculatorModel::Impl {
   std::vector<std::unique_ptr<nn::FC>> combiners;  // one per operator, in kOps order
   std::unique_ptr<nn::FC> classifier;
   Block expression;  // kept alive: the forward declaration's references hold it weakly
-  Block root;
-  std::unique_ptr<blocks::Compiler> compiler;
-  Tape tape;
+  BlocksRunner runner;
 
   explicit Impl(CalculatorOptions opts) : options(std::move(opts)), store(options.seed) {
     // One random stream per split, so dev and test do not depend on the training set's size.
@@ -66,8 +60,7 @@ struct CalculatorModel::Impl {
     }
     classifier = std::make_unique<nn::FC>(store, "classifier", n, kClasses,
                                           nn::FCOptions{.activation = nn::Activation::kNone});
-    root = make_blocks();
-    compiler = std::make_unique<blocks::Compiler>(root);
+    runner.compile(make_blocks());
   }
 
   Block make_blocks() {
@@ -107,40 +100,16 @@ struct CalculatorModel::Impl {
     return which == train::Split::kTrain ? train : (which == train::Split::kDev ? dev : test);
   }
 
-  blocks::WovenBatch weave(train::Split which, std::span<const std::size_t> ids) const {
-    std::vector<json> batch;
-    batch.reserve(ids.size());
-    for (std::size_t id : ids) batch.push_back(split(which).at(id));
-    return compiler->weave(batch);
-  }
-
   train::BatchFigures run(const train::Batch& batch, bool training, Rng* rng) {
-    blocks::WovenBatch local;
-    const blocks::WovenBatch* woven = nullptr;
-    if (auto* prepared = dynamic_cast<PreparedExpressions*>(batch.prepared)) {
-      woven = &prepared->woven;
-    } else {
-      local = weave(batch.split, batch.example_ids);
-      woven = &local;
-    }
-    tape.clear();
-    tape.set_grad_enabled(training);
-    TapeScope scope(tape);
-    nn::ForwardMode mode(training, rng);
-    blocks::BatchResult result = compiler->run(*woven, tape);
+    blocks::BatchResult result = runner.run(batch, split(batch.split), training, rng);
     const blocks::MetricValues sign = result.metric("sign");
-    std::vector<std::int32_t> labels;
-    for (const json& label : sign.labels) labels.push_back(label.get<std::int32_t>());
-    const Tensor label_tensor = Tensor::from_vector({std::int64_t(labels.size())}, labels);
-    Var loss = sum(softmax_cross_entropy(sign.values, label_tensor));
-    const double loss_sum = loss.value().item();
-    if (training) tape.backward(loss * (1.f / float(labels.size())));
-
+    const MetricLoss loss = metric_cross_entropy(sign);
+    if (training) loss.sum.tape().backward(loss.sum * (1.f / float(loss.rows)));
     train::BatchFigures figures;
-    figures.loss_sum = loss_sum;
-    figures.examples = std::int64_t(labels.size());
-    figures.metrics.add_hits("accuracy", train::argmax_hits(sign.values.value(), label_tensor),
-                             std::int64_t(labels.size()));
+    figures.loss_sum = loss.sum.value().item();
+    figures.examples = loss.rows;
+    figures.metrics.add_hits("accuracy", train::argmax_hits(sign.values.value(), loss.labels),
+                             loss.rows);
     return figures;
   }
 };
@@ -176,9 +145,7 @@ train::BatchFigures CalculatorModel::eval_batch(const train::Batch& batch) {
 
 std::unique_ptr<train::PreparedBatch> CalculatorModel::prepare_batch(
     train::Split split, std::span<const std::size_t> ids) {
-  auto prepared = std::make_unique<PreparedExpressions>();
-  prepared->woven = impl_->weave(split, ids);
-  return prepared;
+  return impl_->runner.prepare(impl_->split(split), ids);
 }
 
 json CalculatorModel::parse_example(std::string_view line, std::string_view where) const {
@@ -199,29 +166,19 @@ json CalculatorModel::parse_example(std::string_view line, std::string_view wher
 }
 
 std::vector<json> CalculatorModel::predict(std::span<const json> examples) {
-  Impl& m = *impl_;
-  m.tape.clear();
-  m.tape.set_grad_enabled(false);
-  TapeScope scope(m.tape);
-  nn::ForwardMode mode(false);
-  blocks::BatchResult result = m.compiler->forward(examples, m.tape);
+  blocks::BatchResult result = impl_->runner.infer(examples);
   const std::vector<float> logits = result.output(0).value().to_float_vector();
   std::vector<json> predictions;
   for (std::size_t i = 0; i < examples.size(); ++i) {
-    const float* row = logits.data() + i * kClasses;
-    const float top = *std::max_element(row, row + kClasses);
-    double p[kClasses], total = 0;
-    for (int k = 0; k < kClasses; ++k) total += p[k] = std::exp(double(row[k] - top));
-    json probabilities = json::array();
-    for (double v : p) probabilities.push_back(std::round(v / total * 1e6) / 1e6);
-    const auto best = std::max_element(row, row + kClasses) - row;
+    const std::span<const float> row(logits.data() + i * kClasses, kClasses);
+    const auto best = std::max_element(row.begin(), row.end()) - row.begin();
     predictions.push_back(
-        json{{"sign", kSignNames[std::size_t(best)]}, {"probabilities", probabilities}});
+        json{{"sign", kSignNames[std::size_t(best)]}, {"probabilities", probabilities_json(row)}});
   }
   return predictions;
 }
 
-const Block& CalculatorModel::root_block() const { return impl_->root; }
+const Block& CalculatorModel::root_block() const { return impl_->runner.root(); }
 
 std::span<const json> CalculatorModel::examples(train::Split split) const {
   return impl_->split(split);

@@ -15,10 +15,10 @@
 #include "weft/core/error.h"
 #include "weft/core/rng.h"
 #include "weft/io/tatoeba.h"
+#include "weft/models/blocks_runner.h"
 #include "weft/nn/cells.h"
 #include "weft/nn/embedding.h"
 #include "weft/nn/fc.h"
-#include "weft/nn/mode.h"
 #include "weft/nn/parameter_store.h"
 
 namespace weft::models {
@@ -29,10 +29,6 @@ using blocks::Type;
 using nlohmann::json;
 
 namespace {
-
-struct PreparedSentences : train::PreparedBatch {
-  blocks::WovenBatch woven;
-};
 
 // Decodes one UTF-8 code point at `text[i]`, advancing i; invalid bytes give U+FFFD.
 std::int32_t next_code_point(std::string_view text, std::size_t& i) {
@@ -79,9 +75,7 @@ struct LangIdModel::Impl {
   std::unique_ptr<nn::Embedding> chars;
   std::unique_ptr<nn::GRUCell> char_cell, word_cell;
   std::unique_ptr<nn::FC> classifier;
-  Block root;
-  std::unique_ptr<blocks::Compiler> compiler;
-  Tape tape;
+  BlocksRunner runner;
 
   explicit Impl(LangIdOptions opts) : options(std::move(opts)), store(options.seed) {
     io::LangIdOptions read{.empty_sentences = options.skip_bad_records ? io::OnBadRow::kSkip
@@ -98,9 +92,7 @@ struct LangIdModel::Impl {
     classifier = std::make_unique<nn::FC>(store, "classifier", options.hidden,
                                           std::int64_t(corpus.languages.size()),
                                           nn::FCOptions{.activation = nn::Activation::kNone});
-    root = make_blocks();
-    compiler = std::make_unique<blocks::Compiler>(
-        root, blocks::CompilerOptions{.threads = options.weave_threads});
+    runner.compile(make_blocks(), blocks::CompilerOptions{.threads = options.weave_threads});
   }
 
   // A seeded dev_fraction of the training sentences is dev; characters are numbered over the
@@ -180,40 +172,17 @@ struct LangIdModel::Impl {
     return g;
   }
 
-  blocks::WovenBatch weave(train::Split split, std::span<const std::size_t> ids) const {
-    std::vector<json> batch;
-    batch.reserve(ids.size());
-    for (std::size_t id : ids) batch.push_back(splits[int(split)].at(id));
-    return compiler->weave(batch);
-  }
-
   train::BatchFigures run(const train::Batch& batch, bool training, Rng* rng) {
-    blocks::WovenBatch local;
-    const blocks::WovenBatch* woven = nullptr;
-    if (auto* prepared = dynamic_cast<PreparedSentences*>(batch.prepared)) {
-      woven = &prepared->woven;
-    } else {
-      local = weave(batch.split, batch.example_ids);
-      woven = &local;
-    }
-    tape.clear();
-    tape.set_grad_enabled(training);
-    TapeScope scope(tape);
-    nn::ForwardMode mode(training, rng);
-    blocks::BatchResult result = compiler->run(*woven, tape);
+    blocks::BatchResult result = runner.run(batch, splits[int(batch.split)], training, rng);
     const blocks::MetricValues language = result.metric("language");
-    std::vector<std::int32_t> labels;
-    for (const json& label : language.labels) labels.push_back(label.get<std::int32_t>());
-    const Tensor label_tensor = Tensor::from_vector({std::int64_t(labels.size())}, labels);
-    Var loss = sum(softmax_cross_entropy(language.values, label_tensor));
-    const double loss_sum = loss.value().item();
-    if (training) tape.backward(loss * (1.f / float(labels.size())));
+    const MetricLoss loss = metric_cross_entropy(language);
+    if (training) loss.sum.tape().backward(loss.sum * (1.f / float(loss.rows)));
 
     train::BatchFigures figures;
-    figures.loss_sum = loss_sum;
-    figures.examples = std::int64_t(labels.size());
-    figures.metrics.add_hits("accuracy", train::argmax_hits(language.values.value(), label_tensor),
-                             std::int64_t(labels.size()));
+    figures.loss_sum = loss.sum.value().item();
+    figures.examples = loss.rows;
+    figures.metrics.add_hits("accuracy", train::argmax_hits(language.values.value(), loss.labels),
+                             loss.rows);
     return figures;
   }
 };
@@ -249,9 +218,7 @@ train::BatchFigures LangIdModel::eval_batch(const train::Batch& batch) {
 
 std::unique_ptr<train::PreparedBatch> LangIdModel::prepare_batch(train::Split split,
                                                                  std::span<const std::size_t> ids) {
-  auto prepared = std::make_unique<PreparedSentences>();
-  prepared->woven = impl_->weave(split, ids);
-  return prepared;
+  return impl_->runner.prepare(impl_->splits[int(split)], ids);
 }
 
 json LangIdModel::parse_example(std::string_view line, std::string_view where) const {
@@ -267,32 +234,23 @@ json LangIdModel::parse_example(std::string_view line, std::string_view where) c
 }
 
 std::vector<json> LangIdModel::predict(std::span<const json> examples) {
-  Impl& m = *impl_;
-  m.tape.clear();
-  m.tape.set_grad_enabled(false);
-  TapeScope scope(m.tape);
-  nn::ForwardMode mode(false);
-  blocks::BatchResult result = m.compiler->forward(examples, m.tape);
+  blocks::BatchResult result = impl_->runner.infer(examples);
   const std::vector<float> logits = result.output(0).value().to_float_vector();
-  const std::vector<std::string>& names = m.corpus.languages;
+  const std::vector<std::string>& names = impl_->corpus.languages;
   const std::size_t n = names.size();
   std::vector<json> predictions;
   for (std::size_t i = 0; i < examples.size(); ++i) {
-    const float* row = logits.data() + i * n;
-    const float top = *std::max_element(row, row + n);
-    double total = 0;
-    std::vector<double> p(n);
-    for (std::size_t k = 0; k < n; ++k) total += p[k] = std::exp(double(row[k] - top));
+    const std::span<const float> row(logits.data() + i * n, n);
+    const json p = probabilities_json(row);
     json probabilities = json::object();
-    for (std::size_t k = 0; k < n; ++k)
-      probabilities[names[k]] = std::round(p[k] / total * 1e6) / 1e6;
-    const auto best = std::size_t(std::max_element(row, row + n) - row);
+    for (std::size_t k = 0; k < n; ++k) probabilities[names[k]] = p[k];
+    const auto best = std::size_t(std::max_element(row.begin(), row.end()) - row.begin());
     predictions.push_back(json{{"language", names[best]}, {"probabilities", probabilities}});
   }
   return predictions;
 }
 
-const Block& LangIdModel::root_block() const { return impl_->root; }
+const Block& LangIdModel::root_block() const { return impl_->runner.root(); }
 
 std::span<const json> LangIdModel::examples(train::Split split) const {
   return impl_->splits[int(split)];

@@ -8,8 +8,8 @@
 #include "weft/autodiff/ops.h"
 #include "weft/blocks/compiler.h"
 #include "weft/core/error.h"
+#include "weft/models/blocks_runner.h"
 #include "weft/nn/fc.h"
-#include "weft/nn/mode.h"
 #include "weft/nn/parameter_store.h"
 
 namespace weft::models {
@@ -21,10 +21,6 @@ using blocks::Type;
 using nlohmann::json;
 
 namespace {
-
-struct PreparedMolecules : train::PreparedBatch {
-  blocks::WovenBatch woven;
-};
 
 // One Weave layer's weights (Kearnes et al., Fig. 3): atom->atom, pair->atom, atom->pair and
 // pair->pair transforms, and the two that merge each side's messages.
@@ -70,9 +66,7 @@ struct MoleculeModel::Impl {
   nn::ParameterStore store;
   std::vector<WeaveWeights> weave;
   std::unique_ptr<nn::FC> gate, gate_value, readout, output;
-  Block root;
-  std::unique_ptr<blocks::Compiler> compiler;
-  Tape tape;
+  BlocksRunner runner;
   MoleculeScores scores;
 
   explicit Impl(MoleculeOptions opts);
@@ -143,13 +137,6 @@ struct MoleculeModel::Impl {
     return which == train::Split::kTrain ? train : (which == train::Split::kDev ? dev : test);
   }
 
-  blocks::WovenBatch weave_batch(train::Split which, std::span<const std::size_t> ids) const {
-    std::vector<json> batch;
-    batch.reserve(ids.size());
-    for (std::size_t id : ids) batch.push_back(split(which).examples.at(id));
-    return compiler->weave(batch);
-  }
-
   // The batch's summed loss: squared error of standardized targets (ESOL), or binary
   // cross-entropy summed over the labelled tasks (Tox21; missing labels masked out).
   Var loss_of(Var outputs, std::span<const io::MoleculeRecord* const> records) {
@@ -163,8 +150,8 @@ struct MoleculeModel::Impl {
         mask.push_back(r->present[k] ? 1.f : 0.f);
       }
     }
-    Var y = tape.constant(Tensor::from_vector({n, t}, targets));
-    Var m = tape.constant(Tensor::from_vector({n, t}, mask));
+    Var y = outputs.tape().constant(Tensor::from_vector({n, t}, targets));
+    Var m = outputs.tape().constant(Tensor::from_vector({n, t}, mask));
     if (options.task == MoleculeTask::kEsol) {
       Var error = (outputs - y) * m;
       return sum(error * error);
@@ -184,25 +171,13 @@ struct MoleculeModel::Impl {
   }
 
   train::BatchFigures run(const train::Batch& batch, bool training, Rng* rng) {
-    blocks::WovenBatch local;
-    const blocks::WovenBatch* woven = nullptr;
-    if (auto* prepared = dynamic_cast<PreparedMolecules*>(batch.prepared)) {
-      woven = &prepared->woven;
-    } else {
-      local = weave_batch(batch.split, batch.example_ids);
-      woven = &local;
-    }
-    tape.clear();
-    tape.set_grad_enabled(training);
-    TapeScope scope(tape);
-    nn::ForwardMode mode(training, rng);
-    blocks::BatchResult result = compiler->run(*woven, tape);
+    blocks::BatchResult result = runner.run(batch, split(batch.split).examples, training, rng);
     std::vector<const io::MoleculeRecord*> records;
     for (std::size_t id : batch.example_ids) records.push_back(&split(batch.split).records[id]);
     const Var outputs = result.output(0);
     Var loss = loss_of(outputs, records);
     const float count = float(records.size());
-    if (training) tape.backward(loss * (1.f / count));
+    if (training) loss.tape().backward(loss * (1.f / count));
 
     train::BatchFigures figures;
     figures.loss_sum = loss.value().item();
@@ -257,9 +232,7 @@ MoleculeModel::Impl::Impl(MoleculeOptions opts) : options(std::move(opts)), stor
   readout = std::make_unique<nn::FC>(store, "readout", options.graph_hidden, options.graph_hidden);
   output = std::make_unique<nn::FC>(store, "output", options.graph_hidden,
                                     std::int64_t(tasks.size()), linear);
-  root = make_blocks();
-  compiler = std::make_unique<blocks::Compiler>(
-      root, blocks::CompilerOptions{.threads = options.weave_threads});
+  runner.compile(make_blocks(), blocks::CompilerOptions{.threads = options.weave_threads});
 }
 
 void MoleculeModel::Impl::load() {
@@ -358,9 +331,7 @@ train::BatchFigures MoleculeModel::eval_batch(const train::Batch& batch) {
 
 std::unique_ptr<train::PreparedBatch> MoleculeModel::prepare_batch(
     train::Split split, std::span<const std::size_t> ids) {
-  auto prepared = std::make_unique<PreparedMolecules>();
-  prepared->woven = impl_->weave_batch(split, ids);
-  return prepared;
+  return impl_->runner.prepare(impl_->split(split).examples, ids);
 }
 
 json MoleculeModel::parse_example(std::string_view line, std::string_view where) const {
@@ -383,11 +354,7 @@ json MoleculeModel::parse_example(std::string_view line, std::string_view where)
 
 std::vector<json> MoleculeModel::predict(std::span<const json> examples) {
   Impl& m = *impl_;
-  m.tape.clear();
-  m.tape.set_grad_enabled(false);
-  TapeScope scope(m.tape);
-  nn::ForwardMode mode(false);
-  blocks::BatchResult result = m.compiler->forward(examples, m.tape);
+  blocks::BatchResult result = m.runner.infer(examples);
   const std::vector<double> values = m.scores_of(result.output(0));
   std::vector<json> predictions;
   for (std::size_t i = 0; i < examples.size(); ++i) {
@@ -401,7 +368,7 @@ std::vector<json> MoleculeModel::predict(std::span<const json> examples) {
   return predictions;
 }
 
-const Block& MoleculeModel::root_block() const { return impl_->root; }
+const Block& MoleculeModel::root_block() const { return impl_->runner.root(); }
 
 std::span<const json> MoleculeModel::examples(train::Split split) const {
   return impl_->split(split).examples;

@@ -12,6 +12,7 @@
 #include "weft/autodiff/ops.h"
 #include "weft/blocks/compiler.h"
 #include "weft/core/error.h"
+#include "weft/models/blocks_runner.h"
 #include "weft/nn/cells.h"
 #include "weft/nn/embedding.h"
 #include "weft/nn/fc.h"
@@ -31,10 +32,6 @@ namespace {
 
 constexpr int kClasses = kSstClasses;
 
-struct PreparedTrees : train::PreparedBatch {
-  blocks::WovenBatch woven;
-};
-
 }  // namespace
 
 struct SentimentModel::Impl {
@@ -45,17 +42,13 @@ struct SentimentModel::Impl {
   Parameter leaf_weight, leaf_bias;
   std::unique_ptr<nn::NaryTreeLSTMCell> composer;
   std::unique_ptr<nn::FC> classifier;
-  Block root;
   Block node;  // kept alive: the forward declaration's references hold it weakly
-  std::unique_ptr<blocks::Compiler> compiler;
-  Tape tape;
+  BlocksRunner runner;
 
   explicit Impl(SentimentOptions opts)
       : options(std::move(opts)), data(load_sentiment_data(options)), store(options.seed) {
     make_layers();
-    root = make_blocks();
-    compiler = std::make_unique<blocks::Compiler>(
-        root, blocks::CompilerOptions{.threads = options.weave_threads});
+    runner.compile(make_blocks(), blocks::CompilerOptions{.threads = options.weave_threads});
   }
 
   void make_layers() {
@@ -118,46 +111,21 @@ struct SentimentModel::Impl {
     return graph;
   }
 
-  blocks::WovenBatch weave(train::Split split, std::span<const std::size_t> ids) const {
-    const std::vector<json>& examples = data.split(split);
-    std::vector<json> batch;
-    batch.reserve(ids.size());
-    for (std::size_t id : ids) batch.push_back(examples.at(id));
-    return compiler->weave(batch);
-  }
-
   // Runs a batch; with `training`, backpropagates the mean over trees of each tree's summed
   // node losses.
   train::BatchFigures run(const train::Batch& batch, bool training, Rng* rng) {
-    blocks::WovenBatch local;
-    const blocks::WovenBatch* woven = nullptr;
-    if (auto* prepared = dynamic_cast<PreparedTrees*>(batch.prepared)) {
-      woven = &prepared->woven;
-    } else {
-      local = weave(batch.split, batch.example_ids);
-      woven = &local;
-    }
-    tape.clear();
-    tape.set_grad_enabled(training);
-    TapeScope scope(tape);
-    nn::ForwardMode mode(training, rng);
-    blocks::BatchResult result = compiler->run(*woven, tape);
-
+    blocks::BatchResult result = runner.run(batch, data.split(batch.split), training, rng);
     const blocks::MetricValues nodes = result.metric("nodes");
     const blocks::MetricValues roots = result.metric("root");
-    const std::vector<std::int32_t> node_labels = int_labels(nodes);
-    const Tensor label_tensor =
-        Tensor::from_vector({std::int64_t(node_labels.size())}, node_labels);
-    Var node_loss = sum(softmax_cross_entropy(nodes.values, label_tensor));
-    const double loss_sum = node_loss.value().item();
-    if (training) tape.backward(node_loss * (1.f / float(batch.example_ids.size())));
+    const MetricLoss loss = metric_cross_entropy(nodes);
+    const auto trees = float(batch.example_ids.size());
+    if (training) loss.sum.tape().backward(loss.sum * (1.f / trees));
 
     train::BatchFigures figures;
-    figures.loss_sum = loss_sum;
+    figures.loss_sum = loss.sum.value().item();
     figures.examples = std::int64_t(batch.example_ids.size());
-    figures.metrics.add_mean("node_loss", loss_sum / double(node_labels.size()),
-                             double(node_labels.size()));
-    add_hits(figures.metrics, "all", nodes.values.value(), node_labels);
+    figures.metrics.add_mean("node_loss", figures.loss_sum / double(loss.rows), double(loss.rows));
+    add_hits(figures.metrics, "all", nodes.values.value(), int_labels(nodes));
     add_hits(figures.metrics, "root", roots.values.value(), int_labels(roots));
     return figures;
   }
@@ -196,9 +164,7 @@ train::BatchFigures SentimentModel::eval_batch(const train::Batch& batch) {
 
 std::unique_ptr<train::PreparedBatch> SentimentModel::prepare_batch(
     train::Split split, std::span<const std::size_t> ids) {
-  auto prepared = std::make_unique<PreparedTrees>();
-  prepared->woven = impl_->weave(split, ids);
-  return prepared;
+  return impl_->runner.prepare(impl_->data.split(split), ids);
 }
 
 json SentimentModel::parse_example(std::string_view line, std::string_view where) const {
@@ -206,31 +172,21 @@ json SentimentModel::parse_example(std::string_view line, std::string_view where
 }
 
 std::vector<json> SentimentModel::predict(std::span<const json> examples) {
-  Impl& m = *impl_;
-  m.tape.clear();
-  m.tape.set_grad_enabled(false);
-  TapeScope scope(m.tape);
-  nn::ForwardMode mode(false);
-  blocks::BatchResult result = m.compiler->forward(examples, m.tape);
+  blocks::BatchResult result = impl_->runner.infer(examples);
   const Tensor logits = result.output(0).value();
   const std::vector<float> values = logits.to_float_vector();
   const RowCalls calls = call_rows(logits);
   std::vector<json> predictions;
   for (std::size_t i = 0; i < examples.size(); ++i) {
-    const float* row = values.data() + i * kClasses;
-    const float top = *std::max_element(row, row + kClasses);
-    double total = 0, p[kClasses];
-    for (int k = 0; k < kClasses; ++k) total += p[k] = std::exp(double(row[k] - top));
-    json probabilities = json::array();
-    for (double v : p) probabilities.push_back(std::round(v / total * 1e6) / 1e6);
+    const std::span<const float> row(values.data() + i * kClasses, kClasses);
     predictions.push_back(json{{"label", calls.fine[i]},
-                               {"probabilities", probabilities},
+                               {"probabilities", probabilities_json(row)},
                                {"binary", calls.positive[i] ? "positive" : "negative"}});
   }
   return predictions;
 }
 
-const Block& SentimentModel::root_block() const { return impl_->root; }
+const Block& SentimentModel::root_block() const { return impl_->runner.root(); }
 
 std::span<const json> SentimentModel::examples(train::Split split) const {
   return impl_->data.split(split);
