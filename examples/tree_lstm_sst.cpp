@@ -112,9 +112,10 @@ int run(int argc, char** argv) {
       const float* grad = p.grad().data<float>();
       for (std::int64_t k = 0; k < p.value().numel(); ++k) value[k] -= learning_rate * grad[k];
     }
-    std::printf("step %d  loss %.4f  (%zu nodes, depth %d, woven in %.1f ms = %.2fM nodes/s)\n",
-                step, loss.value().item(), rows.rows(), batch.depth(), weave_s * 1e3,
-                double(batch.weaver().num_calls()) / weave_s / 1e6);
+    std::printf(
+        "step %d  loss %.4f  (%zu nodes, depth %d, woven in %.1f ms = %.2fM loom calls/s)\n", step,
+        loss.value().item(), rows.rows(), batch.depth(), weave_s * 1e3,
+        double(batch.weaver().num_calls()) / weave_s / 1e6);
   }
   return 0;
 }
