@@ -3,46 +3,24 @@
 // (each ONE loom operation batched over every node of every tree), and a labelled Metric per
 // node for the 5-class loss. Trains a few steps of plain SGD on a few hundred trees.
 //   tree_lstm_sst [path/to/train.txt] [trees] [steps]
-// The trees are parsed here with a minimal reader (weft/io/sst.h does this fully).
+// The trees come from weft/io/sst.h, as Input values {"label", "word"} / {"label", "children"}.
 #include <chrono>
 #include <cstdio>
-#include <fstream>
+#include <exception>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "weft/autodiff/ops.h"
 #include "weft/blocks/compiler.h"
-#include "weft/core/error.h"
 #include "weft/core/rng.h"
+#include "weft/io/sst.h"
+#include "weft/io/sst_json.h"
 
 using namespace weft;
 using namespace weft::blocks;
 
 namespace {
-
-// "(3 (2 It) (4 ...))" -> {"label": 3, "word": "It"} / {"label": 3, "children": [l, r]}.
-Input parse_tree(const std::string& text, std::size_t& at) {
-  auto skip = [&] {
-    while (at < text.size() && text[at] == ' ') ++at;
-  };
-  skip();
-  if (text.at(at) != '(') throw Error("[sst] expected '(' at " + std::to_string(at));
-  ++at;
-  Input node = {{"label", int(text.at(at++) - '0')}};
-  skip();
-  if (text.at(at) == '(') {
-    Input children = Input::array();
-    while (skip(), text.at(at) == '(') children.push_back(parse_tree(text, at));
-    node["children"] = std::move(children);
-  } else {
-    const std::size_t end = text.find(')', at);
-    node["word"] = text.substr(at, end - at);
-    at = end;
-  }
-  ++at;  // ')'
-  return node;
-}
 
 Tensor uniform(const Shape& shape, float scale, Rng& rng) {
   std::vector<float> v(std::size_t(shape.numel()));
@@ -52,21 +30,16 @@ Tensor uniform(const Shape& shape, float scale, Rng& rng) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   const std::string path = argc > 1 ? argv[1] : "../shared/data/sst/train.txt";
   const std::size_t num_trees = argc > 2 ? std::stoul(argv[2]) : 300;
   const int steps = argc > 3 ? std::stoi(argv[3]) : 8;
-  std::ifstream file(path);
-  if (!file) {
-    std::fprintf(stderr, "cannot open %s (pass the path to SST train.txt)\n", path.c_str());
-    return 1;
-  }
   std::vector<Input> trees;
-  std::map<std::string, int> vocab;
-  for (std::string line; trees.size() < num_trees && std::getline(file, line);) {
-    std::size_t at = 0;
-    trees.push_back(parse_tree(line, at));
+  for (const io::SstTree& t : io::read_sst_file(path)) {
+    if (trees.size() == num_trees) break;
+    trees.push_back(io::to_input(t));
   }
+  std::map<std::string, int> vocab;
   std::function<void(const Input&)> add_words = [&](const Input& t) {
     if (t.contains("word"))
       vocab.emplace(t["word"].get<std::string>(), int(vocab.size()));
@@ -139,9 +112,20 @@ int main(int argc, char** argv) {
       const float* grad = p.grad().data<float>();
       for (std::int64_t k = 0; k < p.value().numel(); ++k) value[k] -= learning_rate * grad[k];
     }
-    std::printf("step %d  loss %.4f  (%zu nodes, depth %d, woven in %.1f ms = %.2fM nodes/s)\n",
-                step, loss.value().item(), rows.rows(), batch.depth(), weave_s * 1e3,
-                double(batch.weaver().num_calls()) / weave_s / 1e6);
+    std::printf(
+        "step %d  loss %.4f  (%zu nodes, depth %d, woven in %.1f ms = %.2fM loom calls/s)\n", step,
+        loss.value().item(), rows.rows(), batch.depth(), weave_s * 1e3,
+        double(batch.weaver().num_calls()) / weave_s / 1e6);
   }
   return 0;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n(usage: tree_lstm_sst [path/to/sst/train.txt] [trees] [steps])\n",
+                 e.what());
+    return 1;
+  }
 }
