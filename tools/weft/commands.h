@@ -87,9 +87,9 @@ struct TrainOptions {
   double momentum = 0;
   double weight_decay = -1;  // < 0: the model's default
   std::string weight_decay_mode = "l2";
-  std::string schedule = "constant";
+  std::string schedule;  // constant | step | exponential | cosine; empty: the model's default
   std::int64_t warmup_steps = 0;
-  double clip_norm = 0;
+  double clip_norm = -1;                      // 0: off; < 0: the model's default
   double embedding_learning_rate_scale = -1;  // < 0: the model's default
   std::string checkpoint;                     // written after every epoch when set
   std::string best_checkpoint;                // written when the dev figure improves

@@ -129,6 +129,8 @@ train::TrainerOptions training_recipe(const TrainOptions& options) {
     t.batch_size = 32;
     t.optimizer.kind = train::OptimizerKind::kAdam;
     t.schedule.learning_rate = 0.001;
+    t.schedule.kind = train::ScheduleKind::kCosine;  // to 0 over the run; spikes without it
+    t.clip_norm = 1;
     t.best_metric = esol ? "rmse" : "roc_auc";
     t.best_mode = esol ? train::BestMode::kMin : train::BestMode::kMax;
   } else if (name == "attention") {
@@ -158,9 +160,9 @@ train::TrainerOptions training_recipe(const TrainOptions& options) {
   if (options.weight_decay >= 0) t.optimizer.weight_decay = options.weight_decay;
   t.optimizer.weight_decay_mode = train::parse_weight_decay_mode(options.weight_decay_mode);
   t.optimizer.momentum = options.momentum;
-  t.schedule.kind = train::parse_schedule_kind(options.schedule);
+  if (!options.schedule.empty()) t.schedule.kind = train::parse_schedule_kind(options.schedule);
   t.schedule.warmup_steps = options.warmup_steps;
-  t.clip_norm = options.clip_norm;
+  if (options.clip_norm >= 0) t.clip_norm = options.clip_norm;
   if (options.embedding_learning_rate_scale >= 0) {
     t.optimizer.learning_rate_scales = {{"embedding/", options.embedding_learning_rate_scale}};
   }

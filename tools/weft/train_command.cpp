@@ -102,11 +102,12 @@ CLI::App* add_train(CLI::App& app, TrainOptions& o) {
   cmd->add_option("--weight-decay", o.weight_decay, "Weight decay (default: the model's)");
   cmd->add_option("--weight-decay-mode", o.weight_decay_mode, "l2 or decoupled")
       ->capture_default_str();
-  cmd->add_option("--schedule", o.schedule, "constant, step, exponential or cosine")
-      ->capture_default_str();
+  cmd->add_option("--schedule", o.schedule,
+                  "constant, step, exponential or cosine (default: the model's)");
   cmd->add_option("--warmup-steps", o.warmup_steps, "Linear warm-up updates")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--clip-norm", o.clip_norm, "Clip the global gradient norm (0: off)")
+  cmd->add_option("--clip-norm", o.clip_norm,
+                  "Clip the global gradient norm (0: off; default: the model's)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--embedding-lr-scale", o.embedding_learning_rate_scale,
                   "Learning rate of word vectors relative to the rest (default: the model's)")
