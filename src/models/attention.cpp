@@ -145,12 +145,7 @@ struct AttentionModel::Impl {
   train::BatchFigures run(const train::Batch& batch, bool training, Rng* rng) {
     blocks::BatchResult result = runner.run(batch, splits[int(batch.split)], training, rng);
     const blocks::MetricValues roots = result.metric("root");
-    const MetricLoss loss = metric_cross_entropy(roots);
-    if (training) loss.sum.tape().backward(loss.sum * (1.f / float(loss.rows)));
-
-    train::BatchFigures figures;
-    figures.loss_sum = loss.sum.value().item();
-    figures.examples = loss.rows;
+    train::BatchFigures figures = classify_examples(roots, training, nullptr);
     add_hits(figures.metrics, "root", roots.values.value(), int_labels(roots));
     return figures;
   }

@@ -73,6 +73,20 @@ MetricLoss metric_cross_entropy(const blocks::MetricValues& metric) {
   return loss;
 }
 
+train::BatchFigures classify_examples(const blocks::MetricValues& metric, bool training,
+                                      const char* accuracy_name) {
+  const MetricLoss loss = metric_cross_entropy(metric);
+  if (training) loss.sum.tape().backward(loss.sum * (1.f / float(loss.rows)));
+  train::BatchFigures figures;
+  figures.loss_sum = loss.sum.value().item();
+  figures.examples = loss.rows;
+  if (accuracy_name != nullptr) {
+    figures.metrics.add_hits(accuracy_name, train::argmax_hits(metric.values.value(), loss.labels),
+                             loss.rows);
+  }
+  return figures;
+}
+
 nlohmann::json probabilities_json(std::span<const float> logits) {
   const float top = *std::max_element(logits.begin(), logits.end());
   std::vector<double> p(logits.size());

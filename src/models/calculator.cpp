@@ -102,15 +102,7 @@ struct CalculatorModel::Impl {
 
   train::BatchFigures run(const train::Batch& batch, bool training, Rng* rng) {
     blocks::BatchResult result = runner.run(batch, split(batch.split), training, rng);
-    const blocks::MetricValues sign = result.metric("sign");
-    const MetricLoss loss = metric_cross_entropy(sign);
-    if (training) loss.sum.tape().backward(loss.sum * (1.f / float(loss.rows)));
-    train::BatchFigures figures;
-    figures.loss_sum = loss.sum.value().item();
-    figures.examples = loss.rows;
-    figures.metrics.add_hits("accuracy", train::argmax_hits(sign.values.value(), loss.labels),
-                             loss.rows);
-    return figures;
+    return classify_examples(result.metric("sign"), training);
   }
 };
 

@@ -174,16 +174,7 @@ struct LangIdModel::Impl {
 
   train::BatchFigures run(const train::Batch& batch, bool training, Rng* rng) {
     blocks::BatchResult result = runner.run(batch, splits[int(batch.split)], training, rng);
-    const blocks::MetricValues language = result.metric("language");
-    const MetricLoss loss = metric_cross_entropy(language);
-    if (training) loss.sum.tape().backward(loss.sum * (1.f / float(loss.rows)));
-
-    train::BatchFigures figures;
-    figures.loss_sum = loss.sum.value().item();
-    figures.examples = loss.rows;
-    figures.metrics.add_hits("accuracy", train::argmax_hits(language.values.value(), loss.labels),
-                             loss.rows);
-    return figures;
+    return classify_examples(result.metric("language"), training);
   }
 };
 

@@ -47,6 +47,12 @@ struct MetricLoss {
 };
 MetricLoss metric_cross_entropy(const blocks::MetricValues& metric);
 
+// A batch classified through a metric with one row per example: backpropagates the mean
+// cross-entropy when training; the figures hold the summed loss, the rows and, under
+// `accuracy_name` unless it is null, the argmax hits.
+train::BatchFigures classify_examples(const blocks::MetricValues& metric, bool training,
+                                      const char* accuracy_name = "accuracy");
+
 // The softmax of one row of logits, each probability rounded to 6 decimals.
 nlohmann::json probabilities_json(std::span<const float> logits);
 
