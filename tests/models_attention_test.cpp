@@ -10,23 +10,23 @@
 namespace weft::models {
 namespace {
 
-AttentionOptions small_attention() {
-  AttentionOptions options;
-  options.data_dir = weft::testing::io_data_path("");
-  options.embeddings_path = weft::testing::io_data_path("glove-sst/glove.6B.100d.sst.txt");
-  options.hidden = 32;
-  options.attention_hidden = 16;
-  options.max_train_trees = 300;
-  options.max_eval_trees = 40;
-  options.seed = 4;
+OptionValues small_attention() {
+  OptionValues options = attention_entry().default_options();
+  options.update({{"data_dir", weft::testing::io_data_path("")},
+                  {"embeddings", weft::testing::io_data_path("glove-sst/glove.6B.100d.sst.txt")},
+                  {"hidden", 32},
+                  {"attention_hidden", 16},
+                  {"max_train", 300},
+                  {"max_eval", 40},
+                  {"seed", 4}},
+                 "test");
   return options;
 }
 
 TEST(AttentionModel, ReadsTreesAsWordSequences) {
   WEFT_REQUIRE_DATA("sst/dev.txt");
-  AttentionOptions options = small_attention();
-  options.embeddings_path.clear();  // random vectors: no need to read GloVe here
-  options.max_train_trees = 20;
+  OptionValues options = small_attention();
+  options.update({{"no_embeddings", true}, {"max_train", 20}}, "test");  // no need for GloVe
   AttentionModel model(options);
   const nlohmann::json sentence = model.parse_example("(3 (2 a) (4 (2 very) (4 good)))", "x:1");
   EXPECT_EQ(sentence["label"], 3);
@@ -37,9 +37,8 @@ TEST(AttentionModel, ReadsTreesAsWordSequences) {
 
 TEST(AttentionModel, WeightsOfEachSentenceSumToOne) {
   WEFT_REQUIRE_DATA("sst/dev.txt");
-  AttentionOptions options = small_attention();
-  options.embeddings_path.clear();
-  options.max_train_trees = 20;
+  OptionValues options = small_attention();
+  options.update({{"no_embeddings", true}, {"max_train", 20}}, "test");
   AttentionModel model(options);
   const auto examples = model.examples(train::Split::kDev).subspan(0, 10);
   const std::vector<nlohmann::json> predictions = model.predict(examples);

@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "io_test_util.h"
 #include "weft/core/error.h"
 #include "weft/models/langid.h"
@@ -23,23 +25,23 @@ TEST(LangIdWords, SplitsOnWhitespaceAndDecodesUtf8) {
   EXPECT_TRUE(langid_words(" \t ").empty());
 }
 
-LangIdOptions small_langid() {
-  LangIdOptions options;
-  options.data_dir = weft::testing::io_data_path("tatoeba-langid");
-  options.char_embedding = 16;
-  options.char_hidden = 32;
-  options.hidden = 32;
-  options.max_train = 400;
-  options.max_eval = 100;
-  options.seed = 2;
+OptionValues small_langid() {
+  OptionValues options = langid_entry().default_options();
+  options.update({{"data_dir", weft::testing::io_data_path("")},
+                  {"char_embedding", 16},
+                  {"char_hidden", 32},
+                  {"hidden", 32},
+                  {"max_train", 400},
+                  {"max_eval", 100},
+                  {"seed", 2}},
+                 "test");
   return options;
 }
 
 TEST(LangIdModel, SplitsRemoveTheTestOverlapAndHoldOutDev) {
   WEFT_REQUIRE_DATA("tatoeba-langid/testset.csv");
-  LangIdOptions options = small_langid();
-  options.max_train = 0;
-  options.max_eval = 0;
+  OptionValues options = small_langid();
+  options.update({{"max_train", 0}, {"max_eval", 0}}, "test");
   LangIdModel model(options);
   EXPECT_EQ(model.languages().size(), 10u);
   EXPECT_EQ(model.overlap_removed(), 104);
@@ -56,18 +58,17 @@ TEST(LangIdModel, SplitsRemoveTheTestOverlapAndHoldOutDev) {
 class LangIdBadRecords : public weft::testing::IoTempDir {};
 
 TEST_F(LangIdBadRecords, EmptySentencesAreSkippedOrRejected) {
-  write_file("eng_3.csv", "1\teng\tHello there\n2\teng\t \n3\teng\tGood night\n");
-  write_file("fra_2.csv", "4\tfra\tBonjour\n5\tfra\tBonne nuit\n");
-  write_file("testset.csv", "6\teng\tHi\n7\tfra\tSalut\n");
-  LangIdOptions options = small_langid();
-  options.data_dir = (dir_).string();
-  options.max_train = 0;
-  options.dev_fraction = 0;
+  std::filesystem::create_directories(dir_ / "tatoeba-langid");
+  write_file("tatoeba-langid/eng_3.csv", "1\teng\tHello there\n2\teng\t \n3\teng\tGood night\n");
+  write_file("tatoeba-langid/fra_2.csv", "4\tfra\tBonjour\n5\tfra\tBonne nuit\n");
+  write_file("tatoeba-langid/testset.csv", "6\teng\tHi\n7\tfra\tSalut\n");
+  OptionValues options = small_langid();
+  options.update({{"data_dir", dir_.string()}, {"max_train", 0}, {"dev_fraction", 0}}, "test");
   LangIdModel model(options);
   ASSERT_EQ(model.skipped().size(), 1u);
   EXPECT_THAT(model.skipped()[0], HasSubstr("eng_3.csv:2: empty sentence (id 2)"));
   EXPECT_EQ(model.num_examples(train::Split::kTrain), 4u);
-  options.skip_bad_records = false;
+  options.set("bad_records", "reject", "test");
   EXPECT_THAT([&] { LangIdModel rejecting(options); },
               ::testing::ThrowsMessage<Error>(HasSubstr("eng_3.csv:2: empty sentence")));
 }

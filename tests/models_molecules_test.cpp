@@ -26,17 +26,18 @@ using ::testing::HasSubstr;
       GTEST_SKIP() << "built without RDKit (WEFT_WITH_RDKIT); SMILES parsing unavailable"; \
   } while (0)
 
-MoleculeOptions small_options(MoleculeTask task) {
-  MoleculeOptions o;
-  o.data_dir = weft::testing::io_data_path("");
-  o.task = task;
-  o.hidden = 16;
-  o.pair_hidden = 8;
-  o.graph_hidden = 16;
-  o.max_train = 96;
-  o.max_eval = 32;
-  o.seed = 2;
-  o.weave_threads = 1;
+OptionValues small_options(MoleculeTask task) {
+  OptionValues o = molecules_entry().default_options();
+  o.update({{"data_dir", weft::testing::io_data_path("")},
+            {"task", std::string(molecule_task_name(task))},
+            {"hidden", 16},
+            {"pair_hidden", 8},
+            {"graph_hidden", 16},
+            {"max_train", 96},
+            {"max_eval", 32},
+            {"seed", 2},
+            {"weave_threads", 1}},
+           "test");
   return o;
 }
 
@@ -182,12 +183,38 @@ TEST(MoleculeModelTest, Tox21MaskedLossAndRocAuc) {
   EXPECT_LT(p["SR-p53"].get<double>(), 1.0);
 }
 
+TEST(MoleculeModelTest, SplitFiguresDoNotDependOnHowTheSplitIsBatched) {
+  WEFT_REQUIRE_RDKIT();
+  WEFT_REQUIRE_DATA("molecules/delaney-processed.csv");
+  MoleculeModel model(small_options(MoleculeTask::kEsol));
+  double figures[3];
+  const std::size_t batch_sizes[3] = {5, 32, 7};
+  for (int k = 0; k < 3; ++k) {
+    train::TrainerOptions t = quick_recipe(1);
+    t.batch_size = batch_sizes[k];
+    t.prepare_ahead = k != 2;
+    figures[k] = train::Trainer(t).evaluate(model, train::Split::kDev).value("rmse");
+  }
+  EXPECT_GT(figures[0], 0.0);
+  // float32 sums group differently in batches of other sizes: equal up to rounding.
+  EXPECT_NEAR(figures[0], figures[1], 1e-6 * figures[0]);
+  EXPECT_NEAR(figures[0], figures[2], 1e-6 * figures[0]);
+  // The scores of the whole split, in any order: the trainer sorts them by example.
+  const auto& records = model.records(train::Split::kDev);
+  std::vector<train::ExampleScores> scores;
+  for (std::size_t i = records.size(); i-- > 0;) scores.push_back({i, {records[i].targets[0]}});
+  std::sort(scores.begin(), scores.end(),
+            [](const auto& a, const auto& b) { return a.example < b.example; });
+  train::MetricSet perfect;
+  model.finish_split(train::Split::kDev, scores, perfect);
+  EXPECT_NEAR(perfect.value("rmse"), 0.0, 1e-9);
+}
+
 TEST(MoleculeModelTest, BatchedPredictionsEqualOneAtATime) {
   WEFT_REQUIRE_RDKIT();
   WEFT_REQUIRE_DATA("molecules/delaney-processed.csv");
-  MoleculeOptions o = small_options(MoleculeTask::kEsol);
-  o.max_train = 16;
-  o.max_eval = 6;
+  OptionValues o = small_options(MoleculeTask::kEsol);
+  o.update({{"max_train", 16}, {"max_eval", 6}}, "test");
   MoleculeModel model(o);
   const auto examples = model.examples(train::Split::kTest);
   const std::vector<json> together = model.predict(examples);
@@ -202,9 +229,8 @@ TEST(MoleculeModelTest, BatchedPredictionsEqualOneAtATime) {
 TEST(MoleculeModelTest, PairUpdateIgnoresTheOrderOfItsAtoms) {
   WEFT_REQUIRE_RDKIT();
   WEFT_REQUIRE_DATA("molecules/delaney-processed.csv");
-  MoleculeOptions o = small_options(MoleculeTask::kEsol);
-  o.max_train = 8;
-  o.max_eval = 2;
+  OptionValues o = small_options(MoleculeTask::kEsol);
+  o.update({{"max_train", 8}, {"max_eval", 2}}, "test");
   MoleculeModel model(o);
   json forward = graph_of("CC(=O)Oc1ccccc1C(=O)O");
   json reversed = forward;
@@ -222,7 +248,7 @@ TEST(MoleculeModelTest, PairUpdateIgnoresTheOrderOfItsAtoms) {
 
 class MoleculeBadRecords : public weft::testing::IoTempDir {
  protected:
-  MoleculeOptions options(io::OnBadRow mode) {
+  OptionValues options(io::OnBadRow mode) {
     std::filesystem::create_directories(dir_ / "molecules");
     write_file("molecules/tox21.csv",
                "NR-AR,NR-AR-LBD,NR-AhR,NR-Aromatase,NR-ER,NR-ER-LBD,NR-PPAR-gamma,SR-ARE,"
@@ -231,9 +257,10 @@ class MoleculeBadRecords : public weft::testing::IoTempDir {
                "0,0,1,,,0,0,1,0,0,0,0,T2,C1CC\n"
                ",,,,,,,,,,,,T3,CCN\n"
                "1,0,1,,,0,0,1,0,0,0,0,T4,c1ccccc1\n");
-    MoleculeOptions o = small_options(MoleculeTask::kTox21);
-    o.data_dir = dir_.string();
-    o.bad_records = mode;
+    OptionValues o = small_options(MoleculeTask::kTox21);
+    o.update({{"data_dir", dir_.string()},
+              {"bad_records", mode == io::OnBadRow::kReject ? "reject" : "skip"}},
+             "test");
     return o;
   }
 };

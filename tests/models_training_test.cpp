@@ -29,14 +29,15 @@ train::TrainerOptions quick_recipe(int epochs, double learning_rate) {
   return options;
 }
 
-SentimentOptions small_sentiment() {
-  SentimentOptions options;
-  options.data_dir = weft::testing::io_data_path("");
-  options.embeddings_path = weft::testing::io_data_path("glove-sst/glove.6B.100d.sst.txt");
-  options.hidden = 24;
-  options.max_train_trees = 240;
-  options.max_eval_trees = 60;
-  options.seed = 5;
+OptionValues small_sentiment() {
+  OptionValues options = sentiment_entry().default_options();
+  options.update({{"data_dir", weft::testing::io_data_path("")},
+                  {"embeddings", weft::testing::io_data_path("glove-sst/glove.6B.100d.sst.txt")},
+                  {"hidden", 24},
+                  {"max_train", 240},
+                  {"max_eval", 60},
+                  {"seed", 5}},
+                 "test");
   return options;
 }
 
@@ -74,9 +75,8 @@ TEST(SentimentModel, ShortTrainingRunLearns) {
 
 TEST(SentimentModel, BatchedPredictionsEqualOneAtATime) {
   WEFT_REQUIRE_DATA("sst/dev.txt");
-  SentimentOptions options = small_sentiment();
-  options.embeddings_path.clear();  // random vectors: no need to read GloVe here
-  options.max_train_trees = 20;
+  OptionValues options = small_sentiment();
+  options.update({{"no_embeddings", true}, {"max_train", 20}}, "test");  // no need for GloVe
   SentimentModel model(options);
   const auto examples = model.examples(train::Split::kDev).subspan(0, 12);
   const std::vector<nlohmann::json> batched = model.predict(examples);
@@ -92,9 +92,8 @@ TEST(SentimentModel, BatchedPredictionsEqualOneAtATime) {
 
 TEST(SentimentModel, ParsesTreesAndRejectsNonBinaryOnes) {
   WEFT_REQUIRE_DATA("sst/dev.txt");
-  SentimentOptions options = small_sentiment();
-  options.embeddings_path.clear();
-  options.max_train_trees = 20;
+  OptionValues options = small_sentiment();
+  options.update({{"no_embeddings", true}, {"max_train", 20}}, "test");
   SentimentModel model(options);
   const nlohmann::json tree = model.parse_example("(3 (2 a) (4 good))", "x:1");
   EXPECT_EQ(tree["label"], 3);
@@ -107,10 +106,8 @@ TEST(SentimentModel, ParsesTreesAndRejectsNonBinaryOnes) {
 }
 
 TEST(CalculatorModel, ShortTrainingRunBeatsTheMajorityClass) {
-  CalculatorOptions options;
-  options.hidden = 32;
-  options.train_examples = 3000;
-  options.eval_examples = 400;
+  OptionValues options = calculator_entry().default_options();
+  options.update({{"hidden", 32}, {"max_train", 3000}, {"max_eval", 400}}, "test");
   CalculatorModel model(options);
   train::TrainerOptions recipe = quick_recipe(3, 0.003);
   recipe.optimizer.kind = train::OptimizerKind::kAdam;

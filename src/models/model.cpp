@@ -1,5 +1,6 @@
-// Measuring a model as the paper does: the same examples, dynamically batched or one call per
-// node, timed in one process.
+// The model contract's shared pieces: the configuration a checkpoint stores, and measuring a
+// model as the paper does (the same examples, dynamically batched or one call per node, timed in
+// one process).
 #include "weft/models/model.h"
 
 #include <algorithm>
@@ -10,6 +11,10 @@
 #include "weft/nn/mode.h"
 
 namespace weft::models {
+
+std::string Model::config_json() const {
+  return nlohmann::json{{"options", options().values()}, {"assets", assets()}}.dump();
+}
 
 double inference_rate(const blocks::Block& root, std::span<const nlohmann::json> examples,
                       loom::Strategy strategy, std::size_t batch_size) {

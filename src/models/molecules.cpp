@@ -1,6 +1,9 @@
-// The Weave-style molecule model with blocks: the model definition (make_blocks and the
-// weave_layer it repeats), reading the data set, and batches, losses and predictions.
+// The Weave-style molecule model with blocks: its registry entry and recipe, the model
+// definition (make_blocks and the weave_layer it repeats), reading the data set, and batches,
+// losses, split-level figures and predictions.
 #include "weft/models/molecules.h"
+
+#include <fmt/core.h>
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +11,6 @@
 #include "weft/autodiff/ops.h"
 #include "weft/blocks/compiler.h"
 #include "weft/core/error.h"
-#include "weft/models/blocks_runner.h"
 #include "weft/nn/fc.h"
 #include "weft/nn/parameter_store.h"
 
@@ -58,18 +60,71 @@ Block pair_from_atoms(const Block& update) {
 
 }  // namespace
 
+ModelEntry molecules_entry() {
+  ModelEntry entry;
+  entry.name = "molecules";
+  entry.summary =
+      "Weave-style graph convolutions over molecular graphs: --task esol (RMSE) or "
+      "tox21 (mean ROC-AUC)";
+  entry.input = "a SMILES string, or {\"smiles\": \"...\"}";
+  auto size = [](const char* name, std::int64_t value, const char* help) {
+    return OptionSpec{.name = name, .default_value = value, .help = help, .min = 1, .max = 65536};
+  };
+  entry.options = {
+      {.name = "task",
+       .kind = OptionKind::kString,
+       .default_value = "esol",
+       .help = "esol (solubility regression, RMSE) or tox21 (12 assays, mean ROC-AUC)",
+       .choices = {"esol", "tox21"}},
+      size("hidden", 64, "Atom state size"),
+      size("pair_hidden", 32, "Atom-pair state size"),
+      size("graph_hidden", 128, "Size of the gated sum over atoms"),
+      {.name = "layers", .default_value = 2, .help = "Weave layers", .min = 1, .max = 16},
+      {.name = "bad_records",
+       .kind = OptionKind::kString,
+       .default_value = "skip",
+       .help = "An unparsable SMILES or a record without labels: skip (and list it) or reject",
+       .role = OptionRole::kData,
+       .choices = {"skip", "reject"}},
+  };
+  entry.recipe = [](const OptionValues& options) {
+    const bool esol = options.text("task") == "esol";
+    Recipe r;
+    r.epochs = esol ? 80 : 20;
+    r.batch_size = 32;
+    r.optimizer.kind = train::OptimizerKind::kAdam;
+    r.schedule.learning_rate = 0.001;
+    r.schedule.kind = train::ScheduleKind::kCosine;  // to 0 over the run; spikes without it
+    r.clip_norm = 1;
+    r.best_metric = esol ? "rmse" : "roc_auc";
+    r.best_mode = esol ? train::BestMode::kMin : train::BestMode::kMax;
+    return r;
+  };
+  entry.create = [](const OptionValues& options, const ModelInit& init) {
+    return std::make_unique<MoleculeModel>(options, init);
+  };
+  return entry;
+}
+
 struct MoleculeModel::Impl {
-  MoleculeOptions options;
+  // The options, read once.
+  struct Config {
+    std::string data_dir;
+    MoleculeTask task = MoleculeTask::kEsol;
+    std::int64_t hidden = 0, pair_hidden = 0, graph_hidden = 0, layers = 0;
+    io::OnBadRow bad_records = io::OnBadRow::kSkip;
+    std::uint64_t seed = 1;
+    std::int64_t max_train = 0, max_eval = 0;
+  } options;
   std::vector<std::string> tasks, skipped;
   MoleculeSplit train, dev, test;
   float target_mean = 0, target_scale = 1;  // ESOL targets are standardized with train's
-  nn::ParameterStore store;
+  nn::ParameterStore& store;
   std::vector<WeaveWeights> weave;
   std::unique_ptr<nn::FC> gate, gate_value, readout, output;
-  BlocksRunner runner;
-  MoleculeScores scores;
 
-  explicit Impl(MoleculeOptions opts);
+  Impl(const OptionValues& values, nn::ParameterStore& parameters, const ModelInit& init);
+  void read_assets(const json& assets);
 
   // ---- The model definition ---------------------------------------------------------------
 
@@ -170,50 +225,31 @@ struct MoleculeModel::Impl {
     return values;
   }
 
-  train::BatchFigures run(const train::Batch& batch, bool training, Rng* rng) {
-    blocks::BatchResult result = runner.run(batch, split(batch.split).examples, training, rng);
-    std::vector<const io::MoleculeRecord*> records;
-    for (std::size_t id : batch.example_ids) records.push_back(&split(batch.split).records[id]);
-    const Var outputs = result.output(0);
-    Var loss = loss_of(outputs, records);
-    const float count = float(records.size());
-    if (training) loss.tape().backward(loss * (1.f / count));
-
-    train::BatchFigures figures;
-    figures.loss_sum = loss.value().item();
-    figures.examples = std::int64_t(records.size());
-    if (!training) add_split_figures(batch, outputs, records, figures);
-    return figures;
-  }
-
-  // Collects the split's scores; the batch that completes the split reports its figure.
-  void add_split_figures(const train::Batch& batch, const Var& outputs,
-                         std::span<const io::MoleculeRecord* const> records,
-                         train::BatchFigures& figures) {
-    if (!batch.example_ids.empty() && batch.example_ids.front() == 0) scores.clear();
-    const std::vector<double> values = scores_of(outputs);
-    for (std::size_t i = 0; i < records.size(); ++i) {
-      scores.add(std::span(values).subspan(i * tasks.size(), tasks.size()), *records[i]);
-    }
-    if (scores.size() != split(batch.split).records.size()) return;
-    if (options.task == MoleculeTask::kEsol) {
-      figures.metrics.add_mean("rmse", scores.rmse());
-    } else {
-      figures.metrics.add_mean("roc_auc", scores.mean_roc_auc());
-    }
-    scores.clear();
-  }
-
   void load();
   void keep(std::vector<io::MoleculeRecord>& records, std::vector<json>& graphs);
 };
 
-MoleculeModel::Impl::Impl(MoleculeOptions opts) : options(std::move(opts)), store(options.seed) {
-  load();
-  scores = MoleculeScores(tasks.size());
+MoleculeModel::Impl::Impl(const OptionValues& values, nn::ParameterStore& parameters,
+                          const ModelInit& init)
+    : store(parameters) {
+  options.data_dir = values.text("data_dir");
+  options.task = parse_molecule_task(values.text("task"));
+  options.hidden = values.integer("hidden");
+  options.pair_hidden = values.integer("pair_hidden");
+  options.graph_hidden = values.integer("graph_hidden");
+  options.layers = values.integer("layers");
+  options.bad_records =
+      values.text("bad_records") == "reject" ? io::OnBadRow::kReject : io::OnBadRow::kSkip;
+  options.seed = std::uint64_t(values.integer("seed"));
+  options.max_train = values.integer("max_train");
+  options.max_eval = values.integer("max_eval");
+  if (init.use != ModelUse::kInfer) load();
+  if (init.assets != nullptr) read_assets(*init.assets);
+  if (init.use == ModelUse::kEvaluate) train = MoleculeSplit();
+  if (tasks.empty()) fail("molecules", "no tasks to predict");
   const std::int64_t a = options.hidden, p = options.pair_hidden;
   std::int64_t atom_in = io::kAtomFeatureSize, pair_in = io::kBondFeatureSize;
-  for (int k = 0; k < options.layers; ++k) {
+  for (std::int64_t k = 0; k < options.layers; ++k) {
     const std::string s = "weave" + std::to_string(k + 1) + "/";
     WeaveWeights w;
     w.atom_to_atom = std::make_unique<nn::FC>(store, s + "atom_to_atom", atom_in, a);
@@ -232,7 +268,29 @@ MoleculeModel::Impl::Impl(MoleculeOptions opts) : options(std::move(opts)), stor
   readout = std::make_unique<nn::FC>(store, "readout", options.graph_hidden, options.graph_hidden);
   output = std::make_unique<nn::FC>(store, "output", options.graph_hidden,
                                     std::int64_t(tasks.size()), linear);
-  runner.compile(make_blocks(), blocks::CompilerOptions{.threads = options.weave_threads});
+}
+
+// The tasks and the targets' standardization a checkpoint stored (they replace the data's).
+void MoleculeModel::Impl::read_assets(const json& assets) {
+  const json names = assets.value("tasks", json());
+  if (!names.is_array() || names.empty()) fail("molecules", "the assets hold no task names");
+  std::vector<std::string> stored;
+  for (const json& name : names) {
+    if (!name.is_string()) fail("molecules", "a stored task name is not a string");
+    stored.push_back(name.get<std::string>());
+  }
+  if (!tasks.empty() && tasks != stored) {
+    fail("molecules", "the data's tasks differ from the checkpoint's");
+  }
+  tasks = std::move(stored);
+  const json mean = assets.value("target_mean", json()),
+             scale = assets.value("target_scale", json());
+  if (!mean.is_number() || !scale.is_number() || !std::isfinite(mean.get<double>()) ||
+      !(scale.get<double>() > 0) || !std::isfinite(scale.get<double>())) {
+    fail("molecules", "the stored target standardization is missing or invalid");
+  }
+  target_mean = mean.get<float>();
+  target_scale = scale.get<float>();
 }
 
 void MoleculeModel::Impl::load() {
@@ -297,41 +355,75 @@ void MoleculeModel::Impl::keep(std::vector<io::MoleculeRecord>& records,
   target_scale = float(std::max(1e-6, std::sqrt(squares / double(train.records.size()))));
 }
 
-MoleculeModel::MoleculeModel(MoleculeOptions options)
-    : impl_(std::make_unique<Impl>(std::move(options))) {}
+MoleculeModel::MoleculeModel(const OptionValues& options, const ModelInit& init)
+    : BlockModel(options), impl_(std::make_unique<Impl>(this->options(), store(), init)) {
+  Impl& m = *impl_;
+  split_examples(train::Split::kTrain) = m.train.examples;
+  split_examples(train::Split::kDev) = m.dev.examples;
+  split_examples(train::Split::kTest) = m.test.examples;
+  compile(m.make_blocks());
+}
+
 MoleculeModel::~MoleculeModel() = default;
 
-std::string MoleculeModel::config_json() const {
-  const MoleculeOptions& o = impl_->options;
-  return json{{"task", molecule_task_name(o.task)},
-              {"hidden", o.hidden},
-              {"pair_hidden", o.pair_hidden},
-              {"graph_hidden", o.graph_hidden},
-              {"layers", o.layers},
-              {"pairs", "bonded"},
+json MoleculeModel::assets() const {
+  return json{{"tasks", impl_->tasks},
               {"target_mean", impl_->target_mean},
-              {"target_scale", impl_->target_scale},
-              {"seed", o.seed}}
-      .dump();
+              {"target_scale", impl_->target_scale}};
 }
 
-std::vector<Parameter> MoleculeModel::parameters() { return impl_->store.parameters(); }
-
-std::size_t MoleculeModel::num_examples(train::Split split) const {
-  return impl_->split(split).records.size();
+std::vector<std::string> MoleculeModel::data_notes() const {
+  if (impl_->skipped.empty()) return {};
+  std::vector<std::string> notes{fmt::format(
+      "molecules: skipped {} bad records (--bad-records skip):", impl_->skipped.size())};
+  for (const std::string& record : impl_->skipped) notes.push_back("  " + record);
+  return notes;
 }
 
-train::BatchFigures MoleculeModel::train_batch(const train::Batch& batch, Rng& rng) {
-  return impl_->run(batch, true, &rng);
+// The loss over the batch; when evaluating, every example's scores (in the data's units) for
+// finish_split.
+train::BatchFigures MoleculeModel::figures(const blocks::BatchResult& result,
+                                           const train::Batch& batch, bool training) {
+  Impl& m = *impl_;
+  std::vector<const io::MoleculeRecord*> records;
+  for (std::size_t id : batch.example_ids) records.push_back(&m.split(batch.split).records[id]);
+  const Var outputs = result.output(0);
+  Var loss = m.loss_of(outputs, records);
+  const float count = float(records.size());
+  if (training) loss.tape().backward(loss * (1.f / count));
+
+  train::BatchFigures figures;
+  figures.loss_sum = loss.value().item();
+  figures.examples = std::int64_t(records.size());
+  if (training) return figures;
+  const std::vector<double> values = m.scores_of(outputs);
+  const std::size_t tasks = m.tasks.size();
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    figures.scores.push_back(
+        {batch.example_ids[i],
+         std::vector<double>(values.begin() + std::ptrdiff_t(i * tasks),
+                             values.begin() + std::ptrdiff_t((i + 1) * tasks))});
+  }
+  return figures;
 }
 
-train::BatchFigures MoleculeModel::eval_batch(const train::Batch& batch) {
-  return impl_->run(batch, false, nullptr);
-}
-
-std::unique_ptr<train::PreparedBatch> MoleculeModel::prepare_batch(
-    train::Split split, std::span<const std::size_t> ids) {
-  return impl_->runner.prepare(impl_->split(split).examples, ids);
+void MoleculeModel::finish_split(train::Split split, std::span<const train::ExampleScores> scores,
+                                 train::MetricSet& figures) const {
+  const Impl& m = *impl_;
+  MoleculeScores all(m.tasks.size());
+  const std::vector<io::MoleculeRecord>& records = m.split(split).records;
+  for (const train::ExampleScores& row : scores) {
+    if (row.example >= records.size() || row.values.size() != m.tasks.size()) {
+      fail("molecules", "scores of example ", row.example, " do not fit the ",
+           train::split_name(split), " split");
+    }
+    all.add(row.values, records[row.example]);
+  }
+  if (m.options.task == MoleculeTask::kEsol) {
+    figures.add_mean("rmse", all.rmse());
+  } else {
+    figures.add_mean("roc_auc", all.mean_roc_auc());
+  }
 }
 
 json MoleculeModel::parse_example(std::string_view line, std::string_view where) const {
@@ -352,12 +444,11 @@ json MoleculeModel::parse_example(std::string_view line, std::string_view where)
   }
 }
 
-std::vector<json> MoleculeModel::predict(std::span<const json> examples) {
-  Impl& m = *impl_;
-  blocks::BatchResult result = m.runner.infer(examples);
+std::vector<json> MoleculeModel::predictions(const blocks::BatchResult& result, std::size_t count) {
+  const Impl& m = *impl_;
   const std::vector<double> values = m.scores_of(result.output(0));
   std::vector<json> predictions;
-  for (std::size_t i = 0; i < examples.size(); ++i) {
+  for (std::size_t i = 0; i < count; ++i) {
     json p = json::object();
     for (std::size_t k = 0; k < m.tasks.size(); ++k) {
       const double v = std::round(values[i * m.tasks.size() + k] * 1e6) / 1e6;
@@ -366,12 +457,6 @@ std::vector<json> MoleculeModel::predict(std::span<const json> examples) {
     predictions.push_back(std::move(p));
   }
   return predictions;
-}
-
-const Block& MoleculeModel::root_block() const { return impl_->runner.root(); }
-
-std::span<const json> MoleculeModel::examples(train::Split split) const {
-  return impl_->split(split).examples;
 }
 
 const std::vector<std::string>& MoleculeModel::task_names() const { return impl_->tasks; }

@@ -13,10 +13,10 @@
 namespace weft::models {
 namespace {
 
-std::vector<io::SstTree> read_split(const SentimentOptions& options, const char* name,
+std::vector<io::SstTree> read_split(const std::string& data_dir, const char* name,
                                     std::int64_t limit) {
   std::vector<io::SstTree> trees =
-      io::read_sst_file(options.data_dir + "/sst/" + std::string(name) + ".txt");
+      io::read_sst_file(data_dir + "/sst/" + std::string(name) + ".txt");
   const auto size = std::int64_t(trees.size());
   if (limit <= 0 || size <= limit) return trees;
   // Evenly spaced trees, not the first n: the SST files are ordered by label.
@@ -78,28 +78,92 @@ nlohmann::json sentiment_example_from_text(std::string_view line, std::string_vi
   return to_example(io::sst_tree_from_input(value), vocabulary, where);
 }
 
-SentimentData load_sentiment_data(const SentimentOptions& options) {
-  SentimentData data;
-  const std::vector<io::SstTree> train = read_split(options, "train", options.max_train_trees);
-  const std::vector<io::SstTree> dev = read_split(options, "dev", options.max_eval_trees);
-  const std::vector<io::SstTree> test = read_split(options, "test", options.max_eval_trees);
+std::vector<OptionSpec> sst_options(double dropout_default) {
+  return {
+      {.name = "embeddings",
+       .kind = OptionKind::kString,
+       .default_value = "",
+       .help = "Word vectors, 'word v1 ... vd' per line (default: "
+               "<data_dir>/glove-sst/glove.6B.100d.sst.txt)",
+       .role = OptionRole::kData},
+      {.name = "no_embeddings",
+       .kind = OptionKind::kBool,
+       .default_value = false,
+       .help = "Random, trainable word vectors instead of pretrained ones"},
+      {.name = "embedding_dim",
+       .default_value = 100,
+       .help = "Word-vector size with --no-embeddings (otherwise the vector file's)",
+       .min = 1,
+       .max = 65536},
+      {.name = "dropout",
+       .kind = OptionKind::kFloat,
+       .default_value = dropout_default,
+       .help = "Drop probability on word vectors and before the softmax",
+       .min = 0,
+       .max = 0.95},
+  };
+}
 
-  // One vocabulary over every split's words: with frozen pretrained vectors a dev or test word
-  // keeps its GloVe vector (the vectors are unsupervised); a word without one is random.
-  std::vector<io::SstTree> all = train;
-  all.insert(all.end(), dev.begin(), dev.end());
-  all.insert(all.end(), test.begin(), test.end());
-  data.vocabulary = io::build_vocabulary(all);
+nlohmann::json vocabulary_asset(const io::Vocabulary& vocabulary) { return vocabulary.words(); }
 
-  io::WordVectors vectors;
-  if (!options.embeddings_path.empty()) {
-    vectors = io::load_word_vectors(options.embeddings_path);
-  } else {
-    vectors.vectors = Tensor::zeros({0, options.embedding_dim});
+io::Vocabulary vocabulary_from_asset(const nlohmann::json& assets, std::string_view model) {
+  const nlohmann::json words = assets.value("vocabulary", nlohmann::json());
+  if (!words.is_array() || words.empty()) fail(model, "the assets hold no vocabulary");
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    if (!words[i].is_string()) fail(model, "vocabulary entry ", i, " is not a string");
   }
-  data.embeddings = io::build_embedding_matrix(
-      data.vocabulary, vectors,
-      io::EmbeddingOptions{.seed = options.seed, .lookup = io::VectorLookup::kGloveUncased});
+  io::Vocabulary vocabulary = io::Vocabulary::with_unknown(words[0].get<std::string>());
+  for (std::size_t i = 1; i < words.size(); ++i) {
+    const std::string& word = words[i].get_ref<const std::string&>();
+    if (vocabulary.add(word) != std::int32_t(i)) {
+      fail(model, "vocabulary entry ", i, " repeats the word '", word.substr(0, 40), "'");
+    }
+  }
+  return vocabulary;
+}
+
+SentimentData load_sentiment_data(OptionValues& options, const ModelInit& init) {
+  SentimentData data;
+  const std::string& dir = options.text("data_dir");
+  const std::string& model = options.owner();
+  std::vector<io::SstTree> train, dev, test;
+  if (init.use != ModelUse::kInfer) {
+    if (init.use == ModelUse::kTrain)
+      train = read_split(dir, "train", options.integer("max_train"));
+    dev = read_split(dir, "dev", options.integer("max_eval"));
+    test = read_split(dir, "test", options.integer("max_eval"));
+  }
+  if (init.assets != nullptr) {
+    data.vocabulary = vocabulary_from_asset(*init.assets, model);
+  } else if (init.use == ModelUse::kTrain) {
+    // One vocabulary over every split's words: with frozen pretrained vectors a dev or test word
+    // keeps its GloVe vector (the vectors are unsupervised); a word without one is random.
+    std::vector<io::SstTree> all = train;
+    all.insert(all.end(), dev.begin(), dev.end());
+    all.insert(all.end(), test.begin(), test.end());
+    data.vocabulary = io::build_vocabulary(all);
+  } else {
+    fail(model, "needs the vocabulary of a checkpoint to evaluate or infer");
+  }
+
+  if (init.use == ModelUse::kTrain) {
+    io::WordVectors vectors;
+    if (!options.flag("no_embeddings")) {
+      std::string path = options.text("embeddings");
+      if (path.empty()) path = dir + "/glove-sst/glove.6B.100d.sst.txt";
+      vectors = io::load_word_vectors(path);
+      options.set("embedding_dim", vectors.dim(), "the vector file");
+    } else {
+      vectors.vectors = Tensor::zeros({0, options.integer("embedding_dim")});
+    }
+    data.embeddings = io::build_embedding_matrix(
+        data.vocabulary, vectors,
+        io::EmbeddingOptions{.seed = std::uint64_t(options.integer("seed")),
+                             .lookup = io::VectorLookup::kGloveUncased});
+  } else {
+    data.embeddings.matrix =
+        Tensor::zeros({data.vocabulary.size(), options.integer("embedding_dim")});
+  }
 
   auto convert = [&](const std::vector<io::SstTree>& trees, const char* name,
                      std::vector<nlohmann::json>& out) {

@@ -1,7 +1,8 @@
-// The sentiment model's data: SST splits read from `data_dir/sst`, one vocabulary over their
-// words, the embedding matrix (pretrained vectors where the file has them), and every tree in
-// the blocks' Input form with word ids resolved: leaves {"label", "id"}, internal nodes
-// {"label", "children"}. Private to src/models.
+// The SST models' data (sentiment, attention): SST splits read from `data_dir/sst`, one
+// vocabulary over their words (or the one a checkpoint stored), the embedding matrix (pretrained
+// vectors where the file has them), and every tree in the blocks' Input form with word ids
+// resolved: leaves {"label", "id"}, internal nodes {"label", "children"}; plus the SST options
+// both models share. Private to src/models.
 #pragma once
 
 #include <string>
@@ -13,22 +14,34 @@
 #include "weft/blocks/compiler.h"
 #include "weft/io/vocabulary.h"
 #include "weft/io/word_vectors.h"
-#include "weft/models/sentiment.h"
+#include "weft/models/model.h"
+#include "weft/models/options.h"
 
 namespace weft::models {
 
 constexpr int kSstClasses = 5;
 constexpr int kSstNeutral = 2;
 
+// The options the SST models share: embeddings, no_embeddings, embedding_dim (resolved from the
+// vector file when there is one), dropout.
+std::vector<OptionSpec> sst_options(double dropout_default);
+
 struct SentimentData {
   io::Vocabulary vocabulary;
-  io::EmbeddingMatrix embeddings;
+  io::EmbeddingMatrix embeddings;  // matrix undefined unless vectors were read (training)
   std::vector<nlohmann::json> train, dev, test;
 
   const std::vector<nlohmann::json>& split(train::Split which) const;
+  std::int64_t embedding_dim() const { return embeddings.matrix.shape()[1]; }
 };
 
-SentimentData load_sentiment_data(const SentimentOptions& options);
+// Reads what `init.use` needs (see ModelUse): the trees, unless inferring; the vocabulary from
+// init.assets when given, else built over every split; the vectors only when training. Sets
+// the resolved embedding_dim in `options`.
+SentimentData load_sentiment_data(OptionValues& options, const ModelInit& init);
+// The vocabulary as an asset (its words in id order, the unknown token first), and back.
+nlohmann::json vocabulary_asset(const io::Vocabulary& vocabulary);
+io::Vocabulary vocabulary_from_asset(const nlohmann::json& assets, std::string_view model);
 
 // An SST tree as the model's Input, words looked up in `vocabulary` (unknown words map to its
 // unknown id). Throws weft::Error naming `where` for a tree that is not binary.

@@ -3,6 +3,7 @@
 // checkpointed after each epoch, which is what makes a resumed run continue bit for bit.
 #include "weft/train/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -208,6 +209,7 @@ MetricSet Trainer::evaluate(TrainableModel& model, Split split) {
   MetricSet figures;
   double loss_sum = 0;
   std::int64_t examples = 0;
+  std::vector<ExampleScores> scores;
   for_each_batch(model, split, ids, options_.batch_size, options_.prepare_ahead,
                  [&](const Batch& batch) {
                    BatchFigures f = model.eval_batch(batch);
@@ -215,8 +217,14 @@ MetricSet Trainer::evaluate(TrainableModel& model, Split split) {
                    loss_sum += f.loss_sum;
                    examples += f.examples;
                    figures.merge(f.metrics);
+                   for (ExampleScores& row : f.scores) scores.push_back(std::move(row));
                  });
   if (examples > 0) figures.add_mean("loss", loss_sum / double(examples), double(examples));
+  if (!scores.empty()) {
+    std::sort(scores.begin(), scores.end(),
+              [](const ExampleScores& a, const ExampleScores& b) { return a.example < b.example; });
+    model.finish_split(split, scores, figures);
+  }
   return figures;
 }
 

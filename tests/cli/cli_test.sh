@@ -47,13 +47,28 @@ printf '{"op": "-", "left": {"number": 1}, "right": {"number": 8}}\n\n{"number":
   >"$work/infer.out" 2>&1 || { echo "FAIL infer"; cat "$work/infer.out"; failures=$((failures + 1)); }
 [[ $(grep -c '"sign"' "$work/infer.out") -eq 2 ]] || { echo "FAIL infer lines"; cat "$work/infer.out"; failures=$((failures + 1)); }
 
+# infer needs nothing but the checkpoint: from an empty directory, with no data folder.
+mkdir "$work/empty"
+(cd "$work/empty" && printf '{"number": 3}\n' | "$weft" infer calculator --checkpoint "$work/calc.safetensors" \
+  --data-dir "$work/no-data") >"$work/empty.out" 2>&1 || { echo "FAIL infer from an empty directory"; cat "$work/empty.out"; failures=$((failures + 1)); }
+cmp -s <(sed -n 2p "$work/infer.out") "$work/empty.out" || { echo "FAIL infer from an empty directory differs"; cat "$work/empty.out"; failures=$((failures + 1)); }
+
+# A cosine schedule with warm-up over the whole run (the trainer works out its length).
+"$weft" train calculator --max-train 200 --max-eval 50 --epochs 1 --hidden 8 --schedule cosine \
+  --warmup-steps 2 --progress off --no-compare >"$work/cosine.out" 2>&1 ||
+  { echo "FAIL train --schedule cosine --warmup-steps"; cat "$work/cosine.out"; failures=$((failures + 1)); }
+
+# Each model's own flags come from the registry.
+"$weft" train sentiment --help | grep -q -- "--recurrent-dropout" || { echo "FAIL sentiment --help"; failures=$((failures + 1)); }
+"$weft" infer molecules --help | grep -q -- "--task" || { echo "FAIL molecules --help"; failures=$((failures + 1)); }
+
 expect_error unknown-model "unknown model 'nope'" "$weft" train nope --epochs 1
 expect_error bad-option "--epochs" "$weft" train calculator --epochs -3
 expect_error missing-checkpoint "calc-missing" "$weft" eval calculator --checkpoint "$work/calc-missing"
 head -c 100 "$work/calc.safetensors" >"$work/truncated.safetensors"
 expect_error truncated-checkpoint "truncated.safetensors" \
   "$weft" eval calculator --checkpoint "$work/truncated.safetensors"
-expect_error wrong-shape-checkpoint "shape" \
+expect_error wrong-shape-checkpoint "trained with hidden=16; hidden=32 would not fit" \
   "$weft" eval calculator --hidden 32 --max-eval 50 --checkpoint "$work/calc.safetensors"
 expect_error wrong-model-checkpoint "holds a 'calculator' model" \
   "$weft" eval sentiment --checkpoint "$work/calc.safetensors"
@@ -64,6 +79,7 @@ printf '{"number": \n' >"$work/broken.jsonl"
 expect_error broken-json "broken.jsonl:1" \
   "$weft" infer calculator --checkpoint "$work/calc.safetensors" --input "$work/broken.jsonl"
 expect_error missing-data "no-such-dir" "$weft" train sentiment --data-dir "$work/no-such-dir"
+expect_error bad-option-value "option 'hidden' must be an integer" "$weft" train calculator --hidden 2.5
 expect_error bad-resume "does-not-exist" "$weft" train calculator --resume "$work/does-not-exist"
 
 if [[ $failures -ne 0 ]]; then

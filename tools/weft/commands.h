@@ -7,6 +7,10 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "model_flags.h"
+
 namespace CLI {
 class App;
 }
@@ -58,39 +62,26 @@ struct BenchTreeOptions {
   bool quiet = false;                  // no progress lines on stderr
 };
 
-// Which model `weft train / eval / infer` builds, and its options. Zero means "the model's
-// default" where it says so.
-struct ModelOptions {
-  std::string name;                         // "calculator", "sentiment", "attention" or "langid"
-  std::string data_dir = "../shared/data";  // holds sst/ and glove-sst/
-  std::string embeddings;                   // sentiment: default <data_dir>/glove-sst/...100d...
-  bool no_embeddings = false;               // sentiment: random, trainable word vectors
-  bool freeze_embeddings = false;           // sentiment: keep the pretrained vectors fixed
-  std::int64_t hidden = 0;       // 0: the model's default (calculator 128, sentiment 150)
-  float dropout = -1;            // sentiment: on word vectors and before the softmax; < 0: default
-  float recurrent_dropout = -1;  // sentiment: on the cell candidate; < 0: default
-  std::uint64_t seed = 1;
-  std::string task = "esol";   // molecules: esol (solubility regression) or tox21 (12 assays)
-  std::int64_t max_train = 0;  // 0: all training examples (calculator: its default count)
-  std::int64_t max_eval = 0;   // 0: all dev / test examples (calculator: its default count)
-  int weave_threads = 0;
-  bool for_training = true;          // eval / infer: the calculator then generates no training set
-  std::string bad_records = "skip";  // attention, langid: "skip" (listed on stderr) or "reject"
+// Which registered model `weft train / eval / infer` uses, with the option values given on
+// the command line (model_flags.h fills it in after parsing).
+struct ModelChoice {
+  std::string name;
+  nlohmann::json options = nlohmann::json::object();
 };
 
 struct TrainOptions {
-  ModelOptions model;
-  int epochs = 0;               // 0: the model's default
-  std::int64_t batch_size = 0;  // 0: the model's default
-  std::string optimizer;        // sgd | adagrad | adam; empty: the model's default
-  double learning_rate = 0;     // 0: the model's default
+  ModelChoice model;
+  int epochs = 0;               // 0: the model's recipe
+  std::int64_t batch_size = 0;  // 0: the model's recipe
+  std::string optimizer;        // sgd | adagrad | adam; empty: the model's recipe
+  double learning_rate = 0;     // 0: the model's recipe
   double momentum = 0;
-  double weight_decay = -1;  // < 0: the model's default
+  double weight_decay = -1;  // < 0: the model's recipe
   std::string weight_decay_mode = "l2";
-  std::string schedule;  // constant | step | exponential | cosine; empty: the model's default
+  std::string schedule;  // constant | step | exponential | cosine; empty: the model's recipe
   std::int64_t warmup_steps = 0;
-  double clip_norm = -1;                      // 0: off; < 0: the model's default
-  double embedding_learning_rate_scale = -1;  // < 0: the model's default
+  double clip_norm = -1;                      // 0: off; < 0: the model's recipe
+  double embedding_learning_rate_scale = -1;  // < 0: the model's recipe
   std::string checkpoint;                     // written after every epoch when set
   std::string best_checkpoint;                // written when the dev figure improves
   std::string resume;                         // continue from this checkpoint
@@ -101,7 +92,7 @@ struct TrainOptions {
 };
 
 struct EvalOptions {
-  ModelOptions model;
+  ModelChoice model;
   std::string checkpoint;
   std::vector<std::string> splits{"dev", "test"};
   std::int64_t batch_size = 256;
@@ -109,7 +100,7 @@ struct EvalOptions {
 };
 
 struct InferOptions {
-  ModelOptions model;
+  ModelChoice model;
   std::string checkpoint;
   std::string input = "-";  // a file of one example per line, or - for stdin
   std::int64_t batch_size = 256;
@@ -117,14 +108,15 @@ struct InferOptions {
 };
 
 // `weft train <model>`: trains with the Trainer (progress, JSON-lines log, checkpoints, best
-// dev model), then reports test figures, throughput and the speedup of dynamic batching.
-CLI::App* add_train(CLI::App& app, TrainOptions& options);
+// dev model), then reports test figures, throughput and the speedup of dynamic batching. The
+// add_* functions bind one subcommand per registered model into `models`.
+CLI::App* add_train(CLI::App& app, TrainOptions& options, ModelFlags& models);
 int run_train(const TrainOptions& options);
 // `weft eval <model> --checkpoint F`: one JSON object of metrics per split on stdout.
-CLI::App* add_eval(CLI::App& app, EvalOptions& options);
+CLI::App* add_eval(CLI::App& app, EvalOptions& options, ModelFlags& models);
 int run_eval(const EvalOptions& options);
 // `weft infer <model> --checkpoint F`: one JSON line of predictions per input line.
-CLI::App* add_infer(CLI::App& app, InferOptions& options);
+CLI::App* add_infer(CLI::App& app, InferOptions& options, ModelFlags& models);
 int run_infer(const InferOptions& options);
 
 // Trains a small MLP on two interleaved spirals and reports loss, accuracy and speed.

@@ -65,17 +65,19 @@ int run(int argc, char** argv) {
   loom_cmd->add_option("--dot", loom.dot_file, "Write the schedule as Graphviz DOT to this file");
 
   TrainOptions train;
-  CLI::App* train_cmd = add_train(app, train);
+  ModelFlags train_models, eval_models, infer_models;
+  CLI::App* train_cmd = add_train(app, train, train_models);
   EvalOptions eval;
-  CLI::App* eval_cmd = add_eval(app, eval);
+  CLI::App* eval_cmd = add_eval(app, eval, eval_models);
   InferOptions infer;
-  CLI::App* infer_cmd = add_infer(app, infer);
+  CLI::App* infer_cmd = add_infer(app, infer, infer_models);
 
   CLI::App* bench_cmd = app.add_subcommand("bench", "Benchmarks");
   bench_cmd->require_subcommand(1);
   BenchTreeOptions bench;
   CLI::App* tree_bench_cmd = add_bench_treelstm(*bench_cmd, bench);
 
+  check_model_name(argc, argv);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -89,9 +91,18 @@ int run(int argc, char** argv) {
     return 2;
   }
 
-  if (*train_cmd) return run_train(train);
-  if (*eval_cmd) return run_eval(eval);
-  if (*infer_cmd) return run_infer(infer);
+  if (*train_cmd) {
+    train.model = {train_models.chosen(), train_models.given()};
+    return run_train(train);
+  }
+  if (*eval_cmd) {
+    eval.model = {eval_models.chosen(), eval_models.given()};
+    return run_eval(eval);
+  }
+  if (*infer_cmd) {
+    infer.model = {infer_models.chosen(), infer_models.given()};
+    return run_infer(infer);
+  }
   if (*demo_cmd) return run_demo(demo);
   if (*info_cmd) return run_info(info);
   if (*loom_cmd) return run_loom(loom);

@@ -1,7 +1,8 @@
-// `weft train`, `weft eval` and `weft infer`: the researcher's loop from the command line.
-// train fits a model with the Trainer and ends with its test figures, its throughput and the
-// speedup of dynamic batching over one call per node on the same model; eval prints a JSON
-// object of metrics; infer prints one JSON line of predictions per example line.
+// `weft train`, `weft eval` and `weft infer`: the researcher's loop from the command line, over
+// the model registry (no model is special-cased here). train fits a model with the Trainer and
+// ends with its test figures, its throughput and the speedup of dynamic batching over one call
+// per node on the same model; eval prints a JSON object of metrics; infer prints one JSON line
+// of predictions per example line. eval and infer rebuild the model from the checkpoint alone.
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
@@ -11,59 +12,58 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "model_factory.h"
 #include "weft/backend/cpu.h"
 #include "weft/core/error.h"
-#include "weft/models/calculator.h"
-#include "weft/train/checkpoint.h"
+#include "weft/models/registry.h"
+#include "weft/models/saved_model.h"
 
 namespace weft::tool {
 namespace {
-
-void add_model_options(CLI::App& cmd, ModelOptions& m) {
-  cmd.add_option("model", m.name, "calculator, sentiment, attention, langid or molecules")
-      ->required();
-  cmd.add_option("--data-dir", m.data_dir, "Folder with sst/, glove-sst/ and tatoeba-langid/")
-      ->capture_default_str();
-  cmd.add_option("--embeddings", m.embeddings,
-                 "Word vectors, 'word v1 ... vd' per line (sentiment; default: "
-                 "<data-dir>/glove-sst/glove.6B.100d.sst.txt)");
-  cmd.add_flag("--no-embeddings", m.no_embeddings, "Random, trainable word vectors (sentiment)");
-  cmd.add_flag("--freeze-embeddings", m.freeze_embeddings,
-               "Keep the pretrained word vectors fixed (sentiment; default: fine-tune them)");
-  cmd.add_option("--hidden", m.hidden, "Hidden size (0: the model's default)")
-      ->check(CLI::Range(std::int64_t(0), std::int64_t(1) << 16));
-  cmd.add_option("--dropout", m.dropout,
-                 "Drop probability on word vectors and before the softmax (sentiment)")
-      ->check(CLI::Range(0.0, 0.95));
-  cmd.add_option("--recurrent-dropout", m.recurrent_dropout,
-                 "Drop probability on the Tree-LSTM candidate (sentiment)")
-      ->check(CLI::Range(0.0, 0.95));
-  cmd.add_option("--seed", m.seed, "Seed of the data order, weights and dropout")
-      ->capture_default_str();
-  cmd.add_option("--max-train", m.max_train, "Use at most this many training examples (0: all)")
-      ->check(CLI::NonNegativeNumber);
-  cmd.add_option("--max-eval", m.max_eval, "Use at most this many dev / test examples (0: all)")
-      ->check(CLI::NonNegativeNumber);
-  cmd.add_option("--task", m.task,
-                 "molecules: esol (solubility, RMSE) or tox21 (12 assays, mean ROC-AUC); "
-                 "--bad-records also covers molecules (an unparsable SMILES, no labels)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"esol", "tox21"}));
-  cmd.add_option("--weave-threads", m.weave_threads, "Weaving threads (0: all cores)")
-      ->check(CLI::Range(0, 1024));
-  cmd.add_option("--bad-records", m.bad_records,
-                 "attention, langid: skip (and list on stderr) or reject (stop at) a bad record, "
-                 "e.g. an empty sentence")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"skip", "reject"}));
-}
 
 train::Split parse_split(const std::string& name) {
   if (name == "train") return train::Split::kTrain;
   if (name == "dev") return train::Split::kDev;
   if (name == "test") return train::Split::kTest;
   fail("weft", "unknown split '", name, "' (expected train, dev or test)");
+}
+
+train::ProgressMode parse_progress(const std::string& name) {
+  if (name == "auto") return train::ProgressMode::kAuto;
+  if (name == "bar") return train::ProgressMode::kBar;
+  if (name == "lines") return train::ProgressMode::kLines;
+  if (name == "off") return train::ProgressMode::kOff;
+  fail("weft train", "--progress must be auto, bar, lines or off, got '", name, "'");
+}
+
+void print_notes(const std::vector<std::string>& notes, std::FILE* stream) {
+  for (const std::string& line : notes) fmt::print(stream, "{}\n", line);
+}
+
+// The model's recipe with the command line's choices applied on top.
+train::TrainerOptions training_recipe(const TrainOptions& options, const models::Recipe& recipe) {
+  train::TrainerOptions t = recipe.trainer_options();
+  if (options.epochs > 0) t.epochs = options.epochs;
+  if (options.batch_size > 0) t.batch_size = std::size_t(options.batch_size);
+  if (!options.optimizer.empty()) t.optimizer.kind = train::parse_optimizer_kind(options.optimizer);
+  if (options.learning_rate > 0) t.schedule.learning_rate = options.learning_rate;
+  if (options.weight_decay >= 0) t.optimizer.weight_decay = options.weight_decay;
+  t.optimizer.weight_decay_mode = train::parse_weight_decay_mode(options.weight_decay_mode);
+  t.optimizer.momentum = options.momentum;
+  if (!options.schedule.empty()) t.schedule.kind = train::parse_schedule_kind(options.schedule);
+  t.schedule.warmup_steps = options.warmup_steps;
+  t.schedule.total_steps = 0;  // a cosine decays over the whole run: the Trainer fills it in
+  if (options.clip_norm >= 0) t.clip_norm = options.clip_norm;
+  if (options.embedding_learning_rate_scale >= 0) {
+    t.optimizer.learning_rate_scales = {{"embedding/", options.embedding_learning_rate_scale}};
+  }
+  t.checkpoint_path = options.checkpoint;
+  t.best_checkpoint_path = options.best_checkpoint;
+  t.resume_from = options.resume;
+  t.log_path = options.log;
+  t.threads = options.threads;
+  t.progress = parse_progress(options.progress);
+  t.validate();
+  return t;
 }
 
 // Dynamic batching against one call per node, inference on the same test examples.
@@ -81,61 +81,85 @@ void report_batching_speedup(models::Model& model, std::size_t batch_size) {
       batched, unbatched, batched / unbatched, examples.size(), batch_size);
 }
 
+void add_checkpoint_flags(CLI::App& cmd, std::string& checkpoint, std::int64_t& batch_size,
+                          int& threads) {
+  cmd.add_option("--checkpoint", checkpoint, "A checkpoint written by weft train")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd.add_option("--batch-size", batch_size, "Examples per batch")
+      ->capture_default_str()
+      ->check(CLI::Range(std::int64_t(1), std::int64_t(1) << 20));
+  cmd.add_option("--threads", threads, "GEMM threads")->check(CLI::Range(1, 1024));
+}
+
 }  // namespace
 
-CLI::App* add_train(CLI::App& app, TrainOptions& o) {
-  CLI::App* cmd =
-      app.add_subcommand("train",
-                         "Train a model (calculator: the built-in demo; "
-                         "sentiment: the Tree-LSTM on SST; attention: feed-forward "
-                         "attention on SST; langid: the hierarchical RNN on Tatoeba; "
-                         "molecules: Weave-style graph convolutions, --task esol|tox21)");
-  add_model_options(*cmd, o.model);
-  cmd->add_option("--epochs", o.epochs, "Passes over the training set (0: model default)")
-      ->check(CLI::Range(0, 100000));
-  cmd->add_option("--batch-size", o.batch_size, "Examples per update (0: model default)")
-      ->check(CLI::Range(std::int64_t(0), std::int64_t(1) << 20));
-  cmd->add_option("--optimizer", o.optimizer, "sgd, adagrad or adam (default: the model's)");
-  cmd->add_option("--learning-rate", o.learning_rate, "Step size (0: the model's default)")
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--momentum", o.momentum, "SGD momentum")->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--weight-decay", o.weight_decay, "Weight decay (default: the model's)");
-  cmd->add_option("--weight-decay-mode", o.weight_decay_mode, "l2 or decoupled")
-      ->capture_default_str();
-  cmd->add_option("--schedule", o.schedule,
-                  "constant, step, exponential or cosine (default: the model's)");
-  cmd->add_option("--warmup-steps", o.warmup_steps, "Linear warm-up updates")
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--clip-norm", o.clip_norm,
-                  "Clip the global gradient norm (0: off; default: the model's)")
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--embedding-lr-scale", o.embedding_learning_rate_scale,
-                  "Learning rate of word vectors relative to the rest (default: the model's)")
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--checkpoint", o.checkpoint, "Write a checkpoint here after every epoch");
-  cmd->add_option("--best-checkpoint", o.best_checkpoint,
-                  "Write the best model (by dev figure) here");
-  cmd->add_option("--resume", o.resume, "Continue training from this checkpoint")
-      ->check(CLI::ExistingFile);
-  cmd->add_option("--log", o.log, "Append one JSON line per epoch to this file");
-  cmd->add_option("--progress", o.progress, "auto, bar, lines or off")->capture_default_str();
-  cmd->add_option("--threads", o.threads, "GEMM threads")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1024));
-  cmd->add_flag("!--no-compare", o.compare_unbatched,
-                "Skip measuring dynamic batching against one call per node");
+CLI::App* add_train(CLI::App& app, TrainOptions& o, ModelFlags& models) {
+  CLI::App* cmd = app.add_subcommand(
+      "train", "Train a model: weft train <model> [flags]; weft train <model> --help lists them");
+  models.bind(*cmd, [&o](CLI::App& model) {
+    model.add_option("--epochs", o.epochs, "Passes over the training set (0: the recipe's)")
+        ->check(CLI::Range(0, 100000));
+    model.add_option("--batch-size", o.batch_size, "Examples per update (0: the recipe's)")
+        ->check(CLI::Range(std::int64_t(0), std::int64_t(1) << 20));
+    model.add_option("--optimizer", o.optimizer, "sgd, adagrad or adam (default: the recipe's)");
+    model.add_option("--learning-rate", o.learning_rate, "Step size (0: the recipe's)")
+        ->check(CLI::NonNegativeNumber);
+    model.add_option("--momentum", o.momentum, "SGD momentum")->check(CLI::Range(0.0, 1.0));
+    model.add_option("--weight-decay", o.weight_decay, "Weight decay (default: the recipe's)");
+    model.add_option("--weight-decay-mode", o.weight_decay_mode, "l2 or decoupled")
+        ->capture_default_str();
+    model.add_option("--schedule", o.schedule,
+                     "constant, step, exponential or cosine (default: the recipe's)");
+    model.add_option("--warmup-steps", o.warmup_steps, "Linear warm-up updates")
+        ->check(CLI::NonNegativeNumber);
+    model
+        .add_option("--clip-norm", o.clip_norm,
+                    "Clip the global gradient norm (0: off; default: the recipe's)")
+        ->check(CLI::NonNegativeNumber);
+    model
+        .add_option("--embedding-lr-scale", o.embedding_learning_rate_scale,
+                    "Learning rate of word vectors relative to the rest (default: the recipe's)")
+        ->check(CLI::NonNegativeNumber);
+    model.add_option("--checkpoint", o.checkpoint, "Write a checkpoint here after every epoch");
+    model.add_option("--best-checkpoint", o.best_checkpoint,
+                     "Write the best model (by dev figure) here");
+    model.add_option("--resume", o.resume, "Continue training from this checkpoint")
+        ->check(CLI::ExistingFile);
+    model.add_option("--log", o.log, "Append one JSON line per epoch to this file");
+    model.add_option("--progress", o.progress, "auto, bar, lines or off")->capture_default_str();
+    model.add_option("--threads", o.threads, "GEMM threads")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 1024));
+    model.add_flag("!--no-compare", o.compare_unbatched,
+                   "Skip measuring dynamic batching against one call per node");
+  });
   return cmd;
 }
 
 int run_train(const TrainOptions& options) {
-  train::TrainerOptions recipe = training_recipe(options);
   const auto start = std::chrono::steady_clock::now();
-  std::unique_ptr<models::Model> model = make_model(options.model);
-  if (recipe.schedule.kind == train::ScheduleKind::kCosine) {
-    const std::size_t batches =
-        (model->num_examples(train::Split::kTrain) + recipe.batch_size - 1) / recipe.batch_size;
-    recipe.schedule.total_steps = std::int64_t(batches) * recipe.epochs;
+  const models::ModelEntry& entry = models::find_model(options.model.name);
+  models::OptionValues values = entry.default_options();
+  // Resuming continues the checkpoint's model: its options and assets (vocabularies), with the
+  // command line's on top (an architecture option that differs fails on loading the parameters).
+  nlohmann::json assets;
+  models::ModelInit init;
+  if (!options.resume.empty()) {
+    models::SavedModel saved = models::read_saved_model(options.resume);
+    if (saved.name != entry.name) {
+      fail("weft train", "cannot resume a '", entry.name, "' run from '", options.resume,
+           "': it holds a '", saved.name, "' model");
+    }
+    values = saved.options;
+    assets = std::move(saved.assets);
+    init.assets = &assets;
   }
+  values.update(options.model.options, "the command line");
+  train::TrainerOptions recipe = training_recipe(options, entry.recipe(values));
+  recipe.seed = std::uint64_t(values.integer("seed"));
+  std::unique_ptr<models::Model> model = entry.create(values, init);
+  print_notes(model->data_notes(), stderr);
   fmt::print("weft train {}: {} training, {} dev, {} test examples; {} epochs, batch {}, {}, {}\n",
              model->name(), model->num_examples(train::Split::kTrain),
              model->num_examples(train::Split::kDev), model->num_examples(train::Split::kTest),
@@ -152,70 +176,61 @@ int run_train(const TrainOptions& options) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   fmt::print("test: {}\n", test.to_json());
-  if (auto* calculator = dynamic_cast<models::CalculatorModel*>(model.get())) {
-    fmt::print("test majority class: {:.3f} (the accuracy of always guessing it)\n",
-               calculator->majority_rate(train::Split::kTest));
-  }
+  print_notes(model->split_notes(train::Split::kTest), stdout);
   fmt::print("training: {:.0f} examples/s (best epoch), {:.1f} s in all\n", examples_per_second,
              seconds);
   if (options.compare_unbatched) report_batching_speedup(*model, 256);
   return 0;
 }
 
-CLI::App* add_eval(CLI::App& app, EvalOptions& o) {
-  CLI::App* cmd = app.add_subcommand("eval", "Evaluate a checkpoint; prints a JSON object");
-  add_model_options(*cmd, o.model);
-  cmd->add_option("--checkpoint", o.checkpoint, "A checkpoint written by weft train")
-      ->required()
-      ->check(CLI::ExistingFile);
-  cmd->add_option("--splits", o.splits, "Splits to evaluate")
-      ->delimiter(',')
-      ->capture_default_str();
-  cmd->add_option("--batch-size", o.batch_size, "Examples per batch")
-      ->capture_default_str()
-      ->check(CLI::Range(std::int64_t(1), std::int64_t(1) << 20));
-  cmd->add_option("--threads", o.threads, "GEMM threads")->check(CLI::Range(1, 1024));
+CLI::App* add_eval(CLI::App& app, EvalOptions& o, ModelFlags& models) {
+  CLI::App* cmd = app.add_subcommand(
+      "eval", "Evaluate a checkpoint on its data; prints a JSON object (weft eval <model> ...)");
+  models.bind(*cmd, [&o](CLI::App& model) {
+    add_checkpoint_flags(model, o.checkpoint, o.batch_size, o.threads);
+    model.add_option("--splits", o.splits, "Splits to evaluate")
+        ->delimiter(',')
+        ->capture_default_str();
+  });
   return cmd;
 }
 
 int run_eval(const EvalOptions& options) {
   set_num_threads(options.threads);
-  std::unique_ptr<models::Model> model =
-      make_model(with_checkpoint_config(options.model, options.checkpoint));
-  train::load_checkpoint(options.checkpoint, model->parameters());
+  std::vector<train::Split> splits;
+  for (const std::string& split : options.splits) splits.push_back(parse_split(split));
+  std::unique_ptr<models::Model> model = models::load_model(
+      options.checkpoint, models::ModelUse::kEvaluate, options.model.options, options.model.name);
   train::TrainerOptions recipe;
   recipe.batch_size = std::size_t(options.batch_size);
   recipe.progress = train::ProgressMode::kOff;
   train::Trainer trainer(recipe);
   nlohmann::json out = nlohmann::json::object();
-  for (const std::string& split : options.splits) {
-    out[split] = nlohmann::json::parse(trainer.evaluate(*model, parse_split(split)).to_json());
+  for (train::Split split : splits) {
+    out[std::string(train::split_name(split))] =
+        nlohmann::json::parse(trainer.evaluate(*model, split).to_json());
   }
   std::cout << out.dump() << "\n";
   return 0;
 }
 
-CLI::App* add_infer(CLI::App& app, InferOptions& o) {
+CLI::App* add_infer(CLI::App& app, InferOptions& o, ModelFlags& models) {
   CLI::App* cmd = app.add_subcommand(
-      "infer", "Predict: one example per input line, one JSON line of predictions per example");
-  add_model_options(*cmd, o.model);
-  cmd->add_option("--checkpoint", o.checkpoint, "A checkpoint written by weft train")
-      ->required()
-      ->check(CLI::ExistingFile);
-  cmd->add_option("--input", o.input, "Examples, one per line (- for standard input)")
-      ->capture_default_str();
-  cmd->add_option("--batch-size", o.batch_size, "Examples per batch")
-      ->capture_default_str()
-      ->check(CLI::Range(std::int64_t(1), std::int64_t(1) << 20));
-  cmd->add_option("--threads", o.threads, "GEMM threads")->check(CLI::Range(1, 1024));
+      "infer",
+      "Predict with a checkpoint alone: one example per input line, one JSON line of "
+      "predictions per example (weft infer <model> ...)");
+  models.bind(*cmd, [&o](CLI::App& model) {
+    add_checkpoint_flags(model, o.checkpoint, o.batch_size, o.threads);
+    model.add_option("--input", o.input, "Examples, one per line (- for standard input)")
+        ->capture_default_str();
+  });
   return cmd;
 }
 
 int run_infer(const InferOptions& options) {
   set_num_threads(options.threads);
-  std::unique_ptr<models::Model> model =
-      make_model(with_checkpoint_config(options.model, options.checkpoint));
-  train::load_checkpoint(options.checkpoint, model->parameters());
+  std::unique_ptr<models::Model> model = models::load_model(
+      options.checkpoint, models::ModelUse::kInfer, options.model.options, options.model.name);
   std::ifstream file;
   std::istream* in = &std::cin;
   const std::string name = options.input == "-" ? "<stdin>" : options.input;

@@ -10,51 +10,36 @@
 #include <string>
 #include <vector>
 
-#include "weft/models/model.h"
+#include "weft/models/block_model.h"
+#include "weft/models/registry.h"
 
 namespace weft::models {
 
-struct AttentionOptions {
-  std::string data_dir;                // holds sst/{train,dev,test}.txt
-  std::string embeddings_path;         // word vectors; empty: random, trainable
-  std::int64_t embedding_dim = 100;    // used when there are no embeddings
-  std::int64_t attention_hidden = 64;  // a(h) = w . tanh(W h + b)
-  std::int64_t hidden = 128;           // the classifier's hidden layer
-  float input_dropout = 0.25f;         // on word vectors
-  float output_dropout = 0.25f;        // on the classifier's hidden layer
-  bool train_embeddings = false;
-  bool skip_bad_records = true;  // a sentence without words: skip and list it, or throw
-  std::uint64_t seed = 1;
-  std::int64_t max_train_trees = 0;  // 0: all; else evenly spaced trees (as sentiment)
-  std::int64_t max_eval_trees = 0;
-  int weave_threads = 0;
-};
+// Its registry entry: options hidden (128, the classifier's), attention_hidden (64), embeddings /
+// no_embeddings (frozen GloVe unless there are none), embedding_dim, dropout (0.25), bad_records.
+// Assets: the vocabulary.
+ModelEntry attention_entry();
 
-class AttentionModel : public Model {
+class AttentionModel : public BlockModel {
  public:
-  explicit AttentionModel(AttentionOptions options);
+  explicit AttentionModel(const OptionValues& options, const ModelInit& init = {});
   ~AttentionModel() override;
 
-  std::string name() const override { return "attention"; }
-  std::string config_json() const override;
-  std::vector<Parameter> parameters() override;
-  std::size_t num_examples(train::Split split) const override;
-  train::BatchFigures train_batch(const train::Batch& batch, Rng& rng) override;
-  train::BatchFigures eval_batch(const train::Batch& batch) override;
-  std::unique_ptr<train::PreparedBatch> prepare_batch(train::Split split,
-                                                      std::span<const std::size_t> ids) override;
-
+  nlohmann::json assets() const override;  // {"vocabulary": [words in id order]}
   // A bracketed SST tree or its JSON form; only its words and root label are used.
   nlohmann::json parse_example(std::string_view line, std::string_view where) const override;
-  // {"label": k, "probabilities": [5], "binary": ..., "attention": [one weight per word]}.
-  std::vector<nlohmann::json> predict(std::span<const nlohmann::json> examples) override;
-  const blocks::Block& root_block() const override;
-  std::span<const nlohmann::json> examples(train::Split split) const override;
-
+  std::vector<std::string> data_notes() const override;
   // Records skipped as bad ("file:line: why").
   const std::vector<std::string>& skipped() const;
 
  private:
+  // {"label": k, "probabilities": [5], "binary": ..., "attention": [one weight per word]}.
+  std::vector<nlohmann::json> predictions(const blocks::BatchResult& result,
+                                          std::size_t count) override;
+  train::BatchFigures figures(const blocks::BatchResult& result, const train::Batch& batch,
+                              bool training) override;
+  blocks::Block make_blocks();
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -5,51 +5,43 @@
 // ForwardDeclaration for the recursion, OneOf on the operator, Record for the operands.
 #pragma once
 
-#include <cstdint>
 #include <memory>
-#include <string>
 
+#include "weft/models/block_model.h"
 #include "weft/models/calculator_data.h"
-#include "weft/models/model.h"
+#include "weft/models/registry.h"
 
 namespace weft::models {
 
-struct CalculatorOptions {
-  std::int64_t hidden = 128;
-  std::int64_t train_examples = 50000;
-  std::int64_t eval_examples = 2000;  // dev and test each
-  CalculatorDataOptions data;
-  std::uint64_t seed = 1;  // data (one stream per split) and initial weights
-};
+// Its registry entry: options hidden (128), max_depth and leaf_probability of the generated
+// expressions; max_train / max_eval 0 mean 50,000 training and 2,000 dev and test expressions.
+ModelEntry calculator_entry();
 
-class CalculatorModel : public Model {
+class CalculatorModel : public BlockModel {
  public:
-  explicit CalculatorModel(CalculatorOptions options);
+  // `options` from calculator_entry(). The examples are generated from the seed (one stream
+  // per split); for inference none are, and for evaluation no training set is.
+  explicit CalculatorModel(const OptionValues& options, const ModelInit& init = {});
   ~CalculatorModel() override;
-
-  std::string name() const override { return "calculator"; }
-  std::string config_json() const override;
-  std::vector<Parameter> parameters() override;
-  std::size_t num_examples(train::Split split) const override;
-  train::BatchFigures train_batch(const train::Batch& batch, Rng& rng) override;
-  train::BatchFigures eval_batch(const train::Batch& batch) override;
-  std::unique_ptr<train::PreparedBatch> prepare_batch(train::Split split,
-                                                      std::span<const std::size_t> ids) override;
 
   // An expression as JSON ({"number": 7} / {"op", "left", "right"}), optionally wrapped as
   // {"expression": ..., "sign": k}.
   nlohmann::json parse_example(std::string_view line, std::string_view where) const override;
-  // {"sign": "negative"|"zero"|"positive", "probabilities": [3]}.
-  std::vector<nlohmann::json> predict(std::span<const nlohmann::json> examples) override;
-  const blocks::Block& root_block() const override;
-  std::span<const nlohmann::json> examples(train::Split split) const override;
-
+  std::vector<std::string> split_notes(train::Split split) const override;
   // The share of the majority class in a split (the accuracy to beat).
   double majority_rate(train::Split split) const;
 
  private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
+  // {"sign": "negative"|"zero"|"positive", "probabilities": [3]}.
+  std::vector<nlohmann::json> predictions(const blocks::BatchResult& result,
+                                          std::size_t count) override;
+  train::BatchFigures figures(const blocks::BatchResult& result, const train::Batch& batch,
+                              bool training) override;
+  blocks::Block make_blocks();
+
+  struct Layers;
+  std::unique_ptr<Layers> layers_;
+  blocks::Block expression_;  // kept alive: the forward declaration's references hold it weakly
 };
 
 }  // namespace weft::models

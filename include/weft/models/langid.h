@@ -11,49 +11,38 @@
 #include <string>
 #include <vector>
 
-#include "weft/models/model.h"
+#include "weft/models/block_model.h"
+#include "weft/models/registry.h"
 
 namespace weft::models {
 
-struct LangIdOptions {
-  std::string data_dir;  // holds the "<lang>_<n>.csv" files and testset.csv
-  std::int64_t char_embedding = 32;
-  std::int64_t char_hidden = 64;  // word vectors
-  std::int64_t hidden = 64;       // sentence vectors
-  double dev_fraction = 0.1;
-  bool skip_bad_records = true;  // empty sentences: skip and list them, or throw
-  std::uint64_t seed = 1;        // the dev split and initial weights
-  std::int64_t max_train = 0;    // 0: all; else a seeded sample of the training sentences
-  std::int64_t max_eval = 0;     // 0: all dev / test sentences; else n evenly spaced
-  int weave_threads = 0;
-};
+// Its registry entry: options char_embedding (32), char_hidden (64, word vectors), hidden (64,
+// sentence vectors), dev_fraction (0.1), bad_records. Assets: the languages and the characters.
+ModelEntry langid_entry();
 
-class LangIdModel : public Model {
+class LangIdModel : public BlockModel {
  public:
-  explicit LangIdModel(LangIdOptions options);
+  explicit LangIdModel(const OptionValues& options, const ModelInit& init = {});
   ~LangIdModel() override;
 
-  std::string name() const override { return "langid"; }
-  std::string config_json() const override;
-  std::vector<Parameter> parameters() override;
-  std::size_t num_examples(train::Split split) const override;
-  train::BatchFigures train_batch(const train::Batch& batch, Rng& rng) override;
-  train::BatchFigures eval_batch(const train::Batch& batch) override;
-  std::unique_ptr<train::PreparedBatch> prepare_batch(train::Split split,
-                                                      std::span<const std::size_t> ids) override;
-
+  // {"languages": [names in label order], "characters": [code points in id order, from id 1]}.
+  nlohmann::json assets() const override;
   // A sentence as plain text, or a data line "id<TAB>language<TAB>text".
   nlohmann::json parse_example(std::string_view line, std::string_view where) const override;
-  // {"language": "eng", "probabilities": {"cat": p, ...}}.
-  std::vector<nlohmann::json> predict(std::span<const nlohmann::json> examples) override;
-  const blocks::Block& root_block() const override;
-  std::span<const nlohmann::json> examples(train::Split split) const override;
+  std::vector<std::string> data_notes() const override;
 
   const std::vector<std::string>& languages() const;
   std::int64_t overlap_removed() const;             // test sentences dropped from training
   const std::vector<std::string>& skipped() const;  // "file:line: empty sentence (id N)"
 
  private:
+  // {"language": "eng", "probabilities": {"cat": p, ...}}.
+  std::vector<nlohmann::json> predictions(const blocks::BatchResult& result,
+                                          std::size_t count) override;
+  train::BatchFigures figures(const blocks::BatchResult& result, const train::Batch& batch,
+                              bool training) override;
+  blocks::Block make_blocks();
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

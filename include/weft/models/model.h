@@ -1,9 +1,11 @@
-// What the `weft` command line needs of a model beyond training: a name for `weft train
-// <model>`, its examples read from the user's text (one JSON value or the model's own line
-// format per line), and predictions as JSON. Training itself is train::TrainableModel's.
+// The model contract every front end (the command line, Python, a server, distributed training)
+// uses: a trainable model that also reads examples from the user's text, predicts, reports its
+// checked options and the assets (vocabularies, label names, feature tables) it needs beyond
+// its parameters — what a self-contained checkpoint stores (models/saved_model.h).
 #pragma once
 
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -11,12 +13,35 @@
 
 #include "weft/blocks/blocks.h"
 #include "weft/loom/schedule.h"
+#include "weft/models/options.h"
 #include "weft/train/trainer.h"
 
 namespace weft::models {
 
+// What a model is built for, which decides the data it reads.
+enum class ModelUse {
+  kTrain,     // every split from the data folder; assets made from the training data
+  kEvaluate,  // every split from the data folder, encoded with the checkpoint's assets
+  kInfer,     // no data at all: everything comes from the checkpoint's assets
+};
+
+// How a registry factory builds a model: what for, and (for kEvaluate and kInfer) the assets
+// read from a checkpoint, as assets() returned them when it was saved.
+struct ModelInit {
+  ModelUse use = ModelUse::kTrain;
+  const nlohmann::json* assets = nullptr;
+};
+
 class Model : public train::TrainableModel {
  public:
+  // The checked options it was built with, with the values it resolved filled in (e.g. the
+  // embedding size read from a vector file), as checkpoints store them.
+  virtual const OptionValues& options() const = 0;
+  // What inference needs beyond the parameters, as one JSON object (empty when nothing).
+  virtual nlohmann::json assets() const { return nlohmann::json::object(); }
+  // Stored in checkpoints: {"options": options().values(), "assets": assets()}.
+  std::string config_json() const override;
+
   // One example from one line of user input; `where` ("file:line") names it in errors.
   virtual nlohmann::json parse_example(std::string_view line, std::string_view where) const = 0;
   // One JSON object of predictions per example, in order (inference mode, no gradients).
@@ -24,6 +49,10 @@ class Model : public train::TrainableModel {
   // The model's root block and a split's examples in its Input form, for measuring it.
   virtual const blocks::Block& root_block() const = 0;
   virtual std::span<const nlohmann::json> examples(train::Split split) const = 0;
+  // Lines for the user about the data read (records skipped, overlaps removed), once.
+  virtual std::vector<std::string> data_notes() const { return {}; }
+  // Lines to print after a split's figures (e.g. the accuracy of the majority class).
+  virtual std::vector<std::string> split_notes(train::Split /*split*/) const { return {}; }
 };
 
 // Inference throughput (examples/s) of `root` over `examples` in batches of `batch_size`,

@@ -12,60 +12,48 @@
 #include <vector>
 
 #include "weft/io/csv.h"
-#include "weft/models/model.h"
+#include "weft/models/block_model.h"
 #include "weft/models/molecule_data.h"
+#include "weft/models/registry.h"
 
 namespace weft::models {
 
-struct MoleculeOptions {
-  std::string data_dir;  // holds molecules/{delaney-processed,tox21}.csv
-  MoleculeTask task = MoleculeTask::kEsol;
-  std::int64_t hidden = 64;         // atom state size
-  std::int64_t pair_hidden = 32;    // pair state size
-  std::int64_t graph_hidden = 128;  // the gated sum over atoms
-  int layers = 2;                   // Weave layers
-  // Unparsable SMILES, malformed rows, molecules without atoms or (Tox21) without any label:
-  // kSkip leaves them out and lists them in skipped_records(); kReject throws naming the line.
-  io::OnBadRow bad_records = io::OnBadRow::kSkip;
-  std::uint64_t seed = 1;      // the split and the initial weights
-  std::int64_t max_train = 0;  // 0: all; otherwise the first n of the split, for tests and demos
-  std::int64_t max_eval = 0;
-  int weave_threads = 0;  // 0: the compiler's default
-};
+// Its registry entry: options task (esol | tox21), hidden (64, atom states), pair_hidden (32),
+// graph_hidden (128), layers (2), bad_records. Assets: the task names and the ESOL targets'
+// standardization (mean, scale).
+ModelEntry molecules_entry();
 
-class MoleculeModel : public Model {
+class MoleculeModel : public BlockModel {
  public:
   // Reads and parses the task's CSV, splits it and builds the model. Throws weft::Error naming
-  // the file (and line, under kReject) on unreadable or bad data.
-  explicit MoleculeModel(MoleculeOptions options);
+  // the file (and line, with bad_records=reject) on unreadable or bad data. Unparsable SMILES,
+  // malformed rows, molecules without atoms or (Tox21) without any label are skipped and listed
+  // in skipped_records() with bad_records=skip.
+  explicit MoleculeModel(const OptionValues& options, const ModelInit& init = {});
   ~MoleculeModel() override;
 
-  std::string name() const override { return "molecules"; }
-  std::string config_json() const override;
-  std::vector<Parameter> parameters() override;
-  std::size_t num_examples(train::Split split) const override;
-  // Training figures: the loss only. Evaluation adds, once the whole split has been seen in
-  // order (as Trainer::evaluate does), "rmse" (ESOL) or "roc_auc" (Tox21, mean over tasks):
-  // these do not decompose into per-batch means, so they are reported whole by the last batch.
-  train::BatchFigures train_batch(const train::Batch& batch, Rng& rng) override;
-  train::BatchFigures eval_batch(const train::Batch& batch) override;
-  std::unique_ptr<train::PreparedBatch> prepare_batch(train::Split split,
-                                                      std::span<const std::size_t> ids) override;
-
+  nlohmann::json assets() const override;
   // A SMILES string, or {"smiles": "..."}.
   nlohmann::json parse_example(std::string_view line, std::string_view where) const override;
-  // ESOL: {"log_solubility": x}; Tox21: {"<task>": probability, ...}.
-  std::vector<nlohmann::json> predict(std::span<const nlohmann::json> examples) override;
-  const blocks::Block& root_block() const override;
-  std::span<const nlohmann::json> examples(train::Split split) const override;
+  std::vector<std::string> data_notes() const override;
+  // Evaluation figures beyond the loss: "rmse" (ESOL) or "roc_auc" (Tox21, mean over tasks),
+  // from every example's scores, in example order.
+  void finish_split(train::Split split, std::span<const train::ExampleScores> scores,
+                    train::MetricSet& figures) const override;
 
   const std::vector<std::string>& task_names() const;
-  // "file:line: why" for every record left out under kSkip.
+  // "file:line: why" for every record left out under bad_records=skip.
   const std::vector<std::string>& skipped_records() const;
   // The records of a split, aligned with examples(split).
   std::span<const io::MoleculeRecord> records(train::Split split) const;
 
  private:
+  // ESOL: {"log_solubility": x}; Tox21: {"<task>": probability, ...}.
+  std::vector<nlohmann::json> predictions(const blocks::BatchResult& result,
+                                          std::size_t count) override;
+  train::BatchFigures figures(const blocks::BatchResult& result, const train::Batch& batch,
+                              bool training) override;
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -9,59 +9,42 @@
 
 #include <cstdint>
 #include <memory>
-#include <string>
-#include <vector>
 
-#include "weft/io/sst.h"
-#include "weft/io/vocabulary.h"
-#include "weft/models/model.h"
+#include "weft/models/block_model.h"
+#include "weft/models/registry.h"
 
 namespace weft::models {
 
-struct SentimentOptions {
-  std::string data_dir;         // holds sst/{train,dev,test}.txt
-  std::string embeddings_path;  // word vectors ("word v1 ... vd"); empty: random, trainable
-  std::int64_t hidden = 150;
-  std::int64_t embedding_dim = 100;  // used when there are no embeddings
-  float input_dropout = 0.25f;       // on word vectors
-  float output_dropout = 0.25f;      // on h before the softmax layer
-  float recurrent_dropout = 0.25f;   // on the cell's candidate (Semeniuta et al.)
-  bool train_embeddings = true;      // fine-tuned, at the recipe's rate scale for "embedding/"
-  std::uint64_t seed = 1;
-  // 0: all; otherwise n evenly spaced trees (the files are ordered by label), for tests and demos.
-  std::int64_t max_train_trees = 0;
-  std::int64_t max_eval_trees = 0;
-  int weave_threads = 0;  // 0: the compiler's default
-};
+// Its registry entry: options hidden (150), embeddings / no_embeddings / freeze_embeddings,
+// embedding_dim, dropout and recurrent_dropout (0.25); the recipe is Tai et al.'s (Adagrad 0.05,
+// batch 25, L2 1e-4, word vectors at 0.1x the rate). Assets: the vocabulary.
+ModelEntry sentiment_entry();
 
-class SentimentModel : public Model {
+class SentimentModel : public BlockModel {
  public:
-  // Reads the trees (and the vectors) and builds the model. Throws weft::Error naming the
-  // file on unreadable or malformed data.
-  explicit SentimentModel(SentimentOptions options);
+  // Reads the trees (and, for training, the vectors) and builds the model. Throws weft::Error
+  // naming the file on unreadable or malformed data.
+  explicit SentimentModel(const OptionValues& options, const ModelInit& init = {});
   ~SentimentModel() override;
 
-  std::string name() const override { return "sentiment"; }
-  std::string config_json() const override;
-  std::vector<Parameter> parameters() override;
-  std::size_t num_examples(train::Split split) const override;
-  train::BatchFigures train_batch(const train::Batch& batch, Rng& rng) override;
-  train::BatchFigures eval_batch(const train::Batch& batch) override;
-  std::unique_ptr<train::PreparedBatch> prepare_batch(train::Split split,
-                                                      std::span<const std::size_t> ids) override;
-
+  nlohmann::json assets() const override;  // {"vocabulary": [words in id order]}
   // A bracketed SST tree "(3 (2 a) ...)" or its JSON form ({"label", "word"/"children"}).
   nlohmann::json parse_example(std::string_view line, std::string_view where) const override;
-  // {"label": k, "probabilities": [5], "binary": "positive"/"negative"} for the root.
-  std::vector<nlohmann::json> predict(std::span<const nlohmann::json> examples) override;
-  const blocks::Block& root_block() const override;
-  std::span<const nlohmann::json> examples(train::Split split) const override;
+  std::vector<std::string> data_notes() const override;
 
-  // Vocabulary words with a pretrained vector / all (the unknown token not counted).
+  // Vocabulary words with a pretrained vector / all (the unknown token not counted); 0 / 0
+  // when no vectors were read.
   std::int64_t vectors_found() const;
   std::int64_t vocabulary_size() const;
 
  private:
+  // {"label": k, "probabilities": [5], "binary": "positive"/"negative"} for the root.
+  std::vector<nlohmann::json> predictions(const blocks::BatchResult& result,
+                                          std::size_t count) override;
+  train::BatchFigures figures(const blocks::BatchResult& result, const train::Batch& batch,
+                              bool training) override;
+  blocks::Block make_blocks();
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

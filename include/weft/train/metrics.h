@@ -73,13 +73,22 @@ class MetricSet {
   std::map<std::string, Figure> figures_;
 };
 
+// One example's values kept for a figure that does not decompose into per-batch means (RMSE,
+// ROC-AUC): the example's index in its split and the values the model needs to finish it.
+struct ExampleScores {
+  std::size_t example = 0;
+  std::vector<double> values;
+};
+
 // What a batch contributes: the SUM of its examples' losses, their count, and any figures
 // (accuracy as add_hits, ...): what a model hands the Trainer. The name "loss" is reserved
-// for the trainer, which adds loss_sum / examples under it.
+// for the trainer, which adds loss_sum / examples under it. `scores` are collected over a
+// split and handed to TrainableModel::finish_split.
 struct BatchFigures {
   double loss_sum = 0;
   std::int64_t examples = 0;
   MetricSet metrics;
+  std::vector<ExampleScores> scores;
 };
 
 // The number of rows of logits [B, C] whose largest entry (first on ties) is at the label

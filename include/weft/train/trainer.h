@@ -80,6 +80,11 @@ class TrainableModel {
                                                        std::span<const std::size_t> /*ids*/) {
     return nullptr;
   }
+  // The split-level figures (RMSE, ROC-AUC) from the scores eval_batch returned for every
+  // evaluated example of the split, sorted by example index: the same whatever the order,
+  // grouping or sharding of the batches.
+  virtual void finish_split(Split /*split*/, std::span<const ExampleScores> /*scores*/,
+                            MetricSet& /*figures*/) const {}
 };
 
 enum class BestMode { kMax, kMin };

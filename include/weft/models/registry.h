@@ -1,0 +1,64 @@
+// The model registry: every model by name, with a one-line summary, its option schema, the form
+// of its examples, its training recipe and its factory. The command line, Python, the server and
+// distributed training read models from here and never special-case one. The built-in models
+// are listed in registry.cpp, one line each; a program adds its own with register_model.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "weft/models/model.h"
+#include "weft/models/options.h"
+#include "weft/train/trainer.h"
+
+namespace weft::models {
+
+// How a model trains by default (the paper's recipe where there is one). The front ends apply
+// the user's overrides on top.
+struct Recipe {
+  int epochs = 10;
+  std::size_t batch_size = 32;
+  train::OptimizerSpec optimizer;
+  train::LrSchedule schedule;  // a cosine's total_steps 0: the whole run
+  double clip_norm = 0;
+  std::string best_metric;  // the dev figure that selects the best epoch
+  train::BestMode best_mode = train::BestMode::kMax;
+
+  // The trainer options with these fields set (the rest as `base` has them).
+  train::TrainerOptions trainer_options(train::TrainerOptions base = {}) const;
+  // {"epochs", "batch_size", "optimizer", "schedule", "clip_norm", "best_metric", "best_mode"}.
+  nlohmann::json to_json() const;
+};
+
+struct ModelEntry {
+  std::string name;     // "sentiment"
+  std::string summary;  // one line, for --help and listings
+  std::string input;    // the form of one example, as `weft infer` reads it (one line of text)
+  std::vector<OptionSpec> options;  // the model's own; common_options() are added in front
+  std::function<Recipe(const OptionValues&)> recipe;
+  std::function<std::unique_ptr<Model>(const OptionValues&, const ModelInit&)> create;
+
+  // common_options() followed by the model's own, at their defaults.
+  OptionValues default_options() const;
+  // {"name", "summary", "input", "options": [schema...], "recipe": {...}} (recipe at defaults).
+  nlohmann::json to_json() const;
+};
+
+// Adds a model; throws if the name is taken or the entry is incomplete (no factory, recipe,
+// or a malformed option schema).
+void register_model(ModelEntry entry);
+// Every registered model, the built-in ones first, in registration order.
+std::vector<const ModelEntry*> registered_models();
+std::vector<std::string> model_names();
+// Throws "[weft] unknown model 'x' (known: ...)" for a name not registered.
+const ModelEntry& find_model(std::string_view name);
+
+// Builds the model `options` were made for (their owner) for training: checks the options,
+// reads the data and builds the layers.
+std::unique_ptr<Model> create_model(const OptionValues& options,
+                                    const ModelInit& init = ModelInit{});
+
+}  // namespace weft::models

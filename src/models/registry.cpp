@@ -1,0 +1,124 @@
+// The model registry (models/registry.h): the built-in models, one line each, and the models a
+// program registers itself.
+#include "weft/models/registry.h"
+
+#include <mutex>
+
+#include "weft/core/error.h"
+#include "weft/models/attention.h"
+#include "weft/models/calculator.h"
+#include "weft/models/langid.h"
+#include "weft/models/molecules.h"
+#include "weft/models/sentiment.h"
+
+namespace weft::models {
+namespace {
+
+struct Registry {
+  std::mutex mutex;
+  std::vector<std::unique_ptr<ModelEntry>> entries;
+};
+
+void check_entry(const ModelEntry& entry, const std::vector<std::unique_ptr<ModelEntry>>& taken) {
+  if (entry.name.empty()) fail("registry", "a model entry has no name");
+  for (const auto& other : taken) {
+    if (other->name == entry.name) fail("registry", "a model named '", entry.name, "' exists");
+  }
+  if (!entry.create) fail("registry", "model '", entry.name, "' has no factory");
+  if (!entry.recipe) fail("registry", "model '", entry.name, "' has no recipe");
+  (void)entry.default_options();  // checks the schema: unique names, valid defaults
+}
+
+Registry& registry() {
+  static Registry* instance = [] {
+    auto* r = new Registry();
+    for (ModelEntry (*builtin)() :
+         {calculator_entry, sentiment_entry, attention_entry, langid_entry, molecules_entry}) {
+      auto entry = std::make_unique<ModelEntry>(builtin());
+      check_entry(*entry, r->entries);
+      r->entries.push_back(std::move(entry));
+    }
+    return r;
+  }();
+  return *instance;
+}
+
+}  // namespace
+
+train::TrainerOptions Recipe::trainer_options(train::TrainerOptions base) const {
+  base.epochs = epochs;
+  base.batch_size = batch_size;
+  base.optimizer = optimizer;
+  base.schedule = schedule;
+  base.clip_norm = clip_norm;
+  base.best_metric = best_metric;
+  base.best_mode = best_mode;
+  return base;
+}
+
+nlohmann::json Recipe::to_json() const {
+  return {{"epochs", epochs},
+          {"batch_size", batch_size},
+          {"optimizer", optimizer.describe()},
+          {"schedule", schedule.describe()},
+          {"clip_norm", clip_norm},
+          {"best_metric", best_metric},
+          {"best_mode", best_mode == train::BestMode::kMax ? "max" : "min"}};
+}
+
+OptionValues ModelEntry::default_options() const {
+  std::vector<OptionSpec> schema = common_options();
+  schema.insert(schema.end(), options.begin(), options.end());
+  return OptionValues(name, std::move(schema));
+}
+
+nlohmann::json ModelEntry::to_json() const {
+  const OptionValues defaults = default_options();
+  nlohmann::json schema = nlohmann::json::array();
+  for (const OptionSpec& spec : defaults.schema()) schema.push_back(spec.to_json());
+  return {{"name", name},
+          {"summary", summary},
+          {"input", input},
+          {"options", schema},
+          {"recipe", recipe(defaults).to_json()}};
+}
+
+void register_model(ModelEntry entry) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  check_entry(entry, r.entries);
+  r.entries.push_back(std::make_unique<ModelEntry>(std::move(entry)));
+}
+
+std::vector<const ModelEntry*> registered_models() {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  std::vector<const ModelEntry*> out;
+  for (const auto& entry : r.entries) out.push_back(entry.get());
+  return out;
+}
+
+std::vector<std::string> model_names() {
+  std::vector<std::string> names;
+  for (const ModelEntry* entry : registered_models()) names.push_back(entry->name);
+  return names;
+}
+
+const ModelEntry& find_model(std::string_view name) {
+  for (const ModelEntry* entry : registered_models()) {
+    if (entry->name == name) return *entry;
+  }
+  std::string known;
+  for (const std::string& n : model_names()) known += (known.empty() ? "" : ", ") + n;
+  fail("weft", "unknown model '", name, "' (known: ", known, ")");
+}
+
+std::unique_ptr<Model> create_model(const OptionValues& options, const ModelInit& init) {
+  const ModelEntry& entry = find_model(options.owner());
+  // Re-check the values against the entry's schema: options made by hand must not skip it.
+  OptionValues checked = entry.default_options();
+  checked.update(options.values(), "options");
+  return entry.create(checked, init);
+}
+
+}  // namespace weft::models
