@@ -358,9 +358,10 @@ void MoleculeModel::Impl::keep(std::vector<io::MoleculeRecord>& records,
 MoleculeModel::MoleculeModel(const OptionValues& options, const ModelInit& init)
     : BlockModel(options), impl_(std::make_unique<Impl>(this->options(), store(), init)) {
   Impl& m = *impl_;
-  split_examples(train::Split::kTrain) = m.train.examples;
-  split_examples(train::Split::kDev) = m.dev.examples;
-  split_examples(train::Split::kTest) = m.test.examples;
+  // The graphs move to the base's splits; the records (targets, labels) stay here.
+  split_examples(train::Split::kTrain) = std::move(m.train.examples);
+  split_examples(train::Split::kDev) = std::move(m.dev.examples);
+  split_examples(train::Split::kTest) = std::move(m.test.examples);
   compile(m.make_blocks());
 }
 

@@ -74,7 +74,10 @@ std::string LrSchedule::describe() const {
   std::string text = fmt::format("{} lr={}", schedule_kind_name(kind), learning_rate);
   if (kind == ScheduleKind::kStep || kind == ScheduleKind::kExponential)
     text += fmt::format(" gamma={} step_size={}", gamma, step_size);
-  if (kind == ScheduleKind::kCosine) text += fmt::format(" total={} min={}", total_steps, min_lr);
+  if (kind == ScheduleKind::kCosine) {
+    text += total_steps > 0 ? fmt::format(" total={}", total_steps) : std::string(" total=run");
+    text += fmt::format(" min={}", min_lr);
+  }
   if (warmup_steps > 0) text += fmt::format(" warmup={}", warmup_steps);
   return text;
 }

@@ -29,6 +29,10 @@ struct DemoOptions {
 
 struct InfoOptions {};
 
+struct ModelsOptions {
+  bool json = false;  // the registry's descriptions as JSON
+};
+
 struct LoomOptions {
   int trees = 3;
   int leaves = 8;
@@ -123,6 +127,8 @@ int run_infer(const InferOptions& options);
 int run_demo(const DemoOptions& options);
 // Prints the version and how this build runs: GEMM provider, threads, CUDA.
 int run_info(const InfoOptions& options);
+// Lists the registered models (or describes them as JSON).
+int run_models(const ModelsOptions& options);
 
 // Weaves a few benchmark trees, runs them forward and backward, prints the schedule and
 // the loom's statistics, and optionally writes the schedule as Graphviz DOT.

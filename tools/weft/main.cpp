@@ -1,5 +1,5 @@
 // The weft command-line tool: parses arguments with CLI11 and dispatches to a subcommand
-// (train_command.cpp, demo_command.cpp, info_command.cpp, loom_command.cpp,
+// (train_command.cpp, demo_command.cpp, info_command.cpp, models_command.cpp, loom_command.cpp,
 // bench_command.cpp). Every failure ends as
 // one line on stderr and a non-zero exit code, never a stack trace.
 #include <CLI/CLI.hpp>
@@ -43,6 +43,11 @@ int run(int argc, char** argv) {
 
   InfoOptions info;
   CLI::App* info_cmd = app.add_subcommand("info", "Print the version and the backend in use");
+
+  ModelsOptions models_options;
+  CLI::App* models_cmd = app.add_subcommand("models", "List the registered models");
+  models_cmd->add_flag("--json", models_options.json,
+                       "Each model's summary, input form, options and recipe as JSON");
 
   LoomOptions loom;
   CLI::App* loom_cmd = app.add_subcommand(
@@ -105,6 +110,7 @@ int run(int argc, char** argv) {
   }
   if (*demo_cmd) return run_demo(demo);
   if (*info_cmd) return run_info(info);
+  if (*models_cmd) return run_models(models_options);
   if (*loom_cmd) return run_loom(loom);
   if (*tree_bench_cmd) return run_bench_treelstm(bench);
   return 2;  // unreachable: require_subcommand(1)

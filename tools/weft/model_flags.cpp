@@ -48,7 +48,10 @@ void ModelFlags::bind(CLI::App& parent, const std::function<void(CLI::App&)>& ad
       if (flag->is_bool) {
         flag->cli = model->command->add_flag(flag_name(spec.name), flag->flag, help_of(spec));
       } else {
-        flag->cli = model->command->add_option(flag_name(spec.name), flag->text, help_of(spec));
+        flag->cli = model->command->add_option(flag_name(spec.name), flag->text, help_of(spec))
+                        ->type_name(spec.kind == models::OptionKind::kInt     ? "INT"
+                                    : spec.kind == models::OptionKind::kFloat ? "FLOAT"
+                                                                              : "TEXT");
       }
       model->flags.push_back(std::move(flag));
     }
