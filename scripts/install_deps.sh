@@ -12,6 +12,7 @@ packages=(
   clang-format python3 python3-numpy
   libblis-dev  # only for the GEMM comparison benchmark
   librdkit-dev libboost-dev  # optional: SMILES parsing (weft/io/molecule_graph.h, WEFT_WITH_RDKIT)
+  libopenmpi-dev openmpi-bin  # distributed training (weft/dist, WEFT_WITH_MPI; mpirun)
 )
 
 missing=()

@@ -82,6 +82,28 @@ std::vector<std::string> MetricSet::names() const {
   return out;
 }
 
+std::string MetricSet::serialize() const {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& [name, f] : figures_) out.push_back({name, f.is_hits, f.sum, f.weight});
+  return out.dump();
+}
+
+MetricSet MetricSet::parse(std::string_view text) {
+  const nlohmann::json in = nlohmann::json::parse(text, nullptr, false);
+  if (!in.is_array()) fail("metrics", "not a serialized MetricSet");
+  MetricSet set;
+  for (const nlohmann::json& f : in) {
+    if (!f.is_array() || f.size() != 4 || !f[0].is_string() || !f[1].is_boolean() ||
+        !f[2].is_number() || !f[3].is_number()) {
+      fail("metrics", "not a serialized MetricSet figure: ", f.dump().substr(0, 80));
+    }
+    Figure& mine = set.figure(f[0].get<std::string>(), f[1].get<bool>());
+    mine.sum += f[2].get<double>();
+    mine.weight += f[3].get<double>();
+  }
+  return set;
+}
+
 std::string MetricSet::to_json() const {
   nlohmann::json out = nlohmann::json::object();
   for (const auto& entry : figures_) out[entry.first] = value(entry.first);

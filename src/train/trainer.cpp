@@ -16,6 +16,8 @@
 #include "tensor_match.h"
 #include "weft/backend/cpu.h"
 #include "weft/core/error.h"
+#include "weft/core/rng.h"
+#include "weft/dist/communicator.h"
 
 namespace weft::train {
 namespace {
@@ -23,28 +25,42 @@ namespace {
 constexpr std::string_view kBestPrefix = "best/";
 
 using BatchBody = std::function<void(const Batch&)>;
+using IdSpan = std::span<const std::size_t>;
 
-// Calls body on consecutive batches of ids. With `ahead`, batch k+1 is prepared on a
-// background thread while body runs on batch k (the future's destructor waits for it, so an
-// exception in body leaves no thread behind).
-void for_each_batch(TrainableModel& model, Split split, std::span<const std::size_t> ids,
-                    std::size_t batch_size, bool ahead, const BatchBody& body) {
-  const std::size_t count = (ids.size() + batch_size - 1) / batch_size;
-  auto ids_of = [&](std::size_t b) {
-    return ids.subspan(b * batch_size, std::min(batch_size, ids.size() - b * batch_size));
-  };
+// Consecutive batches of `batch_size` ids (the last one shorter).
+std::vector<IdSpan> batches_of(IdSpan ids, std::size_t batch_size) {
+  std::vector<IdSpan> batches;
+  for (std::size_t first = 0; first < ids.size(); first += batch_size) {
+    batches.push_back(ids.subspan(first, std::min(batch_size, ids.size() - first)));
+  }
+  return batches;
+}
+
+// Rank `rank`'s contiguous share of `ids` among `ranks` (sizes differ by at most one).
+IdSpan shard_of(IdSpan ids, int rank, int ranks) {
+  const std::size_t n = ids.size(), r = std::size_t(rank), k = std::size_t(ranks);
+  const std::size_t first = n * r / k, last = n * (r + 1) / k;
+  return ids.subspan(first, last - first);
+}
+
+// Calls body on each batch in order (empty batches included: a rank's empty shard). With
+// `ahead`, batch k+1 is prepared on a background thread while body runs on batch k (the
+// future's destructor waits for it, so an exception in body leaves no thread behind).
+void for_each_batch(TrainableModel& model, Split split, const std::vector<IdSpan>& batches,
+                    bool ahead, const BatchBody& body) {
   auto launch = [&](std::size_t b) {
-    return std::async(std::launch::async, [&model, split, batch = ids_of(b)] {
-      return model.prepare_batch(split, batch);
+    return std::async(std::launch::async, [&model, split, batch = batches[b]] {
+      return batch.empty() ? nullptr : model.prepare_batch(split, batch);
     });
   };
   std::future<std::unique_ptr<PreparedBatch>> next;
-  if (ahead && count > 0) next = launch(0);
-  for (std::size_t b = 0; b < count; ++b) {
+  if (ahead && !batches.empty()) next = launch(0);
+  for (std::size_t b = 0; b < batches.size(); ++b) {
     std::unique_ptr<PreparedBatch> prepared =
-        ahead ? next.get() : model.prepare_batch(split, ids_of(b));
-    if (ahead && b + 1 < count) next = launch(b + 1);
-    body(Batch{split, ids_of(b), prepared.get()});
+        ahead ? next.get()
+              : (batches[b].empty() ? nullptr : model.prepare_batch(split, batches[b]));
+    if (ahead && b + 1 < batches.size()) next = launch(b + 1);
+    body(Batch{split, batches[b], prepared.get()});
   }
 }
 
@@ -71,6 +87,60 @@ std::string checkpoint_config(const TrainableModel& model, const TrainerOptions&
       .dump();
 }
 
+// A description of what every rank must agree on before training together: the model, its
+// data and the run's options. Ranks that differ are named.
+std::string run_fingerprint(const TrainableModel& model, std::span<const Parameter> parameters,
+                            const TrainerOptions& options) {
+  nlohmann::json shapes = nlohmann::json::array();
+  for (const Parameter& p : parameters) shapes.push_back({p.name(), p.shape().to_string()});
+  return nlohmann::json{{"model", model.name()},
+                        {"config", model.config_json()},
+                        {"examples",
+                         {model.num_examples(Split::kTrain), model.num_examples(Split::kDev),
+                          model.num_examples(Split::kTest)}},
+                        {"parameters", shapes},
+                        {"trainer", nlohmann::json::parse(options.to_json())}}
+      .dump();
+}
+
+void check_ranks_agree(dist::Communicator& comm, const std::string& fingerprint) {
+  const std::vector<std::string> all = comm.all_gather(fingerprint);
+  const nlohmann::json root = nlohmann::json::parse(all[0]);
+  for (std::size_t r = 1; r < all.size(); ++r) {
+    if (all[r] == all[0]) continue;
+    const nlohmann::json other = nlohmann::json::parse(all[r]);
+    std::string parts;
+    for (const auto& [key, value] : root.items()) {
+      if (other.value(key, nlohmann::json()) != value) parts += (parts.empty() ? "" : ", ") + key;
+    }
+    fail("trainer", "rank ", r, " differs from rank 0 in ", parts,
+         " (every rank must run the same model on the same data with the same options)");
+  }
+}
+
+// The sum of every trainable value, to check that the ranks' parameters stay identical.
+double parameter_checksum(std::span<const Parameter> parameters) {
+  double total = 0;
+  for (const Parameter& p : parameters) {
+    for (float v : p.value().to_float_vector()) total += double(v);
+  }
+  return total;
+}
+
+// Float views of the parameters' gradients (host tensors), for the all-reduce.
+std::vector<std::span<float>> gradient_buffers(std::span<const Parameter> parameters) {
+  std::vector<std::span<float>> buffers;
+  for (const Parameter& p : parameters) {
+    Tensor& grad = const_cast<Parameter&>(p).grad();
+    if (grad.device() != Device::kCpu) {
+      fail("trainer", "data-parallel training needs gradients on the CPU; '", p.name(), "' is on ",
+           device_name(grad.device()));
+    }
+    buffers.emplace_back(grad.data<float>(), std::size_t(grad.numel()));
+  }
+  return buffers;
+}
+
 }  // namespace
 
 struct Trainer::Run {
@@ -83,6 +153,7 @@ struct Trainer::Run {
   std::vector<Tensor> best;
   std::unique_ptr<detail::Progress> progress;
   std::ofstream log;
+  dist::Communicator& comm;  // the ranks training together (a single process by default)
 };
 
 Trainer::Trainer(TrainerOptions options) : options_(std::move(options)) { options_.validate(); }
@@ -93,7 +164,7 @@ TrainResult Trainer::fit(TrainableModel& model) {
   if (options_.threads > 0) set_num_threads(options_.threads);
   if (model.num_examples(Split::kTrain) == 0)
     fail("trainer", "model '", model.name(), "' has no training examples");
-  Run run{model, model.parameters(), Rng(options_.seed), {}, {}, {}, {}};
+  Run run{model, model.parameters(), Rng(options_.seed), {}, {}, {}, {}, communicator()};
   optimizer_ = make_optimizer(options_.optimizer, run.parameters);
   schedule_ = options_.schedule;
   if (schedule_.kind == ScheduleKind::kCosine && schedule_.total_steps == 0) {
@@ -105,12 +176,14 @@ TrainResult Trainer::fit(TrainableModel& model) {
   run.state.rng = run.rng.state();
   const bool resuming = !options_.resume_from.empty();
   if (resuming) resume(run);
-  if (!options_.log_path.empty()) {
+  if (run.comm.size() > 1) start_together(run);
+  const bool root = run.comm.is_root();
+  if (!options_.log_path.empty() && root) {
     run.log.open(options_.log_path, resuming ? std::ios::app : std::ios::trunc);
     if (!run.log) fail("trainer", "cannot open the log '", options_.log_path, "' for writing");
   }
-  run.progress = std::make_unique<detail::Progress>(options_.progress, options_.progress_stream,
-                                                    options_.epochs);
+  run.progress = std::make_unique<detail::Progress>(root ? options_.progress : ProgressMode::kOff,
+                                                    options_.progress_stream, options_.epochs);
   TrainResult result;
   while (run.state.epoch < options_.epochs) {
     EpochRecord record = train_epoch(run);
@@ -126,31 +199,66 @@ TrainResult Trainer::fit(TrainableModel& model) {
 EpochRecord Trainer::train_epoch(Run& run) {
   EpochRecord record;
   record.epoch = run.state.epoch + 1;
+  // The order comes from the seed and the epoch alone: the same on every rank, whatever their
+  // number, and after a resume.
   std::vector<std::size_t> order(run.model.num_examples(Split::kTrain));
   std::iota(order.begin(), order.end(), std::size_t(0));
-  if (options_.shuffle)
+  if (options_.shuffle) {
+    Rng shuffle(mix64(options_.seed, 0x5eedf00dull + std::uint64_t(record.epoch)));
     for (std::size_t i = order.size() - 1; i > 0; --i)
-      std::swap(order[i], order[run.rng.below(i + 1)]);
+      std::swap(order[i], order[shuffle.below(i + 1)]);
+  }
+  dist::Communicator& comm = run.comm;
+  const bool together = comm.size() > 1;
+  // Every global batch, and this rank's share of each.
+  const std::vector<IdSpan> global = batches_of(order, options_.batch_size);
+  std::vector<IdSpan> mine;
+  for (IdSpan batch : global) mine.push_back(shard_of(batch, comm.rank(), comm.size()));
   run.progress->start_epoch(record.epoch, std::int64_t(order.size()));
   const auto start = std::chrono::steady_clock::now();
   double loss_sum = 0;
+  std::size_t batch_index = 0;
   const std::span<const Parameter> parameters = optimizer_->parameters();
-  for_each_batch(run.model, Split::kTrain, order, options_.batch_size, options_.prepare_ahead,
-                 [&](const Batch& batch) {
-                   const double lr = schedule_.at(run.state.step);
-                   optimizer_->zero_grad();
-                   BatchFigures figures = run.model.train_batch(batch, run.rng);
-                   check_figures(figures, Split::kTrain, run.state.step);
-                   if (options_.clip_value > 0) clip_grad_value(parameters, options_.clip_value);
-                   if (options_.clip_norm > 0) clip_grad_norm(parameters, options_.clip_norm);
-                   optimizer_->step(lr);
-                   ++run.state.step;
-                   record.learning_rate = lr;
-                   loss_sum += figures.loss_sum;
-                   record.examples += figures.examples;
-                   record.train.merge(figures.metrics);
-                   run.progress->update(record.examples, loss_sum / double(record.examples));
-                 });
+  for_each_batch(run.model, Split::kTrain, mine, options_.prepare_ahead, [&](const Batch& batch) {
+    const double lr = schedule_.at(run.state.step);
+    const std::size_t global_size = global[batch_index++].size();
+    optimizer_->zero_grad();
+    BatchFigures figures;
+    if (!batch.example_ids.empty()) {
+      figures = run.model.train_batch(batch, run.rng);
+      check_figures(figures, Split::kTrain, run.state.step);
+    }
+    if (together) {
+      // Each rank's gradient is of its shard's mean loss: weighted by the shard's share, the
+      // sum over ranks is the gradient of the global batch's mean loss.
+      const float share = float(double(batch.example_ids.size()) / double(global_size));
+      std::vector<std::span<float>> buffers = gradient_buffers(parameters);
+      for (std::span<float> buffer : buffers)
+        for (float& g : buffer) g *= share;
+      dist::all_reduce_buckets(comm, buffers);
+      double totals[2] = {figures.loss_sum, double(figures.examples)};
+      comm.all_reduce_sum(std::span<double>(totals));
+      figures.loss_sum = totals[0];
+      figures.examples = std::int64_t(totals[1]);
+      check_figures(figures, Split::kTrain, run.state.step);
+    }
+    if (options_.clip_value > 0) clip_grad_value(parameters, options_.clip_value);
+    if (options_.clip_norm > 0) clip_grad_norm(parameters, options_.clip_norm);
+    optimizer_->step(lr);
+    ++run.state.step;
+#ifndef NDEBUG
+    if (together && run.state.step % 50 == 0) check_replicas(run);
+#endif
+    record.learning_rate = lr;
+    if (options_.on_step) {
+      options_.on_step(run.state.step, figures.loss_sum / double(figures.examples), lr);
+    }
+    loss_sum += figures.loss_sum;
+    record.examples += figures.examples;
+    record.train.merge(figures.metrics);
+    run.progress->update(record.examples, loss_sum / double(record.examples));
+  });
+  if (together) record.train = merged_over_ranks(comm, record.train);
   record.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   record.examples_per_second = record.seconds > 0 ? double(record.examples) / record.seconds : 0;
   record.train.add_mean("loss", loss_sum / double(record.examples), double(record.examples));
@@ -179,10 +287,11 @@ void Trainer::finish_epoch(Run& run, EpochRecord& record) {
         for (const Parameter& p : optimizer_->parameters()) run.best.push_back(p.value().clone());
     }
   }
-  run.state.rng = run.rng.state();
-  if (record.best && !options_.best_checkpoint_path.empty())
+  if (run.comm.is_root()) run.state.rng = run.rng.state();
+  const bool root = run.comm.is_root();
+  if (root && record.best && !options_.best_checkpoint_path.empty())
     save(run, options_.best_checkpoint_path);
-  if (!options_.checkpoint_path.empty()) save(run, options_.checkpoint_path);
+  if (root && !options_.checkpoint_path.empty()) save(run, options_.checkpoint_path);
   if (run.log.is_open()) {
     run.log << record.to_json() << '\n';
     run.log.flush();
@@ -204,28 +313,93 @@ void Trainer::restore_best(Run& run) const {
 }
 
 MetricSet Trainer::evaluate(TrainableModel& model, Split split) {
+  dist::Communicator& comm = communicator();
   std::vector<std::size_t> ids(model.num_examples(split));
   std::iota(ids.begin(), ids.end(), std::size_t(0));
+  // Each rank evaluates a contiguous share of the split; the figures are summed over ranks and
+  // the per-example scores gathered, so split-level figures see every example.
+  const IdSpan mine = shard_of(ids, comm.rank(), comm.size());
   MetricSet figures;
-  double loss_sum = 0;
-  std::int64_t examples = 0;
+  double totals[2] = {0, 0};  // loss sum, examples
   std::vector<ExampleScores> scores;
-  for_each_batch(model, split, ids, options_.batch_size, options_.prepare_ahead,
+  for_each_batch(model, split, batches_of(mine, options_.batch_size), options_.prepare_ahead,
                  [&](const Batch& batch) {
                    BatchFigures f = model.eval_batch(batch);
                    check_figures(f, split, -1);
-                   loss_sum += f.loss_sum;
-                   examples += f.examples;
+                   totals[0] += f.loss_sum;
+                   totals[1] += double(f.examples);
                    figures.merge(f.metrics);
                    for (ExampleScores& row : f.scores) scores.push_back(std::move(row));
                  });
-  if (examples > 0) figures.add_mean("loss", loss_sum / double(examples), double(examples));
+  if (comm.size() > 1) {
+    comm.all_reduce_sum(std::span<double>(totals));
+    figures = merged_over_ranks(comm, figures);
+    scores = gathered_over_ranks(comm, scores);
+  }
+  if (totals[1] > 0) figures.add_mean("loss", totals[0] / totals[1], totals[1]);
   if (!scores.empty()) {
     std::sort(scores.begin(), scores.end(),
               [](const ExampleScores& a, const ExampleScores& b) { return a.example < b.example; });
     model.finish_split(split, scores, figures);
   }
   return figures;
+}
+
+dist::Communicator& Trainer::communicator() const {
+  if (options_.communicator != nullptr) return *options_.communicator;
+  static const std::unique_ptr<dist::Communicator> single = dist::single_process();
+  return *single;
+}
+
+MetricSet Trainer::merged_over_ranks(dist::Communicator& comm, const MetricSet& mine) {
+  MetricSet all;
+  for (const std::string& text : comm.all_gather(mine.serialize()))
+    all.merge(MetricSet::parse(text));
+  return all;
+}
+
+std::vector<ExampleScores> Trainer::gathered_over_ranks(dist::Communicator& comm,
+                                                        const std::vector<ExampleScores>& mine) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const ExampleScores& row : mine) rows.push_back({row.example, row.values});
+  std::vector<ExampleScores> all;
+  for (const std::string& text : comm.all_gather(rows.dump())) {
+    for (const nlohmann::json& row : nlohmann::json::parse(text)) {
+      all.push_back({row[0].get<std::size_t>(), row[1].get<std::vector<double>>()});
+    }
+  }
+  return all;
+}
+
+// Before the first step of a run on several ranks: the ranks agree on the model, data and
+// options; rank 0's parameters (initial, or resumed) go to every rank; ranks other than 0 draw
+// their dropout from their own stream.
+void Trainer::start_together(Run& run) {
+  check_ranks_agree(run.comm, run_fingerprint(run.model, run.parameters, options_));
+  for (Parameter& p : run.parameters) {
+    Tensor& value = p.value();
+    if (value.device() != Device::kCpu) {
+      fail("trainer", "data-parallel training needs parameters on the CPU; '", p.name(), "' is on ",
+           device_name(value.device()));
+    }
+    run.comm.broadcast(
+        std::span<std::byte>(static_cast<std::byte*>(value.raw_data()), value.nbytes()), 0);
+  }
+  if (!run.comm.is_root()) {
+    const auto& s = run.state.rng;
+    run.rng = Rng(mix64(mix64(s[0], s[1]) ^ mix64(s[2], s[3]), std::uint64_t(run.comm.rank())));
+  }
+}
+
+void Trainer::check_replicas(Run& run) const {
+  const double mine = parameter_checksum(optimizer_->parameters());
+  const std::vector<std::string> all = run.comm.all_gather(std::to_string(mine));
+  for (std::size_t r = 1; r < all.size(); ++r) {
+    if (all[r] != all[0]) {
+      fail("trainer", "after step ", run.state.step, " rank ", r,
+           "'s parameters differ from rank 0's (checksums ", all[r], " vs ", all[0], ")");
+    }
+  }
 }
 
 void Trainer::save(Run& run, const std::string& path) const {

@@ -93,6 +93,7 @@ struct TrainOptions {
   std::string progress = "auto";              // auto | bar | lines | off
   int threads = 1;
   bool compare_unbatched = true;  // measure dynamic batching against one call per node
+  int procs = 1;                  // > 1: start that many processes through mpirun
 };
 
 struct EvalOptions {
@@ -115,7 +116,7 @@ struct InferOptions {
 // dev model), then reports test figures, throughput and the speedup of dynamic batching. The
 // add_* functions bind one subcommand per registered model into `models`.
 CLI::App* add_train(CLI::App& app, TrainOptions& options, ModelFlags& models);
-int run_train(const TrainOptions& options);
+int run_train(const TrainOptions& options, int argc, char** argv);
 // `weft eval <model> --checkpoint F`: one JSON object of metrics per split on stdout.
 CLI::App* add_eval(CLI::App& app, EvalOptions& options, ModelFlags& models);
 int run_eval(const EvalOptions& options);

@@ -3,11 +3,13 @@
 // bench_command.cpp). Every failure ends as
 // one line on stderr and a non-zero exit code, never a stack trace.
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <exception>
 #include <iostream>
 
 #include "commands.h"
 #include "weft/core/error.h"
+#include "weft/dist/communicator.h"
 
 namespace {
 
@@ -98,7 +100,7 @@ int run(int argc, char** argv) {
 
   if (*train_cmd) {
     train.model = {train_models.chosen(), train_models.given()};
-    return run_train(train);
+    return run_train(train, argc, argv);
   }
   if (*eval_cmd) {
     eval.model = {eval_models.chosen(), eval_models.given()};
@@ -118,13 +120,29 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
+// Under mpirun an error names its rank and ends the whole job at once: the other ranks would
+// otherwise wait in a collective for the one that stopped.
+[[noreturn]] void fail_job(const std::string& message) {
+  weft::dist::Communicator* world = nullptr;
+  try {
+    world = &weft::dist::world();
+  } catch (const std::exception&) {
+  }
+  if (world == nullptr || world->size() == 1) {
+    std::cerr << message << "\n";
+    std::exit(1);
+  }
+  std::cerr << "[rank " << world->rank() << "] " << message << "\n";
+  world->abort(1);
+  std::exit(1);  // abort does not return; the compiler cannot see that through the interface
+}
+
 int main(int argc, char** argv) {
   try {
     return run(argc, argv);
   } catch (const weft::Error& e) {
-    std::cerr << "weft: error: " << e.what() << "\n";
+    fail_job(std::string("weft: error: ") + e.what());
   } catch (const std::exception& e) {
-    std::cerr << "weft: unexpected error: " << e.what() << "\n";
+    fail_job(std::string("weft: unexpected error: ") + e.what());
   }
-  return 1;
 }

@@ -5,8 +5,12 @@
 // of predictions per example line. eval and infer rebuild the model from the checkpoint alone.
 #include <fmt/core.h>
 
+#include <unistd.h>
 #include <CLI/CLI.hpp>
+
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -14,6 +18,7 @@
 #include "commands.h"
 #include "weft/backend/cpu.h"
 #include "weft/core/error.h"
+#include "weft/dist/communicator.h"
 #include "weft/models/registry.h"
 #include "weft/models/saved_model.h"
 
@@ -92,6 +97,38 @@ void add_checkpoint_flags(CLI::App& cmd, std::string& checkpoint, std::int64_t& 
   cmd.add_option("--threads", threads, "GEMM threads")->check(CLI::Range(1, 1024));
 }
 
+// `weft train ... --procs K` on one machine: the same command under mpirun with K processes
+// (as root, with the variables OpenMPI asks for), replacing this process.
+int relaunch_under_mpirun(int procs, int argc, char** argv) {
+  std::vector<std::string> args{"mpirun", "-np", std::to_string(procs), "--oversubscribe"};
+  if (::geteuid() == 0) {
+    ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+    ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  }
+  args.push_back("/proc/self/exe");
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--procs") {
+      ++i;  // and its value
+    } else if (arg.rfind("--procs=", 0) != 0) {
+      args.push_back(arg);
+    }
+  }
+  char exe[4096] = {0};
+  const ssize_t length = ::readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (length <= 0) fail("weft train", "cannot find this program's path for mpirun");
+  args[4] = std::string(exe, std::size_t(length));
+  std::vector<char*> pointers;
+  for (std::string& arg : args) pointers.push_back(arg.data());
+  pointers.push_back(nullptr);
+  std::fflush(stdout);
+  ::execvp("mpirun", pointers.data());
+  fail("weft train", "--procs ", procs,
+       " needs mpirun (Debian's openmpi-bin), which could not "
+       "be started: ",
+       std::strerror(errno));
+}
+
 }  // namespace
 
 CLI::App* add_train(CLI::App& app, TrainOptions& o, ModelFlags& models) {
@@ -133,11 +170,28 @@ CLI::App* add_train(CLI::App& app, TrainOptions& o, ModelFlags& models) {
         ->check(CLI::Range(1, 1024));
     model.add_flag("!--no-compare", o.compare_unbatched,
                    "Skip measuring dynamic batching against one call per node");
+    model
+        .add_option("--procs", o.procs,
+                    "Data-parallel processes on this machine, started through mpirun "
+                    "(--batch-size stays the global batch); mpirun -np K weft train ... "
+                    "does the same across machines")
+        ->check(CLI::Range(1, 4096));
   });
   return cmd;
 }
 
-int run_train(const TrainOptions& options) {
+int run_train(const TrainOptions& options, int argc, char** argv) {
+  dist::Communicator& world = dist::world();
+  if (options.procs > 1 && world.size() == 1)
+    return relaunch_under_mpirun(options.procs, argc, argv);
+  if (options.procs > 1 && world.size() != options.procs) {
+    fail("weft train", "--procs ", options.procs, " under an mpirun of ", world.size(),
+         " processes; give one or the other");
+  }
+  // Only rank 0 speaks; the others' progress, notes and figures would repeat it.
+  if (!world.is_root() && std::freopen("/dev/null", "w", stdout) == nullptr) {
+    fail("weft train", "cannot silence rank ", world.rank(), "'s output");
+  }
   const auto start = std::chrono::steady_clock::now();
   const models::ModelEntry& entry = models::find_model(options.model.name);
   models::OptionValues values = entry.default_options();
@@ -158,13 +212,15 @@ int run_train(const TrainOptions& options) {
   values.update(options.model.options, "the command line");
   train::TrainerOptions recipe = training_recipe(options, entry.recipe(values));
   recipe.seed = std::uint64_t(values.integer("seed"));
+  if (world.size() > 1) recipe.communicator = &world;
   std::unique_ptr<models::Model> model = entry.create(values, init);
-  print_notes(model->data_notes(), stderr);
-  fmt::print("weft train {}: {} training, {} dev, {} test examples; {} epochs, batch {}, {}, {}\n",
-             model->name(), model->num_examples(train::Split::kTrain),
-             model->num_examples(train::Split::kDev), model->num_examples(train::Split::kTest),
-             recipe.epochs, recipe.batch_size, recipe.optimizer.describe(),
-             recipe.schedule.describe());
+  if (world.is_root()) print_notes(model->data_notes(), stderr);
+  fmt::print(
+      "weft train {}: {} training, {} dev, {} test examples; {} epochs, batch {}, {}, {}{}\n",
+      model->name(), model->num_examples(train::Split::kTrain),
+      model->num_examples(train::Split::kDev), model->num_examples(train::Split::kTest),
+      recipe.epochs, recipe.batch_size, recipe.optimizer.describe(), recipe.schedule.describe(),
+      world.size() > 1 ? fmt::format("; {} processes", world.size()) : std::string());
   std::fflush(stdout);
   train::Trainer trainer(recipe);
   const train::TrainResult result = trainer.fit(*model);
@@ -179,7 +235,7 @@ int run_train(const TrainOptions& options) {
   print_notes(model->split_notes(train::Split::kTest), stdout);
   fmt::print("training: {:.0f} examples/s (best epoch), {:.1f} s in all\n", examples_per_second,
              seconds);
-  if (options.compare_unbatched) report_batching_speedup(*model, 256);
+  if (options.compare_unbatched && world.is_root()) report_batching_speedup(*model, 256);
   return 0;
 }
 

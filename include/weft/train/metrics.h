@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "weft/tensor/tensor.h"
@@ -62,6 +63,10 @@ class MetricSet {
   std::vector<std::string> names() const;
   // {"accuracy": 0.91, "loss": 0.25}: every figure's value, sorted by name.
   std::string to_json() const;
+  // Every figure's kind, sum and weight, for sending to another process; parse gives back an
+  // equal set (throws weft::Error on text that serialize did not write).
+  std::string serialize() const;
+  static MetricSet parse(std::string_view text);
 
  private:
   struct Figure {
@@ -88,7 +93,7 @@ struct BatchFigures {
   double loss_sum = 0;
   std::int64_t examples = 0;
   MetricSet metrics;
-  std::vector<ExampleScores> scores;
+  std::vector<ExampleScores> scores{};
 };
 
 // The number of rows of logits [B, C] whose largest entry (first on ties) is at the label

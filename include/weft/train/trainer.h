@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -21,6 +22,10 @@
 #include "weft/train/metrics.h"
 #include "weft/train/optimizer.h"
 #include "weft/train/schedule.h"
+
+namespace weft::dist {
+class Communicator;
+}
 
 namespace weft::train {
 
@@ -117,6 +122,15 @@ struct TrainerOptions {
   int threads = 0;                   // CPU threads (set_num_threads) when > 0
   ProgressMode progress = ProgressMode::kAuto;
   std::FILE* progress_stream = stderr;
+  // Data parallelism over the communicator's ranks (weft/dist) when it has more than one: every
+  // rank runs the same Trainer on the same model and data; each weaves and runs its shard of
+  // every global batch of batch_size examples, gradients are averaged with one bucketed
+  // all-reduce per step, and every rank applies the same update. Evaluation is sharded and its
+  // figures reduced; only rank 0 shows progress, logs and writes checkpoints. Null: one process.
+  dist::Communicator* communicator = nullptr;
+  // Called after every optimizer update with the step count (from 1), the global batch's mean
+  // loss and the learning rate used; on every rank alike.
+  std::function<void(std::int64_t step, double loss, double learning_rate)> on_step{};
 
   void validate() const;
   // The options as JSON text, stored in checkpoints' config.
@@ -167,6 +181,12 @@ class Trainer {
   void resume(Run& run);
   void save(Run& run, const std::string& path) const;
   void restore_best(Run& run) const;
+  void start_together(Run& run);
+  void check_replicas(Run& run) const;
+  dist::Communicator& communicator() const;
+  static MetricSet merged_over_ranks(dist::Communicator& comm, const MetricSet& mine);
+  static std::vector<ExampleScores> gathered_over_ranks(dist::Communicator& comm,
+                                                        const std::vector<ExampleScores>& mine);
 
   TrainerOptions options_;
   std::unique_ptr<Optimizer> optimizer_;

@@ -1,0 +1,90 @@
+// The parts of the communicator that do not depend on MPI: the single-process communicator,
+// the collective deadline, and bucketed reductions over any communicator.
+#include "weft/dist/communicator.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "weft/core/error.h"
+
+namespace weft::dist {
+namespace {
+
+class SingleProcess final : public Communicator {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  void barrier() override {}
+  void broadcast(std::span<std::byte>, int root) override { check_root(root); }
+  void all_reduce_sum(std::span<float>) override {}
+  void all_reduce_sum(std::span<double>) override {}
+  std::vector<std::string> all_gather(std::string_view bytes) override {
+    return {std::string(bytes)};
+  }
+  [[noreturn]] void abort(int code) override { std::_Exit(code); }
+  std::string describe() const override { return "single process"; }
+
+ private:
+  static void check_root(int root) {
+    if (root != 0) fail("dist", "broadcast from rank ", root, " in a single process");
+  }
+};
+
+double initial_timeout() {
+  if (const char* text = std::getenv("WEFT_DIST_TIMEOUT"); text != nullptr && *text) {
+    char* end = nullptr;
+    const double seconds = std::strtod(text, &end);
+    if (end != text && *end == '\0' && seconds > 0) return seconds;
+    fail("dist", "WEFT_DIST_TIMEOUT must be a positive number of seconds, got '", text, "'");
+  }
+  return 600;
+}
+
+double timeout_seconds = initial_timeout();
+
+}  // namespace
+
+Communicator::~Communicator() = default;
+
+std::unique_ptr<Communicator> single_process() { return std::make_unique<SingleProcess>(); }
+
+void set_collective_timeout(double seconds) {
+  if (!(seconds > 0)) fail("dist", "the collective timeout must be positive, got ", seconds);
+  timeout_seconds = seconds;
+}
+
+double collective_timeout() { return timeout_seconds; }
+
+void all_reduce_buckets(Communicator& communicator, std::span<const std::span<float>> buffers,
+                        std::size_t bucket_bytes) {
+  if (communicator.size() == 1) return;
+  const std::size_t bucket_floats = std::max<std::size_t>(1, bucket_bytes / sizeof(float));
+  std::vector<float> bucket;
+  bucket.reserve(bucket_floats);
+  // Buffers are packed whole into buckets (a large buffer is its own bucket), reduced and
+  // copied back, in order.
+  std::size_t first = 0;
+  while (first < buffers.size()) {
+    std::size_t last = first, floats = 0;
+    while (last < buffers.size() &&
+           (last == first || floats + buffers[last].size() <= bucket_floats)) {
+      floats += buffers[last].size();
+      ++last;
+    }
+    bucket.resize(floats);
+    std::size_t at = 0;
+    for (std::size_t k = first; k < last; ++k) {
+      std::memcpy(bucket.data() + at, buffers[k].data(), buffers[k].size_bytes());
+      at += buffers[k].size();
+    }
+    communicator.all_reduce_sum(std::span<float>(bucket));
+    at = 0;
+    for (std::size_t k = first; k < last; ++k) {
+      std::memcpy(buffers[k].data(), bucket.data() + at, buffers[k].size_bytes());
+      at += buffers[k].size();
+    }
+    first = last;
+  }
+}
+
+}  // namespace weft::dist
