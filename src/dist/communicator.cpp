@@ -59,25 +59,30 @@ void all_reduce_buckets(Communicator& communicator, std::span<const std::span<fl
                         std::size_t bucket_bytes) {
   if (communicator.size() == 1) return;
   const std::size_t bucket_floats = std::max<std::size_t>(1, bucket_bytes / sizeof(float));
-  std::vector<float> bucket;
-  bucket.reserve(bucket_floats);
-  // Buffers are packed whole into buckets (a large buffer is its own bucket), reduced and
-  // copied back, in order.
+  // Reused between calls: a fresh large allocation each step costs MPI a new registration of
+  // the memory (measured: 10x slower on a 9.7 MB gradient).
+  thread_local std::vector<float> bucket;
   std::size_t first = 0;
   while (first < buffers.size()) {
+    // A buffer of a bucket's size or more is reduced where it is, without a copy.
+    if (buffers[first].size() >= bucket_floats) {
+      communicator.all_reduce_sum(buffers[first]);
+      ++first;
+      continue;
+    }
+    // Consecutive small buffers are packed into one bucket, reduced, and copied back.
     std::size_t last = first, floats = 0;
-    while (last < buffers.size() &&
-           (last == first || floats + buffers[last].size() <= bucket_floats)) {
+    while (last < buffers.size() && floats + buffers[last].size() <= bucket_floats) {
       floats += buffers[last].size();
       ++last;
     }
-    bucket.resize(floats);
+    if (bucket.size() < floats) bucket.resize(floats);
     std::size_t at = 0;
     for (std::size_t k = first; k < last; ++k) {
       std::memcpy(bucket.data() + at, buffers[k].data(), buffers[k].size_bytes());
       at += buffers[k].size();
     }
-    communicator.all_reduce_sum(std::span<float>(bucket));
+    communicator.all_reduce_sum(std::span<float>(bucket.data(), floats));
     at = 0;
     for (std::size_t k = first; k < last; ++k) {
       std::memcpy(buffers[k].data(), bucket.data() + at, buffers[k].size_bytes());

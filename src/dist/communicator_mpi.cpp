@@ -117,11 +117,13 @@ class MpiWorld final : public Communicator {
     return int(n);
   }
 
-  // Polls the request until it completes or the deadline passes; then aborts the job.
+  // Polls the request until it completes or the deadline passes; then aborts the job. OpenMPI
+  // moves a non-blocking collective forward only inside MPI calls, so the first second polls
+  // without pause, as MPI_Wait would; a wait that long is a straggler, polled every ms.
   void wait(MPI_Request& request, const char* operation) {
-    const auto deadline =
-        std::chrono::steady_clock::now() + std::chrono::duration<double>(collective_timeout());
-    auto pause = std::chrono::microseconds(1);
+    const auto start = std::chrono::steady_clock::now();
+    const auto deadline = start + std::chrono::duration<double>(collective_timeout());
+    const auto patience = start + std::chrono::seconds(1);
     for (;;) {
       int done = 0;
       MPI_Test(&request, &done, MPI_STATUS_IGNORE);
@@ -133,8 +135,9 @@ class MpiWorld final : public Communicator {
                      rank_, size_, operation, collective_timeout());
         abort(3);
       }
-      std::this_thread::sleep_for(pause);
-      pause = std::min(pause * 2, std::chrono::microseconds(2000));
+      if (std::chrono::steady_clock::now() > patience) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
     }
   }
 
