@@ -37,7 +37,7 @@ struct DeviceRun {
 
 // The model: leaves {"word": i} embed (pretrained table), nodes {"children": [l, r]} combine
 // through an FC inside a Function whose output type is inferred, the root through a second FC.
-struct DeviceModel {
+struct DeviceTreeModel {
   nn::ParameterStore store;
   nn::Embedding embedding;
   nn::FC combine;
@@ -45,7 +45,7 @@ struct DeviceModel {
   blocks::ForwardDeclaration fwd{blocks::Type::input(), blocks::Type::vector(4)};
   blocks::Block root;
 
-  explicit DeviceModel(Device device)
+  explicit DeviceTreeModel(Device device)
       : store(21, device),
         embedding(store, "embedding", 6, 4,
                   nn::EmbeddingOptions{.init = nn::from_tensor(random_tensor({6, 4}, 3))}),
@@ -89,7 +89,7 @@ inline std::vector<float> host_floats(const Tensor& t) {
 inline DeviceRun run_on_device(Device device, const train::OptimizerSpec& spec, int steps,
                                const std::string& path, Device load_device) {
   DeviceRun run;
-  DeviceModel model(device);
+  DeviceTreeModel model(device);
   blocks::CompilerOptions options;
   options.device = device;
   options.threads = 1;
@@ -124,7 +124,7 @@ inline DeviceRun run_on_device(Device device, const train::OptimizerSpec& spec, 
   train::TrainingState state;
   state.step = steps;
   train::save_checkpoint(path, parameters, optimizer.get(), state, {"device_model"});
-  DeviceModel loaded(load_device);
+  DeviceTreeModel loaded(load_device);
   const std::vector<Parameter> loaded_parameters = loaded.store.parameters();
   auto loaded_optimizer = train::make_optimizer(spec, loaded_parameters);
   train::load_checkpoint(path, loaded_parameters, loaded_optimizer.get());

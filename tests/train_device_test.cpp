@@ -67,7 +67,7 @@ TEST(TrainDevice, PipelineOnAnExplicitCpu) {
   EXPECT_EQ(run.loaded_values, run.values);
   EXPECT_EQ(run.loaded_state, run.state);
   // Every parameter trained (a fresh model starts from the same seeded values).
-  DeviceModel fresh(Device::kCpu);
+  DeviceTreeModel fresh(Device::kCpu);
   for (std::size_t k = 0; k < run.values.size(); ++k)
     EXPECT_NE(host_floats(fresh.store.parameters()[k].value()), run.values[k]) << "parameter " << k;
   // Deterministic: the same run again gives the same bits.
