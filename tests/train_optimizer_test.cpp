@@ -1,6 +1,9 @@
-// Optimizers against a float64 reference written here from the textbook update rules, over
-// several steps with varying gradients and learning rates; a few literal hand-computed steps;
-// gradient clipping by norm and by value; the state round trip and its error messages.
+// Optimizers (float32 backend kernels) against a float64 reference written here from the
+// textbook update rules, over several steps with varying gradients and learning rates, on
+// small parameters and on one that spans several kernel chunks; a few literal hand-computed
+// steps; gradient clipping by norm and by value; the state round trip and its error messages.
+// Everything here runs with parameters on Device::kCpu (tests/cuda_optimizer_test.cpp compares
+// the CUDA kernels with these).
 #include "weft/train/optimizer.h"
 
 #include <gmock/gmock.h>
@@ -28,13 +31,15 @@ float gradient_at(int t, std::size_t i) {
 
 double learning_rate_at(int t) { return 0.05 + 0.01 * t; }
 
-// The float64 reference of one optimizer over kSteps steps from `p` (one flat parameter).
-std::vector<double> reference(const OptimizerSpec& s, std::vector<double> p) {
+// The float64 reference of one optimizer over kSteps steps from `p` (one flat parameter), at
+// lr_scale times the learning rates.
+std::vector<double> reference(const OptimizerSpec& s, std::vector<double> p,
+                              double lr_scale = 1.0) {
   const std::size_t n = p.size();
   std::vector<double> a(n, s.kind == OptimizerKind::kAdagrad ? s.initial_accumulator : 0.0);
   std::vector<double> b(n, 0.0);
   for (int t = 0; t < kSteps; ++t) {
-    const double lr = learning_rate_at(t);
+    const double lr = lr_scale * learning_rate_at(t);
     for (std::size_t i = 0; i < n; ++i) {
       double g = gradient_at(t, i);
       if (s.weight_decay_mode == WeightDecayMode::kL2) g += s.weight_decay * p[i];
@@ -84,11 +89,56 @@ void expect_matches_reference(const OptimizerSpec& spec) {
   std::vector<float> got = w.value().to_float_vector();
   const std::vector<float> got_b = b.value().to_float_vector();
   got.insert(got.end(), got_b.begin(), got_b.end());
+  // float32 arithmetic over a few steps: a few float roundings from the float64 reference.
   for (std::size_t i = 0; i < expected.size(); ++i)
-    EXPECT_NEAR(got[i], expected[i], 2e-6 * (1 + std::abs(expected[i])))
+    EXPECT_NEAR(got[i], expected[i], 4e-6 * (1 + std::abs(expected[i])))
         << spec.describe() << " element " << i;
   EXPECT_EQ(frozen.value().to_float_vector(), std::vector<float>(3, 7.0f));
   EXPECT_EQ(optimizer->steps(), kSteps);
+}
+
+// A parameter of 5,000 values (the CPU kernel works in chunks of 2,048: two whole ones and a
+// tail) on an explicit Device::kCpu, with a learning-rate scale, against the reference.
+void expect_large_matches_reference(OptimizerSpec spec) {
+  const std::int64_t n = 5000;
+  const Tensor init = random_tensor({n}, 11);
+  Parameter w("layer/w", init.to(Device::kCpu).clone());
+  ASSERT_EQ(w.value().device(), Device::kCpu);
+  spec.learning_rate_scales = {{"layer/", 0.5}};
+  auto optimizer = train::make_optimizer(spec, std::vector<Parameter>{w});
+  for (int t = 0; t < kSteps; ++t) {
+    set_grad(w, t, 0);
+    optimizer->step(learning_rate_at(t));
+  }
+  const std::vector<float> start = init.to_float_vector();
+  const std::vector<double> expected = reference(spec, {start.begin(), start.end()}, 0.5);
+  const std::vector<float> got = w.value().to_float_vector();
+  for (std::size_t i = 0; i < expected.size(); ++i)
+    ASSERT_NEAR(got[i], expected[i], 4e-6 * (1 + std::abs(expected[i])))
+        << spec.describe() << " element " << i;
+  for (const auto& [name, tensor] : optimizer->state())
+    EXPECT_EQ(tensor.device(), Device::kCpu) << name;
+}
+
+TEST(TrainOptimizer, LargeParameterMatchesReferenceForEveryRule) {
+  OptimizerSpec spec;
+  expect_large_matches_reference(spec);  // SGD
+  spec.momentum = 0.9;
+  expect_large_matches_reference(spec);
+  spec.nesterov = true;
+  spec.weight_decay = 0.1;
+  expect_large_matches_reference(spec);
+  spec = {};
+  spec.kind = OptimizerKind::kAdagrad;
+  spec.initial_accumulator = 0.1;
+  spec.weight_decay = 1e-2;
+  expect_large_matches_reference(spec);
+  spec = {};
+  spec.kind = OptimizerKind::kAdam;
+  expect_large_matches_reference(spec);
+  spec.weight_decay = 0.05;
+  spec.weight_decay_mode = WeightDecayMode::kDecoupled;  // AdamW
+  expect_large_matches_reference(spec);
 }
 
 TEST(TrainOptimizer, SgdMatchesReference) {

@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "internal.h"
+#include "weft/backend/cuda.h"
 
 namespace weft::blocks {
 namespace detail {
@@ -234,6 +235,9 @@ Compiler::Compiler(Block root, CompilerOptions options, bool for_eval)
     : root_(std::move(root)),
       options_(options),
       compiled_(std::make_unique<detail::Compiled>(options.max_depth)) {
+  if (options_.device != Device::kCpu && !cuda_available())
+    fail("blocks", "the compiler's device is ", device_name(options_.device),
+         " but CUDA cannot be used: ", cuda_unavailable_reason());
   const detail::BlockImpl& impl = root_.impl();
   if (!impl.in()->known()) impl.in()->set(Type::input());
   const Type& in = impl.in()->type();
@@ -331,7 +335,7 @@ BatchResult Compiler::run(const WovenBatch& batch, Tape& tape) const {
   BatchResult result;
   result.batch_ = &batch;
   result.compiled_ = compiled_.get();
-  loom::Executor executor(compiled_->loom, tape);
+  loom::Executor executor(compiled_->loom, tape, options_.device);
   result.loom_ =
       std::make_unique<loom::LoomResult>(executor.run(batch.weaver(), options_.strategy));
   for (const auto& values : batch.records_->outputs)

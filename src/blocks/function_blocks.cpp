@@ -1,6 +1,7 @@
 // The blocks that become loom operations (Function, Concat) and Metric. A Function's output
 // type is inferred by running its body once on zeros of batch 1 on a scratch tape.
 #include "internal.h"
+#include "weft/backend/cuda.h"
 
 namespace weft::blocks {
 namespace {
@@ -11,20 +12,40 @@ void check_tensor_nest(const std::string& block, const Type& type) {
          ", expected a Tensor or a Tuple of Tensors");
 }
 
-// Runs body on zero inputs of batch 1 and reads the output types off the results.
-Type infer_output_type(const std::string& block, const FunctionBody& body, const Type& input) {
-  Tape tape;
-  tape.set_grad_enabled(false);
+// Runs body on zero inputs of batch 1 on a scratch tape.
+std::vector<Var> run_on_zeros(const FunctionBody& body, const Type& input, Device device,
+                              Tape& tape) {
   TapeScope scope(tape);
   std::vector<Var> args;
   for (const Type& t : input.terminals())
-    args.push_back(tape.constant(weft::Tensor::zeros(t.shape().prepend(1), t.dtype())));
+    args.push_back(tape.constant(weft::Tensor::zeros(t.shape().prepend(1), t.dtype(), device)));
+  return body(args);
+}
+
+// Runs body on zero inputs of batch 1 and reads the output types off the results. The body's
+// parameters may live on the GPU (a ParameterStore on Device::kCuda), which the block cannot
+// know when it is composed: when the host run fails and a GPU is there, it tries there.
+Type infer_output_type(const std::string& block, const FunctionBody& body, const Type& input) {
+  Tape tape;
+  tape.set_grad_enabled(false);
   std::vector<Var> results;
   try {
-    results = body(args);
+    results = run_on_zeros(body, input, Device::kCpu, tape);
   } catch (const Error& e) {
-    fail("blocks", "inferring the output type of ", block, " on input ", input.to_string(),
-         " failed: ", e.what());
+    std::string error = e.what();
+    bool done = false;
+    if (cuda_available()) {
+      try {
+        tape.clear();
+        results = run_on_zeros(body, input, Device::kCuda, tape);
+        done = true;
+      } catch (const Error& cuda_error) {
+        error += std::string(" (and with CUDA inputs: ") + cuda_error.what() + ")";
+      }
+    }
+    if (!done)
+      fail("blocks", "inferring the output type of ", block, " on input ", input.to_string(),
+           " failed: ", error);
   }
   if (results.empty()) fail("blocks", block, ": the body returned no outputs");
   std::vector<Type> outputs;

@@ -31,7 +31,8 @@ void Embedding::set_table(const Tensor& vectors) {
   if (!vectors.defined() || vectors.dtype() != DType::kFloat32 || vectors.shape() != table_.shape())
     fail(where, "vectors ", vectors.defined() ? vectors.describe() : "undefined",
          " do not fit the table float32 ", table_.shape().to_string());
-  table_.value() = vectors.clone().to(table_.value().device());
+  const Device device = table_.value().device();
+  table_.value() = vectors.device() == device ? vectors.clone() : vectors.to(device);
 }
 
 Tensor Embedding::bucket_ids(const Tensor& ids) const {
@@ -48,7 +49,8 @@ Tensor Embedding::bucket_ids(const Tensor& ids) const {
            "); enable mod_inputs to hash ids into the table");
     }
   }
-  if (!options_.mod_inputs) return ids;
+  // The ids go where the table lives, so host ids look up a table on any device.
+  if (!options_.mod_inputs) return ids.to(table_.value().device());
   return Tensor::from_vector(ids.shape(), values, table_.value().device());
 }
 

@@ -1,6 +1,7 @@
 // ParameterStore: creation in order, look-up by full name, and the name-scope stack.
 #include "weft/nn/parameter_store.h"
 
+#include "weft/backend/cuda.h"
 #include "weft/core/error.h"
 
 namespace weft::nn {
@@ -14,7 +15,11 @@ void require_name(const std::string& name, const char* what) {
 
 }  // namespace
 
-ParameterStore::ParameterStore(std::uint64_t seed) : rng_(seed) {}
+ParameterStore::ParameterStore(std::uint64_t seed, Device device) : rng_(seed), device_(device) {
+  if (device_ != Device::kCpu && !cuda_available())
+    fail(kWhere, "the store's device is ", device_name(device_),
+         " but CUDA cannot be used: ", cuda_unavailable_reason());
+}
 
 Parameter ParameterStore::create(const std::string& name, const Shape& shape,
                                  const Initializer& init, bool trainable) {
@@ -28,7 +33,8 @@ Parameter ParameterStore::create(const std::string& name, const Shape& shape,
     if (d < 0) fail(kWhere, "parameter '", full, "' has a negative extent: ", shape.to_string());
   Tensor value = Tensor::zeros(shape);
   if (init) init(value, rng_);
-  Parameter parameter(full, std::move(value), trainable);
+  Parameter parameter(full, device_ == Device::kCpu ? std::move(value) : value.to(device_),
+                      trainable);
   index_.emplace(full, parameters_.size());
   parameters_.push_back(parameter);
   return parameter;

@@ -1,6 +1,7 @@
-// The optimizer base (state, decay, step bookkeeping), SGD, Adagrad and Adam, and gradient
-// clipping. Per-element math is in double and stored as float32, so several steps agree with
-// a float64 reference to float rounding.
+// The optimizer base (state, step bookkeeping), SGD, Adagrad and Adam, and gradient clipping.
+// The per-element work is the backend's optimizer_update / scale_clamp / reduce_all kernels on
+// the parameters' device, in float32; per-step constants (bias corrections, decay factors) are
+// worked out here in double, once per parameter.
 #include "weft/train/optimizer.h"
 
 #include <fmt/core.h>
@@ -10,6 +11,7 @@
 #include <limits>
 #include <set>
 
+#include "../backend/kernels.h"
 #include "tensor_match.h"
 #include "weft/core/error.h"
 #include "weft/core/named_enum.h"
@@ -111,7 +113,7 @@ Optimizer::Optimizer(const OptimizerSpec& spec, std::span<const Parameter> param
   for (const Parameter& p : parameters_) {
     std::vector<Tensor> slots;
     for (std::size_t k = 0; k < slot_names_.size(); ++k)
-      slots.push_back(Tensor::full(p.shape(), slot_initial_value));
+      slots.push_back(Tensor::full(p.shape(), slot_initial_value, p.value().device()));
     slots_.push_back(std::move(slots));
   }
 }
@@ -133,31 +135,19 @@ void Optimizer::step(double learning_rate) {
 
 void Optimizer::update_parameter(std::size_t index, double learning_rate) {
   Parameter& p = parameters_[index];
-  const Shape& slot_shape = slots_[index].empty() ? p.shape() : slots_[index][0].shape();
+  std::vector<Tensor>& slots = slots_[index];
+  const Shape& slot_shape = slots.empty() ? p.shape() : slots[0].shape();
   if (p.shape() != slot_shape || p.grad().shape() != p.shape())
     fail("optimizer", "parameter '", p.name(), "' is ", p.shape(), " with gradient ",
          p.grad().shape(), " but was ", slot_shape,
          " when the optimizer was made; make a new optimizer after reshaping parameters");
-  const bool on_host = p.value().device() == Device::kCpu;
-  Tensor value = on_host ? p.value() : p.value().to(Device::kCpu);
-  const Tensor grad_tensor = p.grad().to(Device::kCpu);
-  float* v = value.data<float>();
-  const float* g = grad_tensor.data<float>();
-  const std::int64_t n = value.numel();
-  if (spec_.weight_decay > 0 && spec_.weight_decay_mode == WeightDecayMode::kL2) {
-    decayed_grad_.resize(std::size_t(n));
-    for (std::int64_t i = 0; i < n; ++i)
-      decayed_grad_[std::size_t(i)] = float(double(g[i]) + spec_.weight_decay * double(v[i]));
-    g = decayed_grad_.data();
-  }
-  if (spec_.weight_decay > 0 && spec_.weight_decay_mode == WeightDecayMode::kDecoupled) {
-    const double shrink = 1.0 - learning_rate * spec_.weight_decay;
-    for (std::int64_t i = 0; i < n; ++i) v[i] = float(double(v[i]) * shrink);
-  }
-  std::vector<float*> slots;
-  for (Tensor& slot : slots_[index]) slots.push_back(slot.data<float>());
-  update(v, g, slots, n, learning_rate, steps_);
-  if (!on_host) detail::copy_values(value, p.value());
+  const Device device = p.value().device();
+  const Device slot_device = slots.empty() ? device : slots[0].device();
+  if (p.grad().device() != device || slot_device != device)
+    fail("optimizer", "parameter '", p.name(), "' is on ", device_name(device),
+         " with its gradient on ", device_name(p.grad().device()), " and its optimizer state on ",
+         device_name(slot_device), "; make the optimizer after placing the parameters");
+  update(p.value(), p.grad(), slots, learning_rate, steps_);
 }
 
 io::TensorMap Optimizer::state() const {
@@ -203,6 +193,22 @@ void Optimizer::load_state(const io::TensorMap& state, const std::string& where)
 
 namespace {
 
+// The arguments every rule shares: the rate and the weight decay of the spec's kind.
+backend::UpdateArgs base_args(const OptimizerSpec& spec, backend::UpdateRule rule, double lr) {
+  backend::UpdateArgs args;
+  args.rule = rule;
+  args.learning_rate = float(lr);
+  if (spec.weight_decay > 0 && spec.weight_decay_mode == WeightDecayMode::kL2)
+    args.l2 = float(spec.weight_decay);
+  if (spec.weight_decay > 0 && spec.weight_decay_mode == WeightDecayMode::kDecoupled)
+    args.shrink = float(1.0 - lr * spec.weight_decay);
+  return args;
+}
+
+Tensor* slot(std::span<Tensor> slots, std::size_t k) {
+  return k < slots.size() ? &slots[k] : nullptr;
+}
+
 class Sgd final : public Optimizer {
  public:
   Sgd(const OptimizerSpec& spec, std::span<const Parameter> parameters)
@@ -211,20 +217,12 @@ class Sgd final : public Optimizer {
                                     : std::vector<std::string>{}) {}
 
  protected:
-  void update(float* value, const float* grad, std::span<float* const> slots, std::int64_t n,
-              double lr, std::int64_t /*step*/) override {
-    const double mu = spec().momentum;
-    if (mu == 0) {
-      for (std::int64_t i = 0; i < n; ++i) value[i] = float(value[i] - lr * grad[i]);
-      return;
-    }
-    float* velocity = slots[0];
-    for (std::int64_t i = 0; i < n; ++i) {
-      const double v = mu * velocity[i] + grad[i];
-      velocity[i] = float(v);
-      const double direction = spec().nesterov ? grad[i] + mu * v : v;
-      value[i] = float(value[i] - lr * direction);
-    }
+  void update(Tensor& value, const Tensor& grad, std::span<Tensor> slots, double lr,
+              std::int64_t /*step*/) override {
+    backend::UpdateArgs args = base_args(spec(), backend::UpdateRule::kSgd, lr);
+    args.momentum = float(spec().momentum);
+    args.nesterov = spec().nesterov;
+    backend::optimizer_update(args, value, grad, slot(slots, 0), nullptr);
   }
 };
 
@@ -234,14 +232,11 @@ class Adagrad final : public Optimizer {
       : Optimizer(spec, parameters, {"accumulator"}, float(spec.initial_accumulator)) {}
 
  protected:
-  void update(float* value, const float* grad, std::span<float* const> slots, std::int64_t n,
-              double lr, std::int64_t /*step*/) override {
-    float* sum = slots[0];
-    for (std::int64_t i = 0; i < n; ++i) {
-      const double s = double(sum[i]) + double(grad[i]) * grad[i];
-      sum[i] = float(s);
-      value[i] = float(value[i] - lr * grad[i] / (std::sqrt(s) + spec().epsilon));
-    }
+  void update(Tensor& value, const Tensor& grad, std::span<Tensor> slots, double lr,
+              std::int64_t /*step*/) override {
+    backend::UpdateArgs args = base_args(spec(), backend::UpdateRule::kAdagrad, lr);
+    args.epsilon = float(spec().epsilon);
+    backend::optimizer_update(args, value, grad, slot(slots, 0), nullptr);
   }
 };
 
@@ -251,21 +246,19 @@ class Adam final : public Optimizer {
       : Optimizer(spec, parameters, {"m", "v"}) {}
 
  protected:
-  void update(float* value, const float* grad, std::span<float* const> slots, std::int64_t n,
-              double lr, std::int64_t step) override {
-    const double b1 = spec().beta1, b2 = spec().beta2, eps = spec().epsilon;
-    const double correction1 = 1.0 - std::pow(b1, double(step));
-    const double correction2 = 1.0 - std::pow(b2, double(step));
-    float* m = slots[0];
-    float* v = slots[1];
-    for (std::int64_t i = 0; i < n; ++i) {
-      const double g = grad[i];
-      const double mi = b1 * m[i] + (1 - b1) * g;
-      const double vi = b2 * v[i] + (1 - b2) * g * g;
-      m[i] = float(mi);
-      v[i] = float(vi);
-      value[i] = float(value[i] - lr * (mi / correction1) / (std::sqrt(vi / correction2) + eps));
-    }
+  // value -= lr * (m / c1) / (sqrt(v / c2) + eps), with c_k = 1 - beta_k^step, written as
+  // step_size * m / (sqrt(v) / sqrt(c2) + eps) so the kernel divides once per element.
+  void update(Tensor& value, const Tensor& grad, std::span<Tensor> slots, double lr,
+              std::int64_t step) override {
+    backend::UpdateArgs args = base_args(spec(), backend::UpdateRule::kAdam, lr);
+    args.beta1 = float(spec().beta1);
+    args.beta2 = float(spec().beta2);
+    args.one_minus_beta1 = float(1.0 - spec().beta1);
+    args.one_minus_beta2 = float(1.0 - spec().beta2);
+    args.epsilon = float(spec().epsilon);
+    args.step_size = float(lr / (1.0 - std::pow(spec().beta1, double(step))));
+    args.rsqrt_correction2 = float(1.0 / std::sqrt(1.0 - std::pow(spec().beta2, double(step))));
+    backend::optimizer_update(args, value, grad, slot(slots, 0), slot(slots, 1));
   }
 };
 
@@ -284,49 +277,44 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerSpec& spec,
   fail("optimizer", "unknown optimizer kind");
 }
 
-double grad_norm(std::span<const Parameter> parameters) {
-  double sum = 0;
-  std::set<const void*> seen;
-  for (const Parameter& p : parameters) {
-    if (!p.trainable() || !seen.insert(p.identity()).second) continue;
-    const std::vector<float> g = p.grad().to_float_vector();
-    for (float x : g) sum += double(x) * x;
-  }
-  return std::sqrt(sum);
-}
-
 namespace {
 
-// Applies f to every element of each trainable gradient once.
+// Each trainable parameter once (a handle given twice is clipped once).
 template <typename F>
-void transform_grads(std::span<const Parameter> parameters, F f) {
+void for_each_trainable(std::span<const Parameter> parameters, F f) {
   std::set<const void*> seen;
-  for (Parameter p : parameters) {
-    if (!p.trainable() || !seen.insert(p.identity()).second) continue;
-    const bool on_host = p.grad().device() == Device::kCpu;
-    Tensor grad = on_host ? p.grad() : p.grad().to(Device::kCpu);
-    float* g = grad.data<float>();
-    for (std::int64_t i = 0; i < grad.numel(); ++i) g[i] = f(g[i]);
-    if (!on_host) detail::copy_values(grad, p.grad());
-  }
+  for (Parameter p : parameters)
+    if (p.trainable() && seen.insert(p.identity()).second) f(p);
 }
 
 }  // namespace
+
+double grad_norm(std::span<const Parameter> parameters) {
+  double sum = 0;
+  for_each_trainable(parameters, [&sum](Parameter& p) {
+    Tensor squares = Tensor::empty(Shape{1}, DType::kFloat32, p.grad().device());
+    backend::reduce_all(backend::ReduceAllOp::kSumSquares, p.grad(), squares);
+    sum += double(squares.to(Device::kCpu).data<float>()[0]);
+  });
+  return std::sqrt(sum);
+}
 
 double clip_grad_norm(std::span<const Parameter> parameters, double max_norm) {
   if (!(max_norm > 0)) fail("clip_grad_norm", "max_norm must be > 0, got ", max_norm);
   const double norm = grad_norm(parameters);
   if (norm > max_norm && std::isfinite(norm)) {
-    const double scale = max_norm / norm;
-    transform_grads(parameters, [scale](float g) { return float(g * scale); });
+    const float scale = float(max_norm / norm);
+    const float unlimited = std::numeric_limits<float>::infinity();
+    for_each_trainable(parameters,
+                       [&](Parameter& p) { backend::scale_clamp(p.grad(), scale, unlimited); });
   }
   return norm;
 }
 
 void clip_grad_value(std::span<const Parameter> parameters, double limit) {
   if (!(limit > 0)) fail("clip_grad_value", "limit must be > 0, got ", limit);
-  const float l = float(limit);
-  transform_grads(parameters, [l](float g) { return std::clamp(g, -l, l); });
+  for_each_trainable(parameters,
+                     [&](Parameter& p) { backend::scale_clamp(p.grad(), 1.0f, float(limit)); });
 }
 
 }  // namespace weft::train

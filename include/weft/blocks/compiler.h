@@ -23,6 +23,10 @@ struct CompilerOptions {
   loom::Strategy strategy = loom::Strategy::kByDepth;
   int threads = 0;                        // weaving threads; 0: hardware concurrency
   std::size_t examples_per_thread = 256;  // below this a batch is woven on one thread
+  // Where batches run: the loom executor's device. The weave's constants are copied there;
+  // the parameters the blocks use must live there too (nn::ParameterStore's device), and the
+  // outputs and metrics come back there.
+  Device device = Device::kCpu;
 };
 
 namespace detail {
@@ -86,7 +90,8 @@ class Compiler {
  public:
   // Infers the root's input type (Input when not fixed), validates every block (types known,
   // declarations resolved, compositions complete, metric types consistent) and registers the
-  // loom types and operations. Throws weft::Error naming the block on any problem.
+  // loom types and operations. Throws weft::Error naming the block on any problem, or when
+  // options.device is CUDA and this build or machine has none.
   explicit Compiler(Block root, CompilerOptions options = {});
   ~Compiler();
   Compiler(const Compiler&) = delete;
@@ -94,6 +99,9 @@ class Compiler {
 
   const loom::Loom& loom() const;
   const Block& root() const { return root_; }
+  const CompilerOptions& options() const { return options_; }
+  // Where batches run (options().device): put the tensors a model feeds its loss there.
+  Device device() const { return options_.device; }
   // The root's tensor outputs, flattened (what output(k) holds).
   const std::vector<Type>& output_types() const { return output_types_; }
 

@@ -29,8 +29,8 @@ class Embedding {
   Var operator()(const Tensor& ids) const;
   // The same, reading ids.value() (int32, not differentiable), on ids' tape.
   Var operator()(Var ids) const;
-  // The ids actually looked up: |id| mod num_buckets, or the ids themselves after the range
-  // check. Throws naming the bad id, its position and the range.
+  // The ids actually looked up, on the table's device: |id| mod num_buckets, or the ids
+  // themselves after the range check. Throws naming the bad id, its position and the range.
   Tensor bucket_ids(const Tensor& ids) const;
 
   // [num_buckets, dim]. For pretrained vectors assign table().value() (same shape, float32)
@@ -38,7 +38,8 @@ class Embedding {
   // recording keeps the old values until tape.clear().
   const Parameter& table() const { return table_; }
   Parameter& table() { return table_; }
-  // Copies `vectors` (float32 [num_buckets, dim]) into the table; throws naming both shapes.
+  // Copies `vectors` (float32 [num_buckets, dim], any device) into the table, on the table's
+  // device; throws naming both shapes.
   void set_table(const Tensor& vectors);
   std::int64_t num_buckets() const { return num_buckets_; }
   std::int64_t dim() const { return dim_; }

@@ -1,6 +1,8 @@
 // ParameterStore: the named parameters of a model, in creation order, with the Rng their
 // initializers draw from and TF-style name scopes ("tree_lstm/fc/weight"). Layers create
-// their parameters here; optimizers and checkpoints read parameters() back.
+// their parameters here; optimizers and checkpoints read parameters() back. A store has a
+// device: parameters are initialised on the host from rng() (the same values on every
+// device) and then placed there, so the layers built on it compute there.
 #pragma once
 
 #include <cstdint>
@@ -16,8 +18,10 @@ namespace weft::nn {
 
 class ParameterStore {
  public:
-  // `seed` seeds rng(), from which every initializer draws, in creation order.
-  explicit ParameterStore(std::uint64_t seed = 0);
+  // `seed` seeds rng(), from which every initializer draws, in creation order; `device` is
+  // where every parameter lives (Device::kCuda needs a CUDA build and a device: the
+  // constructor throws saying which is missing otherwise).
+  explicit ParameterStore(std::uint64_t seed = 0, Device device = Device::kCpu);
   // Not copyable (two stores would share parameters under two registries); NameScopes
   // refer to their store, so do not move a store while a scope is open.
   ParameterStore(const ParameterStore&) = delete;
@@ -25,8 +29,9 @@ class ParameterStore {
   ParameterStore(ParameterStore&&) = default;
   ParameterStore& operator=(ParameterStore&&) = default;
 
-  // Creates scoped(name) as a float32 CPU tensor of `shape` filled by `init` (zeros when
-  // init is empty). Throws "[ParameterStore] parameter 'x' already exists ..." if taken.
+  // Creates scoped(name) as a float32 tensor of `shape` filled on the host by `init` (zeros
+  // when init is empty), then placed on device(). Throws "[ParameterStore] parameter 'x'
+  // already exists ..." if taken.
   Parameter create(const std::string& name, const Shape& shape, const Initializer& init,
                    bool trainable = true);
   // Looks up a full name (the scope is NOT applied: names are as parameters() reports them).
@@ -42,6 +47,8 @@ class ParameterStore {
   // Zeroes every parameter's accumulated gradient.
   void zero_grad();
   Rng& rng() { return rng_; }
+  // Where the parameters live.
+  Device device() const { return device_; }
   // `name` under the current scopes: "outer/inner/name" (just "name" outside any scope).
   std::string scoped(const std::string& name) const;
 
@@ -65,6 +72,7 @@ class ParameterStore {
 
  private:
   Rng rng_;
+  Device device_ = Device::kCpu;
   std::vector<Parameter> parameters_;
   std::map<std::string, std::size_t> index_;
   std::vector<std::string> scopes_;

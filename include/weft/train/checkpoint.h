@@ -7,7 +7,10 @@
 //   __metadata__: format "weft-checkpoint", format_version, model_name, config (JSON text),
 //                 optimizer (its describe()), training_state (JSON: epoch, step, rng as four
 //                 unsigned 64-bit integers, best_dev, best_epoch)
-// Loading validates everything before changing anything and names every mismatch.
+// Loading validates everything before changing anything and names every mismatch. Tensors
+// may live on any device: saving copies them to the host for writing, loading copies each
+// value to the device of the parameter or optimizer slot it goes into, so a file written from
+// a CUDA run loads into a CPU model and back.
 #pragma once
 
 #include <array>

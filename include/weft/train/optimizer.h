@@ -3,7 +3,9 @@
 // value shrinks by lr * decay directly). Only trainable parameters are updated. The state
 // (per-parameter slots and the step count) is exposed as named tensors for checkpoints and
 // loaded back with every name and shape checked. Gradient clipping is free functions, so a
-// training loop can clip before any optimizer. Updates run on the host in double precision.
+// training loop can clip before any optimizer. Updates and clipping run where the parameters
+// live (CPU or CUDA) as float32 backend kernels; the slots live beside their parameter, and
+// state() / load_state() copy through the host only when a checkpoint is written or read.
 #pragma once
 
 #include <cstdint>
@@ -73,9 +75,9 @@ class Optimizer {
   void step(double learning_rate);
   void zero_grad();
 
-  // The state as tensors: "<kind>/step" (int32 []) and "<kind>/<slot>/<parameter name>" (the
-  // parameter's shape), e.g. "adam/m/fc/weight". The tensors share the live state: save or
-  // clone them before the next step.
+  // The state as tensors: "<kind>/step" (int32 [], on the host) and "<kind>/<slot>/<parameter
+  // name>" (the parameter's shape, on its device), e.g. "adam/m/fc/weight". The tensors share
+  // the live state: save or clone them before the next step.
   io::TensorMap state() const;
   // Every difference between `state` and what state() holds (names, dtypes, shapes), one
   // line each; empty when it can be loaded.
@@ -83,16 +85,17 @@ class Optimizer {
   // Checks that `state` has exactly the names, dtypes and shapes state() has, throwing
   // "[where] ..." with every missing, unexpected or mismatched entry; loads nothing.
   void check_state(const io::TensorMap& state, const std::string& where) const;
-  // check_state, then copies the values in.
+  // check_state, then copies the values in (to each slot's device, wherever `state` lives).
   void load_state(const io::TensorMap& state, const std::string& where = "optimizer");
 
  protected:
   Optimizer(const OptimizerSpec& spec, std::span<const Parameter> parameters,
             std::vector<std::string> slot_names, float slot_initial_value = 0.0f);
-  // Updates n values in place from their gradient (weight decay of the kL2 kind already
-  // added); slots[k] is this parameter's buffer for slot_names[k]. `step` counts from 1.
-  virtual void update(float* value, const float* grad, std::span<float* const> slots,
-                      std::int64_t n, double learning_rate, std::int64_t step) = 0;
+  // Updates `value` in place from `grad` on their device, weight decay included (spec() says
+  // which kind); slots[k] is this parameter's tensor for slot_names[k], on the same device.
+  // `learning_rate` already has the parameter's scale; `step` counts from 1.
+  virtual void update(Tensor& value, const Tensor& grad, std::span<Tensor> slots,
+                      double learning_rate, std::int64_t step) = 0;
 
  private:
   void update_parameter(std::size_t index, double learning_rate);
@@ -100,8 +103,7 @@ class Optimizer {
   OptimizerSpec spec_;
   std::vector<Parameter> parameters_;
   std::vector<std::string> slot_names_;
-  std::vector<std::vector<Tensor>> slots_;  // [parameter][slot], host float32
-  std::vector<float> decayed_grad_;         // scratch for L2 decay
+  std::vector<std::vector<Tensor>> slots_;  // [parameter][slot], float32 on the parameter's device
   std::int64_t steps_ = 0;
 };
 
@@ -110,7 +112,8 @@ class Optimizer {
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerSpec& spec,
                                           std::span<const Parameter> parameters);
 
-// The global L2 norm of the trainable parameters' gradients.
+// The global L2 norm of the trainable parameters' gradients (each gradient's sum of squares is
+// taken on its device; one float per parameter comes back to the host).
 double grad_norm(std::span<const Parameter> parameters);
 // When the global norm exceeds max_norm (> 0), scales every trainable gradient by
 // max_norm / norm. Returns the norm before clipping.
