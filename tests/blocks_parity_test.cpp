@@ -23,8 +23,8 @@ TEST(BlocksParity, EmptyRecordAndAllOfAreTheEmptyTuple) {
 }
 
 TEST(BlocksParity, EmptyRecordIntoConcatIsRejectedWhenComposed) {
-  const std::string message = error_of(
-      [] { Block b = Record(std::vector<std::pair<std::string, Block>>{}) >> Concat(); });
+  const std::string message =
+      error_of([] { Block b = Record(std::vector<std::pair<std::string, Block>>{}) >> Concat(); });
   EXPECT_THAT(message, HasSubstr("Concat requires at least one tensor as input"));
 }
 
@@ -64,17 +64,17 @@ TEST(BlocksParity, TupleOfUserDataIsUserData) {
   Block pair = AllOf({Identity(), InputTransform([](const Input& x) { return x.size(); })});
   EXPECT_EQ(*(Block(InputTransform([](const Input& x) { return x; })) >> pair).output_type(),
             Type::input());
-  EvalValue v = eval(InputTransform([](const Input& x) { return x; }) >> pair >> GetItem(1) >>
-                         Scalar(),
-                     Input::array({1, 2, 3}));
+  EvalValue v =
+      eval(InputTransform([](const Input& x) { return x; }) >> pair >> GetItem(1) >> Scalar(),
+           Input::array({1, 2, 3}));
   EXPECT_THAT(floats(v), ElementsAre(3));
-  EvalValue r = eval(Record({{"b", Identity()}, {"a", Identity()}}) >> Vector(2),
-                     Input{{"a", 1}, {"b", 2}});
+  EvalValue r =
+      eval(Record({{"b", Identity()}, {"a", Identity()}}) >> Vector(2), Input{{"a", 1}, {"b", 2}});
   EXPECT_THAT(floats(r), ElementsAre(2, 1));
   // Zipping user-data lists is user data.
-  EvalValue z = eval(Record({{"x", Identity()}, {"y", Identity()}}) >> Zip() >> GetItem(1) >>
-                         Vector(2),
-                     Input{{"x", {1, 2}}, {"y", {3, 4}}});
+  EvalValue z =
+      eval(Record({{"x", Identity()}, {"y", Identity()}}) >> Zip() >> GetItem(1) >> Vector(2),
+           Input{{"x", {1, 2}}, {"y", {3, 4}}});
   EXPECT_THAT(floats(z), ElementsAre(2, 4));
 }
 
@@ -88,8 +88,7 @@ TEST(BlocksParity, TerminalsListUserData) {
 // ---- Errors at composition time -----------------------------------------------------------
 
 TEST(BlocksParity, MapOutputTypeVoidIsRejectedAtOnce) {
-  const std::string message =
-      error_of([] { Map(Identity()).set_output_type(Type::void_type()); });
+  const std::string message = error_of([] { Map(Identity()).set_output_type(Type::void_type()); });
   EXPECT_THAT(message, HasSubstr("<Map>: the output type must be a Sequence or Broadcast"));
   EXPECT_THAT(message, HasSubstr("not Void"));
 }
@@ -115,9 +114,13 @@ TEST(BlocksParity, UnusableArgumentsNameTheBlockAndTheArgument) {
   EXPECT_THAT(element, HasSubstr("<Map>: the element block is empty"));
   EXPECT_THAT(error_of([] { Fold(Block(), Zeros(Type::scalar())); }),
               HasSubstr("<Fold>: the combine block is empty"));
-  EXPECT_THAT(error_of([] { Record({{"a", Block()}}); }),
+  EXPECT_THAT(error_of([] {
+                Record({{"a", Block()}});
+              }),
               HasSubstr("<Record>: the 'a' field block is empty"));
-  EXPECT_THAT(error_of([] { OneOf([](const Input&) { return 0; }, {Scalar(), Block()}); }),
+  EXPECT_THAT(error_of([] {
+                OneOf([](const Input&) { return 0; }, {Scalar(), Block()});
+              }),
               HasSubstr("<OneOf>: the case 1 block is empty"));
   EXPECT_THAT(error_of([] { Block b = Scalar() >> Block(); }),
               HasSubstr("<Pipe>: block 1 of 2 is empty"));
@@ -132,8 +135,9 @@ TEST(BlocksParity, OneTagNamesOneTypeShape) {
   loom.add_type({DType::kFloat32, Shape{4}, "hidden"});
   EXPECT_EQ(loom.add_type({DType::kFloat32, Shape{4}, "hidden"}), 0u);
   loom.add_type({DType::kFloat32, Shape{4}, ""});
-  const std::string message =
-      error_of([&] { loom.add_type({DType::kFloat32, Shape{3}, "hidden"}); });
+  const std::string message = error_of([&] {
+    loom.add_type({DType::kFloat32, Shape{3}, "hidden"});
+  });
   EXPECT_THAT(message, HasSubstr("tag 'hidden'"));
   EXPECT_THAT(message, HasSubstr("float32 [4] 'hidden'"));
   EXPECT_THAT(message, HasSubstr("float32 [3] 'hidden'"));

@@ -214,8 +214,8 @@ std::string describe_dag(const TestModel& m, const Dag& dag) {
       next += values_of(m, s);
       switch (s.kind) {
         case DagStep::kConstant:
-          out << " = constant(word, {" << s.values[0] << ", " << s.values[1] << ", "
-              << s.values[2] << "})";
+          out << " = constant(word, {" << s.values[0] << ", " << s.values[1] << ", " << s.values[2]
+              << "})";
           break;
         case DagStep::kFed:
           out << " = batch_input(word, " << s.row << ")";
@@ -385,8 +385,7 @@ TEST(LoomProperty, BatchedStrategiesEqualUnbatchedOnRandomDags) {
     const std::string mismatch = first_mismatch(m, dag);
     if (mismatch.empty()) continue;
     ++failures;
-    const Dag minimal =
-        shrink(m, dag, [&](const Dag& d) { return !first_mismatch(m, d).empty(); });
+    const Dag minimal = shrink(m, dag, [&](const Dag& d) { return !first_mismatch(m, d).empty(); });
     ADD_FAILURE() << "seed " << seed << ": " << mismatch << "\nminimal reproduction ("
                   << first_mismatch(m, minimal) << "):\n"
                   << describe_dag(m, minimal);

@@ -76,7 +76,8 @@ TEST(NnFC, WeightNormalizationUsesUnitColumnsTimesLearnedScales) {
     HostArray w = p[0];  // [4, 3]
     for (std::int64_t j = 0; j < 3; ++j) {
       double norm = 0;
-      for (std::int64_t i = 0; i < 4; ++i) norm += w[std::size_t(i * 3 + j)] * w[std::size_t(i * 3 + j)];
+      for (std::int64_t i = 0; i < 4; ++i)
+        norm += w[std::size_t(i * 3 + j)] * w[std::size_t(i * 3 + j)];
       norm = std::sqrt(norm);
       for (std::int64_t i = 0; i < 4; ++i)
         w[std::size_t(i * 3 + j)] = p[0][std::size_t(i * 3 + j)] / norm * p[2][std::size_t(j)];
@@ -91,7 +92,8 @@ TEST(NnFC, WeightNormalizationUsesUnitColumnsTimesLearnedScales) {
   std::vector<float> w = fc.effective_weight(tape).value().to_float_vector();
   for (int j = 0; j < 3; ++j) {
     double norm = 0;
-    for (int i = 0; i < 4; ++i) norm += double(w[std::size_t(i * 3 + j)]) * w[std::size_t(i * 3 + j)];
+    for (int i = 0; i < 4; ++i)
+      norm += double(w[std::size_t(i * 3 + j)]) * w[std::size_t(i * 3 + j)];
     EXPECT_NEAR(std::sqrt(norm), std::abs(g.to_float_vector()[std::size_t(j)]), 1e-5);
   }
 }

@@ -334,13 +334,11 @@ WovenBatch Compiler::merge(std::vector<WovenBatch> shards) const {
   if (shards.empty()) fail("blocks", "merge needs at least one woven batch");
   for (std::size_t k = 0; k < shards.size(); ++k)
     if (!shards[k].weaver_ || &shards[k].weaver().loom() != &compiled_->loom)
-      fail("blocks", "merge: batch ", k, " of ", shards.size(),
-           " was not woven by this compiler");
+      fail("blocks", "merge: batch ", k, " of ", shards.size(), " was not woven by this compiler");
   WovenBatch merged = std::move(shards[0]);
   for (std::size_t k = 1; k < shards.size(); ++k) {
     const loom::Value offset = merged.weaver_->append(*shards[k].weaver_);
-    merged.records_->append(std::move(*shards[k].records_), offset,
-                            std::int32_t(merged.examples_));
+    merged.records_->append(std::move(*shards[k].records_), offset, std::int32_t(merged.examples_));
     merged.examples_ += shards[k].examples_;
   }
   return merged;

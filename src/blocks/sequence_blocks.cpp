@@ -35,7 +35,8 @@ WeaveValue pair(WeaveValue a, WeaveValue b) {
 
 class MapImpl : public detail::BlockImpl {
  public:
-  explicit MapImpl(Block element) : BlockImpl("Map"), element_(internal::required(element, "Map", "element")) {
+  explicit MapImpl(Block element)
+      : BlockImpl("Map"), element_(internal::required(element, "Map", "element")) {
     out()->set_check([d = describe()](const Type& t) {
       if (!t.is_sequence_like() && !t.is_input())
         fail("blocks", d, ": the output type must be a Sequence or Broadcast (or Input), not ",
@@ -99,9 +100,8 @@ class FoldImpl : public detail::BlockImpl {
   WeaveValue eval(WeaveState& state, const WeaveValue& input) const override {
     WeaveValue acc = start_.impl().eval(state, WeaveValue{});
     for (WeaveValue& x : internal::elements_of(describe(), input))
-      acc = combine_.impl().eval(
-          state, internal::as_type(state, combine_.impl().in()->type(),
-                                   pair(std::move(acc), std::move(x))));
+      acc = combine_.impl().eval(state, internal::as_type(state, combine_.impl().in()->type(),
+                                                          pair(std::move(acc), std::move(x))));
     return acc;
   }
 
@@ -166,9 +166,8 @@ class RNNImpl : public detail::BlockImpl {
     }
     std::vector<WeaveValue> outputs;
     for (WeaveValue& x : internal::elements_of(describe(), *seq)) {
-      WeaveValue r = cell_.impl().eval(
-          state, internal::as_type(state, cell_.impl().in()->type(),
-                                   pair(std::move(x), std::move(s))));
+      WeaveValue r = cell_.impl().eval(state, internal::as_type(state, cell_.impl().in()->type(),
+                                                                pair(std::move(x), std::move(s))));
       outputs.push_back(std::move(r.items[0]));
       s = std::move(r.items[1]);
     }
@@ -224,9 +223,9 @@ class ReduceImpl : public detail::BlockImpl {
     while (level.size() > 1) {
       std::size_t next = 0;
       for (std::size_t i = 0; i + 1 < level.size(); i += 2)
-        level[next++] = c.eval(state, internal::as_type(state, c.in()->type(),
-                                                        pair(std::move(level[i]),
-                                                             std::move(level[i + 1]))));
+        level[next++] =
+            c.eval(state, internal::as_type(state, c.in()->type(),
+                                            pair(std::move(level[i]), std::move(level[i + 1]))));
       if (level.size() % 2) level[next++] = std::move(level.back());
       level.resize(next);
     }

@@ -242,8 +242,7 @@ class OneOfImpl : public detail::BlockImpl {
     if (cases.empty()) fail("blocks", describe(), " needs at least one case");
     if (!key_fn_ && !key_block_.defined())
       fail("blocks", describe(), ": the key function (key_fn) is empty (not callable)");
-    for (const auto& [key, block] : cases)
-      internal::required(block, "OneOf", "case " + key.dump());
+    for (const auto& [key, block] : cases) internal::required(block, "OneOf", "case " + key.dump());
     if (key_fn_) {
       in()->set_check([d = describe()](const Type& t) { expect_kind(d, t, {Type::Kind::kInput}); });
     } else {
@@ -424,8 +423,7 @@ OneOf::OneOf(KeyFunction key_fn, const std::vector<Block>& cases, Block pre_bloc
 OneOf::OneOf(Block key_block, std::vector<std::pair<Input, Block>> cases, Block pre_block)
     : Block(std::make_shared<OneOfImpl>(KeyFunction(),
                                         internal::required(key_block, "OneOf", "key_block"),
-                                        std::move(cases),
-                                        std::move(pre_block), 0)) {}
+                                        std::move(cases), std::move(pre_block), 0)) {}
 Optional::Optional(Block some_case, Block none_case)
     : Block(std::make_shared<OptionalImpl>(std::move(some_case), std::move(none_case))) {}
 

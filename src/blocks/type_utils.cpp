@@ -63,8 +63,8 @@ void flatten_into(const Type& type, const EvalValue& value, std::vector<EvalValu
   }
 }
 
-EvalValue unflatten_from(const Type& type, std::span<const EvalValue> terminals,
-                         std::size_t& next, const EvalValue* like) {
+EvalValue unflatten_from(const Type& type, std::span<const EvalValue> terminals, std::size_t& next,
+                         const EvalValue* like) {
   auto take = [&]() -> const EvalValue& {
     if (next >= terminals.size())
       fail("blocks", "unflatten: too few terminals (", terminals.size(), ") for ",
@@ -89,9 +89,9 @@ EvalValue unflatten_from(const Type& type, std::span<const EvalValue> terminals,
     }
     case Type::Kind::kTuple:
       for (std::size_t i = 0; i < type.items().size(); ++i)
-        out.items.push_back(unflatten_from(
-            type.items()[i], terminals, next,
-            like && i < like->items.size() ? &like->items[i] : nullptr));
+        out.items.push_back(
+            unflatten_from(type.items()[i], terminals, next,
+                           like && i < like->items.size() ? &like->items[i] : nullptr));
       return out;
     case Type::Kind::kSequence:
     case Type::Kind::kBroadcast:
