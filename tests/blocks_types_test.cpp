@@ -14,7 +14,7 @@ TEST(BlocksTypes, TextAndEquality) {
   EXPECT_EQ(Type::vector(3), Type::tensor({3}));
   EXPECT_NE(Type::vector(3), Type::vector(3, DType::kInt32));
   EXPECT_NE(Type::sequence(Type::scalar()), Type::broadcast(Type::scalar()));
-  EXPECT_EQ(t.terminals().size(), 2u);
+  EXPECT_EQ(t.terminals().size(), 3u);  // user data is terminal (the Broadcast's Input)
   EXPECT_TRUE(Type::tuple({Type::scalar(), Type::tuple({Type::vector(2)})}).is_tensor_nest());
   EXPECT_FALSE(t.is_tensor_nest());
 }

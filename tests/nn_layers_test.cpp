@@ -44,6 +44,60 @@ TEST(NnFC, MatchesReferenceWithGradientsForEveryActivation) {
   }
 }
 
+TEST(NnFC, NormalizationRunsBetweenAffineAndActivation) {
+  nn::ParameterStore store(4);
+  nn::FCOptions options;
+  options.activation = nn::Activation::kTanh;
+  options.bias_init = nn::uniform(-0.5f, 0.5f);
+  options.normalization = [](Var y) { return y * y; };  // a stand-in: rows stay independent
+  nn::FC fc(store, "fc", 4, 3, options);
+  auto reference = [](const std::vector<HostArray>& in, const std::vector<HostArray>& p) {
+    return map(affine(in[0], p[0], p[1]), [](double v) { return std::tanh(v * v); });
+  };
+  check_layer(fc.parameters(), [&](const std::vector<Var>& v) { return fc(v[0]); }, reference,
+              {random_tensor({3, 4}, 5)});
+}
+
+TEST(NnFC, WeightNormalizationUsesUnitColumnsTimesLearnedScales) {
+  nn::ParameterStore store(5);
+  nn::FCOptions options;
+  options.activation = nn::Activation::kSigmoid;
+  options.bias_init = nn::uniform(-0.5f, 0.5f);
+  options.weight_norm = true;
+  nn::FC fc(store, "fc", 4, 3, options);
+  ASSERT_EQ(fc.parameters().size(), 3u);
+  EXPECT_EQ(fc.scale().value().shape(), (Shape{3}));
+  EXPECT_EQ(fc.scale().value().to_float_vector(), (std::vector<float>{1, 1, 1}));
+  // Scales away from 1, so a wrong formula cannot hide.
+  Tensor g = Tensor::from_vector(Shape{3}, std::vector<float>{0.5f, 2.0f, -1.5f});
+  Parameter scale = fc.scale();
+  scale.value() = g;
+  auto reference = [](const std::vector<HostArray>& in, const std::vector<HostArray>& p) {
+    HostArray w = p[0];  // [4, 3]
+    for (std::int64_t j = 0; j < 3; ++j) {
+      double norm = 0;
+      for (std::int64_t i = 0; i < 4; ++i)
+        norm += w[std::size_t(i * 3 + j)] * w[std::size_t(i * 3 + j)];
+      norm = std::sqrt(norm);
+      for (std::int64_t i = 0; i < 4; ++i)
+        w[std::size_t(i * 3 + j)] = p[0][std::size_t(i * 3 + j)] / norm * p[2][std::size_t(j)];
+    }
+    return map(affine(in[0], w, p[1]), [](double v) { return sigmoid64(v); });
+  };
+  check_layer(fc.parameters(), [&](const std::vector<Var>& v) { return fc(v[0]); }, reference,
+              {random_tensor({3, 4}, 6)});
+  // The effective weight's columns have norms |g_j|.
+  Tape tape;
+  TapeScope scope(tape);
+  std::vector<float> w = fc.effective_weight(tape).value().to_float_vector();
+  for (int j = 0; j < 3; ++j) {
+    double norm = 0;
+    for (int i = 0; i < 4; ++i)
+      norm += double(w[std::size_t(i * 3 + j)]) * w[std::size_t(i * 3 + j)];
+    EXPECT_NEAR(std::sqrt(norm), std::abs(g.to_float_vector()[std::size_t(j)]), 1e-5);
+  }
+}
+
 TEST(NnFC, BatchedRowsEqualSingleRows) {
   nn::ParameterStore store(2);
   nn::FC fc(store, "fc", 6, 3, {.activation = nn::Activation::kTanh});

@@ -137,7 +137,8 @@ Block& Block::set_output_type(const Type& type) {
 }
 
 detail::BlockImpl& Block::impl() const {
-  if (!impl_) fail("blocks", "use of an empty Block handle");
+  if (!impl_)
+    fail("blocks", "this Block handle is empty (default-constructed, never given a block)");
   return *impl_;
 }
 
@@ -166,6 +167,10 @@ class PipeImpl : public detail::BlockImpl {
 
 Block Pipe(const std::vector<Block>& blocks) {
   std::vector<Block> kept;
+  for (std::size_t i = 0; i < blocks.size(); ++i)
+    if (!blocks[i].defined())
+      fail("blocks", "<Pipe>: block ", i, " of ", blocks.size(),
+           " is empty (a default-constructed Block handle)");
   for (const Block& b : blocks)
     if (!b.impl().is_identity()) kept.push_back(b);
   if (kept.empty()) {

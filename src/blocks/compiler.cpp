@@ -22,6 +22,9 @@ struct Compiled {
   std::vector<std::string> metric_names;
   std::vector<Type> metric_types;
   std::vector<bool> metric_labelled;
+  // Every block reached from the root (a ForwardDeclaration's target included, which its
+  // references hold only weakly): a compiled model keeps its blocks alive.
+  std::vector<Block> blocks;
   explicit Compiled(int max_depth) : loom(max_depth) {}
 };
 
@@ -35,18 +38,19 @@ struct WovenRecords {
   std::vector<std::vector<std::int32_t>> output_examples;
   std::vector<Metric> metrics;
 
-  // Appends another thread's records whose values were renumbered by `offset`.
-  void append(WovenRecords&& other, loom::Value offset) {
+  // Appends another thread's records whose values were renumbered by `offset` (and examples
+  // by `first_example`, for a batch woven on its own).
+  void append(WovenRecords&& other, loom::Value offset, std::int32_t first_example = 0) {
     for (std::size_t k = 0; k < outputs.size(); ++k) {
       for (loom::Value v : other.outputs[k]) outputs[k].push_back(v + offset);
-      output_examples[k].insert(output_examples[k].end(), other.output_examples[k].begin(),
-                                other.output_examples[k].end());
+      for (std::int32_t e : other.output_examples[k])
+        output_examples[k].push_back(e + first_example);
     }
     for (std::size_t m = 0; m < metrics.size(); ++m) {
       Metric& mine = metrics[m];
       Metric& theirs = other.metrics[m];
       for (loom::Value v : theirs.values) mine.values.push_back(v + offset);
-      mine.examples.insert(mine.examples.end(), theirs.examples.begin(), theirs.examples.end());
+      for (std::int32_t e : theirs.examples) mine.examples.push_back(e + first_example);
       for (Input& label : theirs.labels) mine.labels.push_back(std::move(label));
     }
   }
@@ -137,7 +141,7 @@ void check_output_type(const Type& type) {
 
 void register_types(detail::Compiled& c, const Type& type) {
   for (const Type& t : type.terminals())
-    c.type_ids.emplace(t.identity(), c.loom.add_type(t.type_shape()));
+    if (t.is_tensor()) c.type_ids.emplace(t.identity(), c.loom.add_type(t.type_shape()));
 }
 
 void register_metric(detail::Compiled& c, const detail::BlockImpl& block) {
@@ -172,6 +176,7 @@ void compile_blocks(detail::Compiled& c, const Block& root) {
     const detail::BlockImpl& impl = block.impl();
     if (!expanded) {
       if (!seen.insert(&impl).second) continue;
+      c.blocks.push_back(block);
       stack.push_back({block, true});
       for (const Block& child : impl.children()) stack.push_back({child, false});
       continue;
@@ -327,6 +332,20 @@ WovenBatch Compiler::weave(std::span<const Input> examples) const {
     batch.records_->append(std::move(records[t]), offset);
   }
   return batch;
+}
+
+WovenBatch Compiler::merge(std::vector<WovenBatch> shards) const {
+  if (shards.empty()) fail("blocks", "merge needs at least one woven batch");
+  for (std::size_t k = 0; k < shards.size(); ++k)
+    if (!shards[k].weaver_ || &shards[k].weaver().loom() != &compiled_->loom)
+      fail("blocks", "merge: batch ", k, " of ", shards.size(), " was not woven by this compiler");
+  WovenBatch merged = std::move(shards[0]);
+  for (std::size_t k = 1; k < shards.size(); ++k) {
+    const loom::Value offset = merged.weaver_->append(*shards[k].weaver_);
+    merged.records_->append(std::move(*shards[k].records_), offset, std::int32_t(merged.examples_));
+    merged.examples_ += shards[k].examples_;
+  }
+  return merged;
 }
 
 BatchResult Compiler::run(const WovenBatch& batch, Tape& tape) const {

@@ -84,6 +84,7 @@ class CompositionImpl : public detail::BlockImpl {
         arg.kind = Type::Kind::kTuple;
         arg.items.reserve(n.reads.size());
         for (const auto& w : n.reads) arg.items.push_back(value_of(values, w));
+        arg = internal::as_type(state, block.in()->type(), std::move(arg));
       }
       values[k + 1] = block.eval(state, arg);
     }
@@ -91,7 +92,7 @@ class CompositionImpl : public detail::BlockImpl {
     WeaveValue result;
     result.kind = Type::Kind::kTuple;
     for (const auto& w : output_) result.items.push_back(value_of(values, w));
-    return result;
+    return internal::as_type(state, out()->type(), std::move(result));
   }
 
  private:
@@ -149,6 +150,7 @@ Composition::Composition(std::string name)
     : Block(std::make_shared<CompositionImpl>(std::move(name))) {}
 
 Composition::Wire Composition::add(const Block& block, std::vector<Wire> reads) {
+  internal::required(block, "Composition", "added");
   return composition(*this).add(block, std::move(reads));
 }
 

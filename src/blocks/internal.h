@@ -34,6 +34,15 @@ const Input& input_of(const std::string& block, const WeaveValue& value);
 // The items of a tuple, sequence or Input array as weave values (Input elements are views).
 std::vector<WeaveValue> elements_of(const std::string& block, const WeaveValue& value);
 
+// A value of `type`: when the type is Input (a tuple or sequence of user data is user data) and
+// the value was built as a tuple or sequence, its items become one Input array (kept for the
+// weave), so that types and values agree.
+WeaveValue as_type(WeaveState& state, const Type& type, WeaveValue value);
+
+// `block` unless it is an empty handle; else throws "<Kind>: the <argument> block is empty (a
+// default-constructed Block handle)", naming the block being built and the argument.
+const Block& required(const Block& block, const std::string& kind, const std::string& argument);
+
 // A Function whose input type comes from composition (Sum's add, Mean's scaling, ...).
 Block generic_function(std::string name, FunctionBody body);
 

@@ -35,7 +35,13 @@ WeaveValue pair(WeaveValue a, WeaveValue b) {
 
 class MapImpl : public detail::BlockImpl {
  public:
-  explicit MapImpl(Block element) : BlockImpl("Map"), element_(std::move(element)) {
+  explicit MapImpl(Block element)
+      : BlockImpl("Map"), element_(internal::required(element, "Map", "element")) {
+    out()->set_check([d = describe()](const Type& t) {
+      if (!t.is_sequence_like() && !t.is_input())
+        fail("blocks", d, ": the output type must be a Sequence or Broadcast (or Input), not ",
+             t.to_string());
+    });
     in()->observe([d = describe(), e = weak(element_.impl().in())](const Type& t) {
       Type elem = element_type(d, t, true);
       if (auto slot = e.lock()) slot->set(elem);
@@ -56,7 +62,9 @@ class MapImpl : public detail::BlockImpl {
       return WeaveValue::of(Type::Kind::kBroadcast, {e.eval(state, input.items[0])});
     std::vector<WeaveValue> items = internal::elements_of(describe(), input);
     for (WeaveValue& item : items) item = e.eval(state, item);
-    return WeaveValue::of(Type::Kind::kSequence, std::move(items));
+    // Mapped user data is user data (an Input array), as its type says.
+    return internal::as_type(state, out()->type(),
+                             WeaveValue::of(Type::Kind::kSequence, std::move(items)));
   }
 
  private:
@@ -66,7 +74,9 @@ class MapImpl : public detail::BlockImpl {
 class FoldImpl : public detail::BlockImpl {
  public:
   FoldImpl(Block combine, Block start)
-      : BlockImpl("Fold"), combine_(std::move(combine)), start_(std::move(start)) {
+      : BlockImpl("Fold"),
+        combine_(internal::required(combine, "Fold", "combine")),
+        start_(internal::required(start, "Fold", "start")) {
     start_.impl().in()->set(Type::void_type());
     unify(out(), start_.impl().out());
     in()->set_check([d = describe()](const Type& t) { element_type(d, t, false); });
@@ -90,7 +100,8 @@ class FoldImpl : public detail::BlockImpl {
   WeaveValue eval(WeaveState& state, const WeaveValue& input) const override {
     WeaveValue acc = start_.impl().eval(state, WeaveValue{});
     for (WeaveValue& x : internal::elements_of(describe(), input))
-      acc = combine_.impl().eval(state, pair(std::move(acc), std::move(x)));
+      acc = combine_.impl().eval(state, internal::as_type(state, combine_.impl().in()->type(),
+                                                          pair(std::move(acc), std::move(x))));
     return acc;
   }
 
@@ -102,7 +113,7 @@ class RNNImpl : public detail::BlockImpl {
  public:
   RNNImpl(Block cell, Block initial, bool from_input)
       : BlockImpl("RNN"),
-        cell_(std::move(cell)),
+        cell_(internal::required(cell, "RNN", "cell")),
         initial_(std::move(initial)),
         from_input_(from_input),
         state_(std::make_shared<TypeSlot>(describe(), "state")) {
@@ -155,7 +166,8 @@ class RNNImpl : public detail::BlockImpl {
     }
     std::vector<WeaveValue> outputs;
     for (WeaveValue& x : internal::elements_of(describe(), *seq)) {
-      WeaveValue r = cell_.impl().eval(state, pair(std::move(x), std::move(s)));
+      WeaveValue r = cell_.impl().eval(state, internal::as_type(state, cell_.impl().in()->type(),
+                                                                pair(std::move(x), std::move(s))));
       outputs.push_back(std::move(r.items[0]));
       s = std::move(r.items[1]);
     }
@@ -171,7 +183,9 @@ class RNNImpl : public detail::BlockImpl {
 class ReduceImpl : public detail::BlockImpl {
  public:
   ReduceImpl(Block combine, Block default_value)
-      : BlockImpl("Reduce"), combine_(std::move(combine)), default_(std::move(default_value)) {
+      : BlockImpl("Reduce"),
+        combine_(internal::required(combine, "Reduce", "combine")),
+        default_(std::move(default_value)) {
     const std::string d = describe();
     in()->observe([d, o = weak(out()), ci = weak(combine_.impl().in())](const Type& t) {
       Type elem = element_type(d, t, false);
@@ -209,7 +223,9 @@ class ReduceImpl : public detail::BlockImpl {
     while (level.size() > 1) {
       std::size_t next = 0;
       for (std::size_t i = 0; i + 1 < level.size(); i += 2)
-        level[next++] = c.eval(state, pair(std::move(level[i]), std::move(level[i + 1])));
+        level[next++] =
+            c.eval(state, internal::as_type(state, c.in()->type(),
+                                            pair(std::move(level[i]), std::move(level[i + 1]))));
       if (level.size() % 2) level[next++] = std::move(level.back());
       level.resize(next);
     }
@@ -271,6 +287,8 @@ class ZipImpl : public detail::BlockImpl {
   // never meet a Sequence of tensors here.
   ZipImpl() : BlockImpl("Zip") {
     derive(out(), {in()}, [d = describe()](std::span<const Type> t) {
+      // A tuple of user-data lists is user data: zipping it gives user data.
+      if (t[0].is_input()) return Type::input();
       expect_kind(d, t[0], {Type::Kind::kTuple});
       bool all_broadcast = true;
       std::vector<Type> elements;
@@ -290,7 +308,11 @@ class ZipImpl : public detail::BlockImpl {
       return all_broadcast ? Type::broadcast(tuple) : Type::sequence(tuple);
     });
   }
-  WeaveValue eval(WeaveState&, const WeaveValue& input) const override {
+  WeaveValue eval(WeaveState& state, const WeaveValue& given) const override {
+    WeaveValue user_lists;
+    if (given.kind == Type::Kind::kInput)
+      user_lists = WeaveValue::of(Type::Kind::kTuple, internal::elements_of(describe(), given));
+    const WeaveValue& input = given.kind == Type::Kind::kInput ? user_lists : given;
     // Input lists become their elements; sequences and broadcasts are used as they are.
     std::vector<std::vector<WeaveValue>> lists(input.items.size());
     std::size_t n = SIZE_MAX;
@@ -314,8 +336,9 @@ class ZipImpl : public detail::BlockImpl {
         }
       }
     }
-    return WeaveValue::of(infinite ? Type::Kind::kBroadcast : Type::Kind::kSequence,
-                          std::move(rows));
+    return internal::as_type(
+        state, out()->type(),
+        WeaveValue::of(infinite ? Type::Kind::kBroadcast : Type::Kind::kSequence, std::move(rows)));
   }
 };
 
@@ -324,18 +347,28 @@ class NGramsImpl : public detail::BlockImpl {
   explicit NGramsImpl(int n) : BlockImpl("NGrams", std::to_string(n)), n_(n) {
     if (n <= 0) fail("blocks", describe(), ": n must be positive, got ", n);
     derive(out(), {in()}, [d = describe(), n](std::span<const Type> t) {
-      Type elem = element_type(d, t[0], false);
-      return Type::sequence(Type::tuple(std::vector<Type>(std::size_t(n), elem)));
+      Type elem = element_type(d, t[0], true);
+      Type gram = Type::tuple(std::vector<Type>(std::size_t(n), elem));
+      // As the original: the n-grams of a Broadcast are a Broadcast of n-tuples of its element.
+      return t[0].kind() == Type::Kind::kBroadcast ? Type::broadcast(gram) : Type::sequence(gram);
     });
   }
-  WeaveValue eval(WeaveState&, const WeaveValue& input) const override {
+  WeaveValue eval(WeaveState& state, const WeaveValue& input) const override {
+    if (input.kind == Type::Kind::kBroadcast)
+      return WeaveValue::of(
+          Type::Kind::kBroadcast,
+          {internal::as_type(
+              state, out()->type().element(),
+              WeaveValue::of(Type::Kind::kTuple,
+                             std::vector<WeaveValue>(std::size_t(n_), input.items[0])))});
     std::vector<WeaveValue> items = internal::elements_of(describe(), input);
     std::vector<WeaveValue> grams;
     for (std::size_t i = 0; i + std::size_t(n_) <= items.size(); ++i)
       grams.push_back(WeaveValue::of(
           Type::Kind::kTuple, std::vector<WeaveValue>(items.begin() + std::ptrdiff_t(i),
                                                       items.begin() + std::ptrdiff_t(i) + n_)));
-    return WeaveValue::of(Type::Kind::kSequence, std::move(grams));
+    return internal::as_type(state, out()->type(),
+                             WeaveValue::of(Type::Kind::kSequence, std::move(grams)));
   }
 
  private:

@@ -139,8 +139,10 @@ class VoidImpl : public detail::BlockImpl {
 class AllOfImpl : public detail::BlockImpl {
  public:
   explicit AllOfImpl(std::vector<Block> blocks) : BlockImpl("AllOf"), blocks_(std::move(blocks)) {
+    for (std::size_t i = 0; i < blocks_.size(); ++i)
+      internal::required(blocks_[i], "AllOf", "block " + std::to_string(i));
     if (blocks_.empty()) {
-      out()->set(Type::void_type());
+      out()->set(Type::tuple({}));  // the empty tuple, as Record({})
       return;
     }
     std::vector<SlotPtr> outs;
@@ -157,11 +159,12 @@ class AllOfImpl : public detail::BlockImpl {
   }
   std::vector<Block> children() const override { return blocks_; }
   WeaveValue eval(WeaveState& state, const WeaveValue& input) const override {
-    if (blocks_.empty()) return WeaveValue{};
+    if (blocks_.empty()) return WeaveValue::of(Type::Kind::kTuple, {});
     std::vector<WeaveValue> items;
     items.reserve(blocks_.size());
     for (const Block& b : blocks_) items.push_back(b.impl().eval(state, input));
-    return WeaveValue::of(Type::Kind::kTuple, std::move(items));
+    return internal::as_type(state, out()->type(),
+                             WeaveValue::of(Type::Kind::kTuple, std::move(items)));
   }
 
  private:
@@ -174,7 +177,9 @@ class RecordImpl : public detail::BlockImpl {
       : BlockImpl("Record"), fields_(std::move(fields)) {
     std::vector<SlotPtr> outs;
     std::vector<std::weak_ptr<TypeSlot>> child_ins;
+    if (fields_.empty()) out()->set(Type::tuple({}));  // Record({}): the empty tuple
     for (const auto& [key, block] : fields_) {
+      internal::required(block, "Record", "'" + key + "' field");
       indices_.push_back(parse_index(key));
       outs.push_back(block.impl().out());
       child_ins.push_back(block.impl().in());
@@ -216,7 +221,8 @@ class RecordImpl : public detail::BlockImpl {
       }
       items.push_back(fields_[k].second.impl().eval(state, item));
     }
-    return WeaveValue::of(Type::Kind::kTuple, std::move(items));
+    return internal::as_type(state, out()->type(),
+                             WeaveValue::of(Type::Kind::kTuple, std::move(items)));
   }
 
  private:
@@ -234,6 +240,9 @@ class OneOfImpl : public detail::BlockImpl {
         pre_(std::move(pre)),
         list_size_(list_size) {
     if (cases.empty()) fail("blocks", describe(), " needs at least one case");
+    if (!key_fn_ && !key_block_.defined())
+      fail("blocks", describe(), ": the key function (key_fn) is empty (not callable)");
+    for (const auto& [key, block] : cases) internal::required(block, "OneOf", "case " + key.dump());
     if (key_fn_) {
       in()->set_check([d = describe()](const Type& t) { expect_kind(d, t, {Type::Kind::kInput}); });
     } else {
@@ -292,7 +301,9 @@ class OneOfImpl : public detail::BlockImpl {
 class OptionalImpl : public detail::BlockImpl {
  public:
   OptionalImpl(Block some, Block none)
-      : BlockImpl("Optional"), some_(std::move(some)), none_(std::move(none)) {
+      : BlockImpl("Optional"),
+        some_(internal::required(some, "Optional", "some_case")),
+        none_(std::move(none)) {
     in()->set(Type::input());
     unify(in(), some_.impl().in());
     unify(out(), some_.impl().out());
@@ -370,6 +381,7 @@ Block ForwardDeclaration::reference() const {
 
 void ForwardDeclaration::resolve_to(const Block& block) {
   if (state_->resolved) fail("blocks", "ForwardDeclaration is already resolved");
+  internal::required(block, "ForwardDeclaration", "resolve_to(block)");
   block.impl().in()->set(state_->input);
   block.impl().out()->set(state_->output);
   state_->target = block.impl_ptr();
@@ -409,8 +421,9 @@ OneOf::OneOf(KeyFunction key_fn, const std::vector<Block>& cases, Block pre_bloc
     : Block(std::make_shared<OneOfImpl>(std::move(key_fn), Block(), numbered_cases(cases),
                                         std::move(pre_block), std::int64_t(cases.size()))) {}
 OneOf::OneOf(Block key_block, std::vector<std::pair<Input, Block>> cases, Block pre_block)
-    : Block(std::make_shared<OneOfImpl>(KeyFunction(), std::move(key_block), std::move(cases),
-                                        std::move(pre_block), 0)) {}
+    : Block(std::make_shared<OneOfImpl>(KeyFunction(),
+                                        internal::required(key_block, "OneOf", "key_block"),
+                                        std::move(cases), std::move(pre_block), 0)) {}
 Optional::Optional(Block some_case, Block none_case)
     : Block(std::make_shared<OptionalImpl>(std::move(some_case), std::move(none_case))) {}
 

@@ -91,6 +91,27 @@ const Input& input_of(const std::string& block, const WeaveValue& value) {
   return *value.input;
 }
 
+namespace {
+Input to_input(const WeaveValue& value) {
+  if (value.kind == Type::Kind::kInput) return *value.input;
+  Input array = Input::array();
+  for (const WeaveValue& item : value.items) array.push_back(to_input(item));
+  return array;
+}
+}  // namespace
+
+WeaveValue as_type(WeaveState& state, const Type& type, WeaveValue value) {
+  if (!type.is_input() || value.kind == Type::Kind::kInput) return value;
+  return WeaveValue::of_input(state.keep(to_input(value)));
+}
+
+const Block& required(const Block& block, const std::string& kind, const std::string& argument) {
+  if (!block.defined())
+    fail("blocks", "<", kind, ">: the ", argument,
+         " block is empty (a default-constructed Block handle)");
+  return block;
+}
+
 std::vector<WeaveValue> elements_of(const std::string& block, const WeaveValue& value) {
   if (value.kind != Type::Kind::kInput) return value.items;
   const Input& in = *value.input;

@@ -35,6 +35,11 @@ Type Type::tensor(const Shape& shape, DType dtype) {
 }
 
 Type Type::tuple(std::vector<Type> items) {
+  // A (non-empty) tuple of user values is a user value, as the original canonicalizes tuples
+  // of PyObjectType; the empty tuple stays a type of its own.
+  bool all_input = !items.empty();
+  for (const Type& item : items) all_input = all_input && item.is_input();
+  if (all_input) return input();
   auto node = std::make_shared<Node>();
   node->kind = Kind::kTuple;
   node->items = std::move(items);
@@ -99,7 +104,7 @@ bool Type::is_tensor_nest() const {
 
 namespace {
 void collect_terminals(const Type& type, std::vector<Type>& out) {
-  if (type.is_tensor()) {
+  if (type.is_tensor() || type.is_input()) {
     out.push_back(type);
   } else if (type.is_tuple()) {
     for (const Type& item : type.items()) collect_terminals(item, out);

@@ -16,8 +16,13 @@ Loom::Loom(int max_depth) : max_depth_(max_depth) {
 }
 
 TypeId Loom::add_type(const TypeShape& type) {
-  for (TypeId id = 0; id < types_.size(); ++id)
+  for (TypeId id = 0; id < types_.size(); ++id) {
     if (types_[id] == type) return id;
+    // A tag names one TypeShape (as the original: tags are unique within a Loom).
+    if (!type.tag.empty() && types_[id].tag == type.tag)
+      fail("loom", "tag '", type.tag, "' already names type ", types_[id].to_string(),
+           "; it cannot also name ", type.to_string());
+  }
   types_.push_back(type);
   return TypeId(types_.size() - 1);
 }

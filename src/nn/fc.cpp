@@ -75,13 +75,24 @@ FC::FC(ParameterStore& store, const std::string& name, std::int64_t in, std::int
   auto scope = store.scope(name);
   weight_ = store.create("weight", {in, out}, options_.weight_init);
   bias_ = store.create("bias", {out}, options_.bias_init);
+  if (options_.weight_norm) scale_ = store.create("scale", {out}, constant(1.0f));
+}
+
+Var FC::effective_weight(Tape& tape) const {
+  Var w = tape.parameter(weight_);
+  if (!options_.weight_norm) return w;
+  // |W[:, j]| = sqrt(sum_i W[i, j]^2), as exp(log(.) / 2) (the tiny floor keeps log finite).
+  Var norms = exp(log(sum_rows(w * w) + 1e-12f) * 0.5f);  // [1, out]
+  Var g = reshape(tape.parameter(scale_), {1, out_});
+  return w * (g / norms);
 }
 
 Var FC::operator()(Var x) const {
   detail::require_rows_of(detail::layer_where("FC", name_), "input", x, in_);
   Tape& tape = x.tape();
   Var in = mode_dropout(x, options_.input_dropout);
-  Var y = linear(in, tape.parameter(weight_), tape.parameter(bias_));
+  Var y = linear(in, effective_weight(tape), tape.parameter(bias_));
+  if (options_.normalization) y = options_.normalization(y);
   return mode_dropout(apply_activation(options_.activation, y), options_.output_dropout);
 }
 

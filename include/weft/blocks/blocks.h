@@ -3,6 +3,12 @@
 // (constants 0, each Function call +1). Types are inferred as blocks are composed and a mismatch
 // throws weft::Error at once; bad user data at weave time throws weft::Error naming the block
 // and the offending value. Deliberate differences from the original are marked "Weft:".
+//
+// Depth (Weft:): Metric blocks and the root's outputs add NO loom depth (the original passes
+// both through a tagging op, +1), because the executor gathers any value. max_depth(), the
+// batch's depth(), CompilerOptions::max_depth and the schedule's levels all count the same
+// levels: those of Function-like calls only. Blocks that take other blocks as arguments throw
+// at construction when one is an empty handle, naming the block and the argument.
 #pragma once
 
 #include <cstdint>
@@ -144,14 +150,16 @@ class Void : public Block {
  public:
   Void();
 };
-// T -> Tuple(b1(x), ..., bn(x)); AllOf({}) -> Void; one block gives a 1-tuple.
+// T -> Tuple(b1(x), ..., bn(x)); AllOf({}) -> Tuple() (the empty tuple, a type like any other);
+// one block gives a 1-tuple. A tuple of Input items is Input (the value is one user array).
 class AllOf : public Block {
  public:
   explicit AllOf(std::vector<Block> blocks);
 };
 // Input (object or array) or Tuple -> Tuple(b_k(x[k]) for each (k, b_k)), in the given order
 // (the original sorted dict keys; pass the pairs sorted for that). Keys index arrays and tuples
-// when they are integers ("0", "1", ...).
+// when they are integers ("0", "1", ...). Record({}) -> Tuple(); fields all giving Input give
+// Input (the value is one user array of the fields' values, in the given order).
 class Record : public Block {
  public:
   explicit Record(std::vector<std::pair<std::string, Block>> fields);
@@ -184,7 +192,9 @@ class Composition : public Block {
 // ---- Sequences -----------------------------------------------------------------------------
 
 // Sequence(T) / Broadcast(T) / Tuple(T, ..., T) / Input array -> Sequence(U) [Broadcast(U)]:
-// [f(x_i) for x_i in x]. On a Broadcast the element is evaluated once.
+// [f(x_i) for x_i in x]. On a Broadcast the element is evaluated once. An element giving Input
+// makes the whole Input (a user array), as Sequence(Input) is Input. The output type can only
+// be a Sequence, Broadcast or Input (anything else throws when set).
 class Map : public Block {
  public:
   explicit Map(Block element);
@@ -242,6 +252,7 @@ class Zip : public Block {
 // Zip() >> Map(element).
 Block ZipWith(const Block& element);
 // Sequence(T) -> Sequence(Tuple(T x n)): [x[i:i+n] for i in 0..len-n]. n <= 0 throws.
+// Broadcast(T) -> Broadcast(Tuple(T x n)), as the original.
 class NGrams : public Block {
  public:
   explicit NGrams(int n);
@@ -276,9 +287,11 @@ class Optional : public Block {
 // ---- Recursion -----------------------------------------------------------------------------
 
 // Recursion (tree models): declare the types, use reference() inside the model (any number of
-// times), then resolve_to(model). The model must stay alive (e.g. be part of the root), since
-// references hold it weakly to avoid an ownership cycle. An unresolved declaration throws at
-// compile time.
+// times), then resolve_to(model). References hold the model weakly (a strong hold would be an
+// ownership cycle, model -> reference -> model, and leak): someone must own it — the root, or
+// the Compiler, which keeps every block it reached alive for its whole life. Compiling when the
+// model was already destroyed throws ("the block it resolves to was destroyed"), never dangles.
+// An unresolved declaration throws at compile time.
 class ForwardDeclaration {
  public:
   ForwardDeclaration(const Type& input, const Type& output);
@@ -296,7 +309,8 @@ class ForwardDeclaration {
 // Tensor, or Tuple(Tensor, Input label) -> Void: appends one row per evaluation to the metric
 // `name` (variable-length across the batch; Compiler results give the rows, the example of each
 // row and the labels). Two Metric blocks with one name must have one value type (compile time).
-// Weft: no pass-through loom op (depth +0), because the executor gathers any value.
+// Weft: no pass-through loom op (depth +0, in max_depth and the schedule alike), because the
+// executor gathers any value.
 class Metric : public Block {
  public:
   explicit Metric(std::string name);

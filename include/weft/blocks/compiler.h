@@ -114,6 +114,11 @@ class Compiler {
     std::vector<Input> inputs(values.begin(), values.end());
     return weave(inputs);
   }
+  // Merges batches that this compiler wove separately (e.g. shards of a batch woven on the
+  // user's own threads: weave() is const and may run concurrently) into one batch, in the
+  // given order: example i of shard k becomes example (examples of shards 0..k-1) + i. Running
+  // it gives the same outputs and metrics as weaving all the examples at once.
+  WovenBatch merge(std::vector<WovenBatch> shards) const;
   // Runs a woven batch forward on `tape` (the batch must outlive the result).
   BatchResult run(const WovenBatch& batch, Tape& tape) const;
   // weave + run; the result keeps the batch.
@@ -144,6 +149,17 @@ struct EvalValue {
   const EvalValue& operator[](std::size_t i) const { return items.at(i); }
   std::size_t size() const { return items.size(); }
 };
+
+// A value's terminals by its type, in pre-order (the original's type.flatten): tensors and
+// Input values; a sequence gives its elements' terminals in turn, Void nothing. Throws when
+// the value does not have the type's structure.
+std::vector<EvalValue> flatten(const Type& type, const EvalValue& value);
+// The inverse (the original's type.unflatten): a value of `type` from consecutive terminals.
+// A type holding a Sequence needs `shaped_like`, a value of the type whose sequence lengths
+// are used; a fixed-size type does not. Throws when the terminals are too few, too many, or
+// not of the terminal types.
+EvalValue unflatten(const Type& type, std::span<const EvalValue> terminals,
+                    const EvalValue* shaped_like = nullptr);
 
 // Runs `block` on one input (like the original's block.eval): compiles it as a root, weaves,
 // runs forward without gradients. The block's input type becomes Input if it was unknown.

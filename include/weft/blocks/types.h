@@ -5,7 +5,9 @@
 // structurally; their text ("Sequence(Tensor([3], float32))") names them in every error.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +33,8 @@ class Type {
   static Type vector(std::int64_t size, DType dtype = DType::kFloat32) {
     return tensor(Shape{size}, dtype);
   }
+  // A non-empty tuple whose items are all Input is Input (the original's canonical types); the
+  // empty tuple Tuple() is a type like any other.
   static Type tuple(std::vector<Type> items);
   // A Sequence of Input is Input (as the original canonicalizes sequences of Python objects):
   // so Map(Scalar()) takes Input, and Map(InputTransform(f)) gives Input.
@@ -57,8 +61,14 @@ class Type {
 
   // True for a tensor or a tuple (nested) of tensors only.
   bool is_tensor_nest() const;
-  // The tensor types of a tensor nest, in pre-order (what a Function's loom op takes).
+  // The terminal types in pre-order: tensors and Input (user data is terminal, as in the
+  // original); a sequence contributes its element's terminals, Void none. For a tensor nest,
+  // what a Function's loom op takes.
   std::vector<Type> terminals() const;
+  // The total number of elements of a value of this type (the original's `size`): a tensor's
+  // element count, a tuple's sum, 0 for Void; nullopt (unsized) when it holds a Sequence,
+  // Broadcast or Input anywhere.
+  std::optional<std::int64_t> size() const;
   // The loom type of a tensor type.
   loom::TypeShape type_shape() const;
 

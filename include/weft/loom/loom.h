@@ -15,7 +15,8 @@
 namespace weft::loom {
 
 // A value type of the loom: two TypeShapes with equal dtype and shape but different tags are
-// different types (so, e.g., word vectors and hidden states never mix by accident).
+// different types (so, e.g., word vectors and hidden states never mix by accident). A tag names
+// one TypeShape: registering one tag with two dtypes or shapes throws, naming both.
 struct TypeShape {
   DType dtype = DType::kFloat32;
   Shape shape;  // per example: no batch axis

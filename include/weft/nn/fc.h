@@ -1,8 +1,11 @@
-// FC: a fully connected layer over batched rows, y = act(dropout_in(x) W + b) followed by
-// output dropout, as TF Fold's td.FC. Dropout is active only in a training ForwardMode.
+// FC: a fully connected layer over batched rows, y = act(norm(dropout_in(x) W + b)) followed by
+// output dropout, as TF Fold's td.FC (norm: the optional normalization function; W: the weight,
+// or with weight normalization its unit-norm columns times learned scales). Dropout is active
+// only in a training ForwardMode.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,6 +29,12 @@ struct FCOptions {
   float input_dropout = 0.f, output_dropout = 0.f;  // drop probabilities, used when training
   Initializer weight_init{};  // empty: uniform_unit_scaling(1.43 relu, 1.15 tanh, 1.0 otherwise)
   Initializer bias_init{};    // empty: zeros
+  // Applied to x W + b before the activation (e.g. a layer normalization); rows must stay
+  // independent for batching. Empty: none.
+  std::function<Var(Var)> normalization{};
+  // Weight normalization (Salimans & Kingma 2016): the weight used is W[:, j] / |W[:, j]| * g_j,
+  // with "name/scale" g [out] learned (initialized to ones).
+  bool weight_norm = false;
 };
 
 class FC {
@@ -41,16 +50,23 @@ class FC {
   std::int64_t out_features() const { return out_; }
   const Parameter& weight() const { return weight_; }
   const Parameter& bias() const { return bias_; }
+  // The weight normalization scales g (undefined without weight_norm).
+  const Parameter& scale() const { return scale_; }
+  // The weight the layer multiplies by on x's tape: W, or W's unit columns times g.
+  Var effective_weight(Tape& tape) const;
   const FCOptions& options() const { return options_; }
   // The scoped name, e.g. "tree_lstm/fc".
   const std::string& name() const { return name_; }
-  std::vector<Parameter> parameters() const { return {weight_, bias_}; }
+  std::vector<Parameter> parameters() const {
+    if (options_.weight_norm) return {weight_, bias_, scale_};
+    return {weight_, bias_};
+  }
 
  private:
   std::string name_;
   std::int64_t in_, out_;
   FCOptions options_;
-  Parameter weight_, bias_;
+  Parameter weight_, bias_, scale_;
 };
 
 }  // namespace weft::nn
