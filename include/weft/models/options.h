@@ -29,14 +29,14 @@ enum class OptionRole {
 std::string_view option_role_name(OptionRole role);  // "architecture", "data", "runtime"
 
 struct OptionSpec {
-  std::string name;  // snake_case: "recurrent_dropout" (flag --recurrent-dropout)
+  std::string name{};  // snake_case: "recurrent_dropout" (flag --recurrent-dropout)
   OptionKind kind = OptionKind::kInt;
-  nlohmann::json default_value;  // of the kind; a string option may default to ""
-  std::string help;
+  nlohmann::json default_value{};  // of the kind; a string option may default to ""
+  std::string help{};
   OptionRole role = OptionRole::kArchitecture;
   double min = -std::numeric_limits<double>::infinity();  // kInt, kFloat: inclusive range
   double max = std::numeric_limits<double>::infinity();
-  std::vector<std::string> choices;  // kString: the allowed values, when not empty
+  std::vector<std::string> choices{};  // kString: the allowed values, when not empty
 
   // {"name", "kind", "default", "help", "role", "min"?, "max"?, "choices"?}
   nlohmann::json to_json() const;
