@@ -35,8 +35,9 @@ def model(n, python_callables):
     node = td.GetItem("c") >> td.Record([decl(), decl()]) >> td.Function(
         "cell", [vec, vec], lambda a, b: weft.tanh(a + b))
     key = (lambda t: t["k"]) if python_callables else td.GetItem("k")
-    decl.resolve_to(td.OneOf(key, [leaf, node]))
-    return td.Compiler(decl(), threads=1), table
+    root = td.OneOf(key, [leaf, node])
+    decl.resolve_to(root)
+    return td.Compiler(root, threads=1), table
 
 
 def main():

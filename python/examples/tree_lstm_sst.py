@@ -23,7 +23,8 @@ from weft.blocks import Type
 
 
 def read_trees(path, vocab, grow, limit=None):
-    """Bracketed SST trees -> {"label", "id"} leaves / {"label", "children"} nodes."""
+    """Bracketed SST trees -> {"label", "pair": 0, "id"} leaves / {"label", "pair": 1, "children"}
+    nodes ("pair" lets a native GetItem pick the case: no Python call per node while weaving)."""
     trees = []
     for line in open(path, encoding="utf-8"):
         tokens = re.findall(r"\(|\)|[^\s()]+", line)
@@ -37,12 +38,12 @@ def read_trees(path, vocab, grow, limit=None):
             if tokens[pos] == "(":
                 children = [node(), node()]
                 pos += 1  # ")"
-                return {"label": label, "children": children}
+                return {"label": label, "pair": 1, "children": children}
             word = tokens[pos].lower()
             pos += 2  # word ")"
             if word not in vocab and grow:
                 vocab[word] = len(vocab)
-            return {"label": label, "id": vocab.get(word, 0)}
+            return {"label": label, "pair": 0, "id": vocab.get(word, 0)}
 
         trees.append(node())
         if limit and len(trees) == limit:
@@ -100,7 +101,7 @@ def main():
         "composer", [state, state], lambda h1, c1, h2, c2: composer(None, [h1, h2], [c1, c2]))
     logits = td.Function("logits", [state], lambda h, c: classifier(h))
     node = td.Composition("sst_node")
-    s = node.add(td.OneOf(lambda t: "children" in t, {False: leaf, True: pair}), node.input())
+    s = node.add(td.OneOf(td.GetItem("pair"), [leaf, pair]), node.input())
     node.add(td.Metric("nodes"), [node.add(logits, s), node.add(td.GetItem("label"), node.input())])
     node.set_output(s)
     tree.resolve_to(node)

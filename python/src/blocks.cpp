@@ -31,7 +31,6 @@ struct Inputs {
 };
 
 Inputs to_inputs(py::handle examples) {
-  if (py::isinstance<Inputs>(examples)) return examples.cast<Inputs>();
   Inputs out;
   for (py::handle e : examples) out.items.push_back(to_json(e));
   return out;
@@ -432,9 +431,14 @@ callables inside take it back for their own calls.)doc")
       .def(
           "weave",
           [](const Compiler& c, py::handle examples) {
-            Inputs in = to_inputs(examples);
+            Inputs converted;
+            const Inputs* in = &converted;
+            if (py::isinstance<Inputs>(examples))
+              in = &examples.cast<const Inputs&>();  // converted once, not copied
+            else
+              converted = to_inputs(examples);
             py::gil_scoped_release nogil;
-            return c.weave(in.items);
+            return c.weave(in->items);
           },
           py::arg("examples"))
       .def(
@@ -447,9 +451,14 @@ callables inside take it back for their own calls.)doc")
       .def(
           "forward",
           [](const Compiler& c, py::handle examples, Tape& tape) {
-            Inputs in = to_inputs(examples);
+            Inputs converted;
+            const Inputs* in = &converted;
+            if (py::isinstance<Inputs>(examples))
+              in = &examples.cast<const Inputs&>();
+            else
+              converted = to_inputs(examples);
             py::gil_scoped_release nogil;
-            return c.forward(in.items, tape);
+            return c.forward(in->items, tape);
           },
           py::arg("examples"), py::arg("tape"), py::keep_alive<0, 3>());
   m.def(
