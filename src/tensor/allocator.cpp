@@ -144,8 +144,27 @@ void retain_block(StorageBlock* block) {
 }
 
 void release_block(StorageBlock* block) {
-  if (std::atomic_ref<std::int64_t>(block->refs).fetch_sub(1, std::memory_order_acq_rel) == 1)
-    pool(block->device).free(block);
+  if (std::atomic_ref<std::int64_t>(block->refs).fetch_sub(1, std::memory_order_acq_rel) != 1)
+    return;
+  if (block->size_class < 0) {
+    if (block->release_external) block->release_external(block->external_context);
+    delete block;
+    return;
+  }
+  pool(block->device).free(block);
+}
+
+StorageBlock* wrap_external_block(void* data, std::size_t bytes, Device device,
+                                  void (*release)(void* context), void* context) {
+  auto* block = new StorageBlock{};
+  block->refs = 1;
+  block->bytes = bytes;
+  block->device = device;
+  block->size_class = -1;
+  block->data = data;
+  block->release_external = release;
+  block->external_context = context;
+  return block;
 }
 
 }  // namespace detail

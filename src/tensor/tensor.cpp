@@ -56,6 +56,16 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   return t;
 }
 
+Tensor Tensor::from_external(void* data, const Shape& shape, DType dtype, Device device,
+                             void (*release)(void* context), void* context) {
+  Tensor t;
+  t.block_ = detail::wrap_external_block(data, std::size_t(shape.numel()) * dtype_size(dtype),
+                                         device, release, context);
+  t.shape_ = shape;
+  t.dtype_ = dtype;
+  return t;
+}
+
 Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device) {
   Tensor t = empty(shape, dtype, device);
   backend::fill(t, 0.0f);  // all-zero bits are 0 for int32 too

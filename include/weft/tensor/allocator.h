@@ -32,13 +32,19 @@ struct StorageBlock {
   std::int64_t refs;  // atomic access through the helpers below
   std::size_t bytes;  // usable bytes (the size class)
   Device device;
-  int size_class;
+  int size_class;  // -1: external memory, handed back through release_external
   void* data;
+  void (*release_external)(void* context) = nullptr;
+  void* external_context = nullptr;
 };
 
 StorageBlock* allocate_block(std::size_t bytes, Device device);
 void retain_block(StorageBlock* block);
 void release_block(StorageBlock* block);
+// A block over memory Weft does not own (a NumPy array, a DLPack tensor): when its last
+// reference goes, `release(context)` is called instead of returning it to a pool.
+StorageBlock* wrap_external_block(void* data, std::size_t bytes, Device device,
+                                  void (*release)(void* context), void* context);
 }  // namespace detail
 
 }  // namespace weft

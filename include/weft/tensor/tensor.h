@@ -34,6 +34,11 @@ class Tensor {
   static Tensor from_vector(const Shape& shape, const std::vector<std::int32_t>& values,
                             Device device = Device::kCpu);
   static Tensor scalar(float value, Device device = Device::kCpu);
+  // A tensor over memory owned elsewhere (contiguous, row-major, aligned to the dtype); no copy.
+  // `release(context)` runs when the last handle to it goes (the Python bindings keep the
+  // NumPy array or DLPack capsule alive this way).
+  static Tensor from_external(void* data, const Shape& shape, DType dtype, Device device,
+                              void (*release)(void* context), void* context);
 
   bool defined() const { return block_ != nullptr; }
   const Shape& shape() const { return shape_; }

@@ -1,0 +1,177 @@
+// weft.models: every registered model by name with its own options as keyword arguments
+// (weft.models.create("sentiment", hidden=150)), fit / evaluate / predict / save, and loading a
+// self-contained checkpoint (weft.models.load(path)). A thin front end over the registry, like
+// the command line: no model is special-cased here.
+#include "common.h"
+#include "weft/core/error.h"
+#include "weft/models/model.h"
+#include "weft/models/registry.h"
+#include "weft/models/saved_model.h"
+#include "weft/train/trainer.h"
+
+namespace weft::python {
+
+train::TrainerOptions trainer_options_from(train::TrainerOptions o, const py::dict& kw);
+py::list epochs_list(const train::TrainResult& r);
+
+namespace {
+
+using models::Model;
+
+py::object json_to_py(const nlohmann::json& j) { return from_json(j); }
+
+nlohmann::json kwargs_json(const py::kwargs& kw) {
+  nlohmann::json out = nlohmann::json::object();
+  for (auto item : kw) out[py::str(item.first).cast<std::string>()] = to_json(item.second);
+  return out;
+}
+
+train::Split split_of(const std::string& name) {
+  if (name == "train") return train::Split::kTrain;
+  if (name == "dev") return train::Split::kDev;
+  if (name == "test") return train::Split::kTest;
+  fail("models", "unknown split '", name, "' (train, dev, test)");
+}
+
+models::ModelUse use_of(const std::string& name) {
+  if (name == "infer") return models::ModelUse::kInfer;
+  if (name == "evaluate" || name == "eval") return models::ModelUse::kEvaluate;
+  if (name == "train") return models::ModelUse::kTrain;
+  fail("models", "unknown use '", name, "' (infer, evaluate, train)");
+}
+
+train::TrainerOptions recipe_options(const Model& model) {
+  const models::ModelEntry& entry = models::find_model(model.options().owner());
+  return entry.recipe(model.options()).trainer_options();
+}
+
+}  // namespace
+
+void init_models(py::module_& parent) {
+  py::module_ m = parent.def_submodule("models", R"doc(
+The registered models (the ones `weft train` knows): create(name, **options), load(path).)doc");
+  m.def("names", &models::model_names, "The registered models' names.");
+  m.def(
+      "describe",
+      [](const std::string& name) { return json_to_py(models::find_model(name).to_json()); },
+      py::arg("name"), "A model's summary, input form, option schema and recipe, as a dict.");
+
+  py::class_<Model, train::TrainableModel>(m, "Model", R"doc(
+A registered model: fit(**trainer options) trains it with its recipe (overrides: epochs,
+batch_size, learning_rate, optimizer, schedule, checkpoint, best_checkpoint, log, resume,
+progress, ...); evaluate(split) gives its figures; predict(examples) one dict per example
+(strings are parsed as `weft infer` reads lines; dicts/lists are the model's Input form);
+save(path) writes a self-contained checkpoint.)doc")
+      .def_property_readonly("name", [](const Model& mdl) { return mdl.options().owner(); })
+      .def_property_readonly("options",
+                             [](const Model& mdl) { return json_to_py(mdl.options().values()); })
+      .def_property_readonly("assets", [](const Model& mdl) { return json_to_py(mdl.assets()); })
+      .def_property_readonly("recipe",
+                             [](const Model& mdl) {
+                               const auto& entry = models::find_model(mdl.options().owner());
+                               return json_to_py(entry.recipe(mdl.options()).to_json());
+                             })
+      .def_property_readonly("root_block", &Model::root_block,
+                             py::return_value_policy::reference_internal)
+      .def(
+          "num_examples",
+          [](const Model& mdl, const std::string& split) {
+            return mdl.num_examples(split_of(split));
+          },
+          py::arg("split") = "train")
+      .def(
+          "examples",
+          [](const Model& mdl, const std::string& split) {
+            py::list out;
+            for (const auto& e : mdl.examples(split_of(split))) out.append(from_json(e));
+            return out;
+          },
+          py::arg("split") = "train", "A split's examples in the model's Input form.")
+      .def(
+          "parse_example",
+          [](const Model& mdl, const std::string& line) {
+            return from_json(mdl.parse_example(line, "parse_example"));
+          },
+          py::arg("line"))
+      .def(
+          "predict",
+          [](Model& mdl, py::iterable examples) {
+            std::vector<nlohmann::json> in;
+            std::size_t i = 0;
+            for (py::handle e : examples) {
+              if (py::isinstance<py::str>(e))
+                in.push_back(
+                    mdl.parse_example(e.cast<std::string>(), "example " + std::to_string(i)));
+              else
+                in.push_back(to_json(e));
+              ++i;
+            }
+            std::vector<nlohmann::json> out;
+            {
+              py::gil_scoped_release nogil;
+              out = mdl.predict(in);
+            }
+            py::list result;
+            for (const auto& o : out) result.append(from_json(o));
+            return result;
+          },
+          py::arg("examples"))
+      .def(
+          "fit",
+          [](Model& mdl, py::kwargs kw) {
+            train::TrainerOptions o = trainer_options_from(recipe_options(mdl), kw);
+            train::TrainResult r;
+            {
+              py::gil_scoped_release nogil;
+              train::Trainer trainer(o);
+              r = trainer.fit(mdl);
+            }
+            return epochs_list(r);
+          },
+          "Trains with the model's recipe and these overrides; one dict per epoch.")
+      .def(
+          "evaluate",
+          [](Model& mdl, const std::string& split, py::kwargs kw) {
+            train::TrainerOptions o = trainer_options_from(recipe_options(mdl), kw);
+            train::MetricSet s;
+            {
+              py::gil_scoped_release nogil;
+              train::Trainer trainer(o);
+              s = trainer.evaluate(mdl, split_of(split));
+            }
+            py::dict out;
+            for (const std::string& n : s.names()) out[py::str(n)] = s.value(n);
+            return out;
+          },
+          py::arg("split") = "dev")
+      .def(
+          "save", [](Model& mdl, const std::string& path) { models::save_model(path, mdl); },
+          py::arg("path"));
+
+  m.def(
+      "create",
+      [](const std::string& name, py::kwargs kw) {
+        const models::ModelEntry& entry = models::find_model(name);
+        models::OptionValues options = entry.default_options();
+        options.update(kwargs_json(kw), "weft.models.create");
+        py::gil_scoped_release nogil;
+        return models::create_model(options);
+      },
+      py::arg("name"), R"doc(
+Builds a registered model for training with its options as keyword arguments
+(weft.models.create("sentiment", hidden=150, data_dir="../shared/data")); unknown options and
+out-of-range values raise weft.Error listing what is accepted.)doc");
+  m.def(
+      "load",
+      [](const std::string& path, const std::string& use, py::kwargs kw) {
+        nlohmann::json overrides = kwargs_json(kw);
+        py::gil_scoped_release nogil;
+        return models::load_model(path, use_of(use), overrides);
+      },
+      py::arg("path"), py::arg("use") = "infer", R"doc(
+Rebuilds the model a checkpoint holds: use="infer" (no data needed) or "evaluate" (reads the
+data folder, encoded with the checkpoint's vocabulary). Keyword arguments override data and
+runtime options; a different architecture option raises.)doc");
+}
+
+}  // namespace weft::python

@@ -1,0 +1,61 @@
+// The Python extension module weft._weft: errors first (every weft::Error becomes weft.Error, a
+// ValueError, or weft.TypeError for type mismatches, with the same message), then one part per
+// layer. The package python/weft re-exports it and adds the pure-Python conveniences.
+#include <cstring>
+
+#include "common.h"
+#include "weft/core/error.h"
+
+namespace weft::python {
+
+namespace {
+PyObject* g_error = nullptr;
+PyObject* g_type_error = nullptr;
+
+// Composition type mismatches and dtype refusals read as TypeErrors to a Python user.
+bool is_type_error(const std::string& message) {
+  return message.find("type") != std::string::npos &&
+         (message.rfind("[blocks]", 0) == 0 || message.find("dtype") != std::string::npos ||
+          message.find("Type(") != std::string::npos ||
+          message.find("Tensor(") != std::string::npos);
+}
+}  // namespace
+
+void init_errors(py::module_& m) {
+  static py::exception<weft::Error> error(m, "Error", PyExc_ValueError);
+  g_error = error.ptr();
+  py::object builtins = py::module_::import("builtins");
+  py::object type_error = py::reinterpret_borrow<py::object>(
+      PyErr_NewExceptionWithDoc("weft.TypeError",
+                                "A weft.Error about types: blocks composed with mismatched types, "
+                                "tensors of an unsupported dtype. Also a builtins.TypeError.",
+                                py::make_tuple(error, builtins.attr("TypeError")).ptr(), nullptr));
+  type_error.inc_ref();  // kept for the module's life
+  g_type_error = type_error.ptr();
+  m.attr("TypeError") = type_error;
+  error.attr("__doc__") = py::str(
+      "Every error Weft raises on bad input (shapes, dtypes, files, arguments, data) is a "
+      "weft.Error, a ValueError carrying the C++ message.");
+  error.attr("__module__") = py::str("weft");
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const weft::Error& e) {
+      PyErr_SetString(is_type_error(e.what()) ? g_type_error : g_error, e.what());
+    }
+  });
+}
+
+}  // namespace weft::python
+
+PYBIND11_MODULE(_weft, m) {
+  namespace wp = weft::python;
+  m.doc() = "Weft: dynamic batching of differently shaped inputs (TensorFlow Fold, natively).";
+  wp::init_errors(m);
+  wp::init_tensor(m);
+  wp::init_autodiff(m);
+  wp::init_nn(m);
+  wp::init_blocks(m);
+  wp::init_train(m);
+  wp::init_models(m);
+}

@@ -1,0 +1,421 @@
+// weft.train: optimizers, learning-rate schedules, gradient clipping, metrics, and the Trainer
+// (progress bar, JSON-lines log, checkpoints, resume) over a TrainableModel, which a Python class
+// may implement (parameters, num_examples, train_batch, eval_batch). The Trainer runs without
+// the GIL; the Python model's methods take it for their own calls.
+#include <array>
+
+#include "common.h"
+#include "weft/backend/cpu.h"
+#include "weft/blocks/compiler.h"
+#include "weft/core/error.h"
+#include "weft/nn/mode.h"
+#include "weft/train/metrics.h"
+#include "weft/train/optimizer.h"
+#include "weft/train/schedule.h"
+#include "weft/train/trainer.h"
+
+namespace weft::python {
+namespace {
+
+using namespace weft::train;
+
+// A TrainableModel implemented in Python (subclass weft.train.TrainableModel).
+class PyTrainableModel : public TrainableModel {
+ public:
+  std::string name() const override { PYBIND11_OVERRIDE(std::string, TrainableModel, name); }
+  std::string config_json() const override {
+    PYBIND11_OVERRIDE(std::string, TrainableModel, config_json);
+  }
+  std::vector<Parameter> parameters() override {
+    PYBIND11_OVERRIDE_PURE(std::vector<Parameter>, TrainableModel, parameters);
+  }
+  std::size_t num_examples(Split split) const override {
+    PYBIND11_OVERRIDE_PURE(std::size_t, TrainableModel, num_examples, split);
+  }
+  BatchFigures train_batch(const Batch& batch, Rng& rng) override {
+    PYBIND11_OVERRIDE_PURE(BatchFigures, TrainableModel, train_batch, batch, &rng);
+  }
+  BatchFigures eval_batch(const Batch& batch) override {
+    PYBIND11_OVERRIDE_PURE(BatchFigures, TrainableModel, eval_batch, batch);
+  }
+};
+
+// A model made of a compiled root block and Python-side figures: weaving (prepare_batch, on
+// the Trainer's background thread) and running stay in C++; only `figures(result, training)`
+// (the loss and its backward, the metrics) is Python, once per batch.
+class BlocksModel : public TrainableModel {
+ public:
+  BlocksModel(const blocks::Compiler& compiler, std::vector<Parameter> parameters,
+              py::function figures, std::array<std::vector<nlohmann::json>, 3> splits,
+              std::string name)
+      : compiler_(compiler),
+        parameters_(std::move(parameters)),
+        figures_(std::make_shared<PyCallable>(std::move(figures))),
+        splits_(std::move(splits)),
+        name_(std::move(name)) {}
+
+  std::string name() const override { return name_; }
+  std::vector<Parameter> parameters() override { return parameters_; }
+  std::size_t num_examples(Split split) const override {
+    return splits_[std::size_t(split)].size();
+  }
+  std::unique_ptr<PreparedBatch> prepare_batch(Split split,
+                                               std::span<const std::size_t> ids) override {
+    auto prepared = std::make_unique<Prepared>();
+    prepared->woven = weave(split, ids);
+    return prepared;
+  }
+  BatchFigures train_batch(const Batch& batch, Rng& rng) override { return run(batch, true, &rng); }
+  BatchFigures eval_batch(const Batch& batch) override { return run(batch, false, nullptr); }
+
+ private:
+  struct Prepared : PreparedBatch {
+    blocks::WovenBatch woven;
+  };
+  blocks::WovenBatch weave(Split split, std::span<const std::size_t> ids) const {
+    const auto& examples = splits_[std::size_t(split)];
+    std::vector<nlohmann::json> batch;
+    batch.reserve(ids.size());
+    for (std::size_t id : ids) {
+      if (id >= examples.size()) fail(name_, "example ", id, " is out of range");
+      batch.push_back(examples[id]);
+    }
+    return compiler_.weave(batch);
+  }
+  BatchFigures run(const Batch& batch, bool training, Rng* rng) {
+    const blocks::WovenBatch* woven = nullptr;
+    if (auto* prepared = dynamic_cast<Prepared*>(batch.prepared)) {
+      woven = &prepared->woven;
+    } else {
+      local_ = weave(batch.split, batch.example_ids);
+      woven = &local_;
+    }
+    tape_.clear();
+    tape_.set_grad_enabled(training);
+    TapeScope scope(tape_);
+    nn::ForwardMode mode(training, rng);
+    blocks::BatchResult result = compiler_.run(*woven, tape_);
+    py::gil_scoped_acquire gil;
+    py::object out =
+        figures_->fn()(py::cast(&result, py::return_value_policy::reference), training);
+    return out.cast<BatchFigures>();
+  }
+
+  const blocks::Compiler& compiler_;
+  std::vector<Parameter> parameters_;
+  PyCallablePtr figures_;
+  std::array<std::vector<nlohmann::json>, 3> splits_;
+  std::string name_;
+  Tape tape_;
+  blocks::WovenBatch local_;
+};
+
+std::vector<nlohmann::json> examples_of(py::handle examples) {
+  std::vector<nlohmann::json> out;
+  if (examples.is_none()) return out;
+  for (py::handle e : examples) out.push_back(to_json(e));
+  return out;
+}
+
+Split parse_split(const std::string& name) {
+  if (name == "train") return Split::kTrain;
+  if (name == "dev") return Split::kDev;
+  if (name == "test") return Split::kTest;
+  fail("train", "unknown split '", name, "' (train, dev, test)");
+}
+
+py::dict metrics_dict(const MetricSet& set) {
+  py::dict out;
+  for (const std::string& n : set.names()) out[py::str(n)] = set.value(n);
+  return out;
+}
+
+py::dict epoch_dict(const EpochRecord& r) {
+  return py::module_::import("json").attr("loads")(r.to_json());
+}
+
+}  // namespace
+
+// Builds TrainerOptions from keyword arguments (the names of the C++ fields); unknown names raise.
+TrainerOptions trainer_options_from(TrainerOptions o, const py::dict& kw) {
+  for (auto item : kw) {
+    const std::string k = py::str(item.first);
+    py::handle v = item.second;
+    if (k == "epochs")
+      o.epochs = v.cast<int>();
+    else if (k == "batch_size")
+      o.batch_size = v.cast<std::size_t>();
+    else if (k == "seed")
+      o.seed = v.cast<std::uint64_t>();
+    else if (k == "shuffle")
+      o.shuffle = v.cast<bool>();
+    else if (k == "optimizer")
+      o.optimizer = v.cast<OptimizerSpec>();
+    else if (k == "learning_rate")
+      o.schedule.learning_rate = v.cast<double>();
+    else if (k == "schedule")
+      o.schedule = v.cast<LrSchedule>();
+    else if (k == "clip_norm")
+      o.clip_norm = v.cast<double>();
+    else if (k == "clip_value")
+      o.clip_value = v.cast<double>();
+    else if (k == "best_metric")
+      o.best_metric = v.cast<std::string>();
+    else if (k == "best_mode")
+      o.best_mode = v.cast<std::string>() == "min" ? BestMode::kMin : BestMode::kMax;
+    else if (k == "restore_best")
+      o.restore_best = v.cast<bool>();
+    else if (k == "checkpoint")
+      o.checkpoint_path = v.cast<std::string>();
+    else if (k == "best_checkpoint")
+      o.best_checkpoint_path = v.cast<std::string>();
+    else if (k == "resume")
+      o.resume_from = v.cast<std::string>();
+    else if (k == "log")
+      o.log_path = v.cast<std::string>();
+    else if (k == "prepare_ahead")
+      o.prepare_ahead = v.cast<bool>();
+    else if (k == "threads")
+      o.threads = v.cast<int>();
+    else if (k == "progress") {
+      const std::string p = v.cast<std::string>();
+      o.progress = p == "bar"     ? ProgressMode::kBar
+                   : p == "lines" ? ProgressMode::kLines
+                   : p == "off"   ? ProgressMode::kOff
+                                  : ProgressMode::kAuto;
+    } else {
+      fail("Trainer", "unknown option '", k,
+           "' (epochs, batch_size, seed, shuffle, optimizer, learning_rate, schedule, clip_norm, "
+           "clip_value, best_metric, best_mode, restore_best, checkpoint, best_checkpoint, resume, "
+           "log, prepare_ahead, threads, progress)");
+    }
+  }
+  o.validate();
+  return o;
+}
+
+py::list epochs_list(const TrainResult& r) {
+  py::list out;
+  for (const EpochRecord& e : r.epochs) out.append(epoch_dict(e));
+  return out;
+}
+
+void init_train(py::module_& parent) {
+  py::module_ m = parent.def_submodule("train", "Optimizers, schedules, metrics and the Trainer.");
+  m.def("set_num_threads", &weft::set_num_threads, py::arg("threads"),
+        "CPU threads for GEMM (OpenBLAS, OpenMP).");
+  m.def("num_threads", &weft::num_threads);
+
+  py::enum_<Split>(m, "Split")
+      .value("train", Split::kTrain)
+      .value("dev", Split::kDev)
+      .value("test", Split::kTest);
+  m.def("split", &parse_split);
+
+  py::class_<OptimizerSpec>(m, "OptimizerSpec",
+                            "sgd (momentum, nesterov), adagrad or adam, with weight decay.")
+      .def(py::init([](const std::string& kind, double momentum, bool nesterov,
+                       double initial_accumulator, double beta1, double beta2, double epsilon,
+                       double weight_decay, const std::string& decay_mode,
+                       std::vector<std::pair<std::string, double>> scales) {
+             OptimizerSpec s;
+             s.kind = parse_optimizer_kind(kind);
+             s.momentum = momentum;
+             s.nesterov = nesterov;
+             s.initial_accumulator = initial_accumulator;
+             s.beta1 = beta1;
+             s.beta2 = beta2;
+             s.epsilon = epsilon;
+             s.weight_decay = weight_decay;
+             s.weight_decay_mode = parse_weight_decay_mode(decay_mode);
+             s.learning_rate_scales = std::move(scales);
+             s.validate();
+             return s;
+           }),
+           py::arg("kind") = "sgd", py::arg("momentum") = 0.0, py::arg("nesterov") = false,
+           py::arg("initial_accumulator") = 0.0, py::arg("beta1") = 0.9, py::arg("beta2") = 0.999,
+           py::arg("epsilon") = 1e-8, py::arg("weight_decay") = 0.0,
+           py::arg("weight_decay_mode") = "l2",
+           py::arg("learning_rate_scales") = std::vector<std::pair<std::string, double>>{})
+      .def_property_readonly(
+          "kind", [](const OptimizerSpec& s) { return std::string(optimizer_kind_name(s.kind)); })
+      .def("__repr__", &OptimizerSpec::describe);
+  py::class_<Optimizer>(m, "Optimizer", "Updates parameters from their accumulated gradients.")
+      .def("step", &Optimizer::step, py::arg("learning_rate"))
+      .def("zero_grad", &Optimizer::zero_grad)
+      .def_property_readonly("steps", &Optimizer::steps)
+      .def_property_readonly("parameters", &Optimizer::parameters)
+      .def("state", [](const Optimizer& o) {
+        py::dict out;
+        for (const auto& [k, v] : o.state()) out[py::str(k)] = v;
+        return out;
+      });
+  m.def(
+      "make_optimizer",
+      [](const OptimizerSpec& s, std::vector<Parameter> params) {
+        return make_optimizer(s, params);
+      },
+      py::arg("spec"), py::arg("parameters"));
+  m.def(
+      "SGD",
+      [](std::vector<Parameter> params, double momentum, bool nesterov, double wd) {
+        OptimizerSpec s;
+        s.momentum = momentum;
+        s.nesterov = nesterov;
+        s.weight_decay = wd;
+        return make_optimizer(s, params);
+      },
+      py::arg("parameters"), py::arg("momentum") = 0.0, py::arg("nesterov") = false,
+      py::arg("weight_decay") = 0.0);
+  m.def(
+      "Adam",
+      [](std::vector<Parameter> params, double b1, double b2, double eps, double wd) {
+        OptimizerSpec s;
+        s.kind = OptimizerKind::kAdam;
+        s.beta1 = b1;
+        s.beta2 = b2;
+        s.epsilon = eps;
+        s.weight_decay = wd;
+        return make_optimizer(s, params);
+      },
+      py::arg("parameters"), py::arg("beta1") = 0.9, py::arg("beta2") = 0.999,
+      py::arg("epsilon") = 1e-8, py::arg("weight_decay") = 0.0);
+  m.def(
+      "Adagrad",
+      [](std::vector<Parameter> params, double init, double eps) {
+        OptimizerSpec s;
+        s.kind = OptimizerKind::kAdagrad;
+        s.initial_accumulator = init;
+        s.epsilon = eps;
+        return make_optimizer(s, params);
+      },
+      py::arg("parameters"), py::arg("initial_accumulator") = 0.1, py::arg("epsilon") = 1e-8);
+  m.def("grad_norm", [](std::vector<Parameter> p) { return grad_norm(p); });
+  m.def(
+      "clip_grad_norm", [](std::vector<Parameter> p, double n) { return clip_grad_norm(p, n); },
+      py::arg("parameters"), py::arg("max_norm"));
+  m.def(
+      "clip_grad_value", [](std::vector<Parameter> p, double l) { clip_grad_value(p, l); },
+      py::arg("parameters"), py::arg("limit"));
+
+  py::class_<LrSchedule>(m, "LrSchedule",
+                         "constant, step, exponential or cosine, with linear warm-up.")
+      .def(py::init([](const std::string& kind, double lr, std::int64_t warmup, double gamma,
+                       std::int64_t step_size, std::int64_t total, double min_lr) {
+             LrSchedule s;
+             s.kind = parse_schedule_kind(kind);
+             s.learning_rate = lr;
+             s.warmup_steps = warmup;
+             s.gamma = gamma;
+             s.step_size = step_size;
+             s.total_steps = total;
+             s.min_lr = min_lr;
+             s.validate();
+             return s;
+           }),
+           py::arg("kind") = "constant", py::arg("learning_rate") = 0.01,
+           py::arg("warmup_steps") = 0, py::arg("gamma") = 0.1, py::arg("step_size") = 1,
+           py::arg("total_steps") = 0, py::arg("min_lr") = 0.0)
+      .def("__call__", &LrSchedule::at, py::arg("step"))
+      .def("at", &LrSchedule::at, py::arg("step"))
+      .def("__repr__", &LrSchedule::describe);
+
+  py::class_<MetricSet>(m, "MetricSet", "Named figures: means (loss) and hit rates (accuracy).")
+      .def(py::init<>())
+      .def("add_mean", &MetricSet::add_mean, py::arg("name"), py::arg("value"),
+           py::arg("weight") = 1.0)
+      .def("add_hits", &MetricSet::add_hits, py::arg("name"), py::arg("hits"), py::arg("total"))
+      .def("value", &MetricSet::value)
+      .def("names", &MetricSet::names)
+      .def("to_dict", &metrics_dict);
+  py::class_<BatchFigures>(m, "BatchFigures", R"doc(
+What a batch contributes: loss_sum (the SUM of its examples' losses), examples, and metrics
+(add_hits("accuracy", hits, total), ...).)doc")
+      .def(py::init([](double loss_sum, std::int64_t examples, std::optional<py::dict> hits) {
+             BatchFigures f;
+             f.loss_sum = loss_sum;
+             f.examples = examples;
+             if (hits)
+               for (auto item : *hits) {
+                 auto ht = item.second.cast<std::pair<std::int64_t, std::int64_t>>();
+                 f.metrics.add_hits(py::str(item.first), ht.first, ht.second);
+               }
+             return f;
+           }),
+           py::arg("loss_sum") = 0.0, py::arg("examples") = 0, py::arg("hits") = py::none(),
+           "hits: {name: (hits, total)}")
+      .def_readwrite("loss_sum", &BatchFigures::loss_sum)
+      .def_readwrite("examples", &BatchFigures::examples)
+      .def_readwrite("metrics", &BatchFigures::metrics);
+  m.def("argmax_hits", [](py::handle logits, py::handle labels) {
+    return argmax_hits(as_tensor(logits, "float32"), as_tensor(labels, "int32"));
+  });
+  py::class_<Batch>(m, "Batch")
+      .def_readonly("split", &Batch::split)
+      .def_property_readonly("example_ids", [](const Batch& b) {
+        return std::vector<std::size_t>(b.example_ids.begin(), b.example_ids.end());
+      });
+
+  py::class_<TrainableModel, PyTrainableModel>(m, "TrainableModel", R"doc(
+Subclass to train your own model with the Trainer: parameters() -> [Parameter];
+num_examples(split) -> int; train_batch(batch, rng) -> BatchFigures (forward, and backward of
+the batch's MEAN loss; no update); eval_batch(batch) -> BatchFigures. batch.example_ids are
+indices into the split.)doc")
+      .def(py::init<>())
+      .def("name", &TrainableModel::name)
+      .def("parameters", &TrainableModel::parameters)
+      .def("num_examples", &TrainableModel::num_examples);
+
+  py::class_<BlocksModel, TrainableModel>(m, "BlocksModel", R"doc(
+BlocksModel(compiler, parameters, figures, train=[...], dev=[...], test=[...], name="model"):
+a TrainableModel from a compiled root block. The Trainer weaves the next batch in C++ on a
+background thread while this one trains; per batch, Python runs only
+figures(result, training) -> BatchFigures, which computes the loss from the BatchResult's
+outputs / metrics and, when training, calls backward on the batch's MEAN loss.)doc")
+      .def(py::init([](const blocks::Compiler& c, std::vector<Parameter> params,
+                       py::function figures, py::object train, py::object dev, py::object test,
+                       std::string name) {
+             return std::make_unique<BlocksModel>(
+                 c, std::move(params), std::move(figures),
+                 std::array<std::vector<nlohmann::json>, 3>{examples_of(train), examples_of(dev),
+                                                            examples_of(test)},
+                 std::move(name));
+           }),
+           py::arg("compiler"), py::arg("parameters"), py::arg("figures"),
+           py::arg("train") = py::none(), py::arg("dev") = py::none(), py::arg("test") = py::none(),
+           py::arg("name") = "model", py::keep_alive<1, 2>());
+
+  py::class_<Trainer>(m, "Trainer", R"doc(
+Trainer(epochs=10, batch_size=32, optimizer=OptimizerSpec(...), learning_rate=..., schedule=...,
+clip_norm=0, best_metric="", checkpoint="", best_checkpoint="", resume="", log="",
+progress="auto"|"bar"|"lines"|"off", seed=0, threads=0, ...). fit(model) returns one dict per
+epoch (the JSON-lines log's records); evaluate(model, "dev") a dict of figures.)doc")
+      .def(py::init(
+          [](py::kwargs kw) { return std::make_unique<Trainer>(trainer_options_from({}, kw)); }))
+      .def(
+          "fit",
+          [](Trainer& t, TrainableModel& model) {
+            TrainResult r;
+            {
+              py::gil_scoped_release nogil;
+              r = t.fit(model);
+            }
+            return epochs_list(r);
+          },
+          py::arg("model"))
+      .def(
+          "evaluate",
+          [](Trainer& t, TrainableModel& model, const std::string& split) {
+            MetricSet s;
+            {
+              py::gil_scoped_release nogil;
+              s = t.evaluate(model, parse_split(split));
+            }
+            return metrics_dict(s);
+          },
+          py::arg("model"), py::arg("split") = "dev")
+      .def_property_readonly("optimizer", &Trainer::optimizer,
+                             py::return_value_policy::reference_internal);
+}
+
+}  // namespace weft::python

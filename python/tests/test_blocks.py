@@ -1,0 +1,151 @@
+"""Blocks from Python: composition type errors, eval, a Python Function body against the same
+model in C++ (identical outputs and gradients), Python exceptions inside bodies and transforms,
+and weaving on several threads with Python callables."""
+
+import numpy as np
+import pytest
+
+import weft
+from weft import blocks as td
+from weft.blocks import Type
+
+
+def test_type_errors_are_raised_at_composition():
+    with pytest.raises(weft.TypeError, match=r"Tensor\(\[\], float32\)") as info:
+        td.Scalar() >> td.Map(td.Scalar())
+    assert isinstance(info.value, TypeError) and isinstance(info.value, ValueError)
+    cell = td.Function("cell", [Type.vector(3)], lambda x: weft.tanh(x))
+    with pytest.raises(weft.TypeError, match="Tensor\\(\\[4\\], float32\\).*Tensor\\(\\[3\\], float32\\)|Tensor\\(\\[3\\], float32\\).*Tensor\\(\\[4\\], float32\\)"):
+        td.Vector(4) >> cell
+    with pytest.raises(weft.Error, match="dtype"):
+        td.Scalar("float64")
+
+
+def test_eval_of_simple_blocks():
+    assert td.Scalar().eval(3) == 3.0
+    np.testing.assert_array_equal((td.Map(td.Scalar()) >> td.Sum()).eval([1, 2, 3.5]), 6.5)
+    rec = td.Record({"b": td.Scalar(), "a": td.Vector(2)})  # a dict's keys are sorted
+    a, b = rec.eval({"a": [1, 2], "b": 5})
+    np.testing.assert_array_equal(a, [1, 2])
+    assert b == 5
+    assert (td.Map(td.Scalar()) >> td.Reduce(td.Function("add", [], lambda x, y: x + y))).max_depth([1] * 8) == 3
+    one_of = td.OneOf(lambda x: isinstance(x, list), {True: td.Map(td.Scalar()) >> td.Sum(), False: td.Scalar()})
+    assert one_of.eval([1, 2]) == 3 and one_of.eval(7) == 7
+    assert (td.InputTransform(lambda s: len(s)) >> td.Scalar()).eval("hello") == 5
+
+
+def tree(depth, rng):
+    if depth == 0 or rng.random() < 0.3:
+        return {"word": int(rng.integers(0, 10))}
+    return {"children": [tree(depth - 1, rng), tree(depth - 1, rng)]}
+
+
+def tree_model(cell_block, embed):
+    """A binary Tree-LSTM over {"word"} / {"children"} trees; the root's h."""
+    n = 8
+    state = Type.tuple(Type.vector(n), Type.vector(n))
+    decl = td.ForwardDeclaration(Type.input(), state)
+    leaf = td.GetItem("word") >> td.Scalar("int32") >> embed >> td.Function(
+        "leaf", [Type.vector(n)], lambda x: (weft.tanh(x), x))
+    node = td.GetItem("children") >> td.Record([decl(), decl()]) >> cell_block
+    model = td.OneOf(lambda t: "word" in t, {True: leaf, False: node})
+    decl.resolve_to(model)
+    return td.Compiler(model >> td.GetItem(0), threads=1), model
+
+
+def test_python_body_matches_the_cpp_cell():
+    n = 8
+    store = weft.nn.ParameterStore(seed=5)
+    cell = weft.nn.NaryTreeLSTMCell(store, "cell", 0, n, arity=2)
+    emb = weft.nn.Embedding(store, "emb", 10, n)
+    w, b = store.get("cell/weight"), store.get("cell/bias")
+
+    def body(h1, c1, h2, c2):  # what NaryTreeLSTMCell computes, in Python
+        gates = weft.linear(weft.concat([h1, h2]), w, b)
+        c = weft.lstm_cell_state(weft.slice(gates, 1, 0, 4 * n), weft.concat([c1, c2]))
+        o = weft.slice(gates, 1, 4 * n, n)
+        return weft.sigmoid(o) * weft.tanh(c), c
+
+    state = Type.tuple(Type.vector(n), Type.vector(n))
+    py_cell = td.Function("py_cell", [state, state], body)
+    rng = np.random.default_rng(1)
+    trees = [tree(5, rng) for _ in range(20)]
+    results = []
+    for cell_block in (td.TreeLSTMBlock(cell), py_cell):
+        compiler, _ = tree_model(cell_block, td.EmbeddingBlock(emb))
+        store.zero_grad()
+        tape = weft.Tape()
+        out = compiler.forward(trees, tape)
+        h = out.output()
+        tape.backward(weft.sum(h * h))
+        results.append((h.numpy().copy(), [p.grad.numpy().copy() for p in store.parameters]))
+    (h_cpp, g_cpp), (h_py, g_py) = results
+    np.testing.assert_array_equal(h_py, h_cpp)
+    for a, b_ in zip(g_py, g_cpp):
+        np.testing.assert_array_equal(a, b_)
+
+
+def test_python_body_runs_once_per_batched_call():
+    calls = []
+
+    def body(x):
+        calls.append(x.shape[0])
+        return weft.tanh(x)
+
+    f = td.Function("f", [Type.vector(2)], body)
+    compiler = td.Compiler(td.Map(td.Vector(2) >> f) >> td.Sum())
+    calls.clear()
+    out = compiler.forward([[[1, 2]] * 5, [[3, 4]] * 7], weft.Tape())
+    assert calls == [12]  # twelve nodes, one call
+    assert out.output().shape == (2, 2)
+
+
+def test_python_exception_in_a_body_propagates_and_the_next_batch_runs():
+    fail = {"now": True}
+
+    def body(x):
+        if fail["now"]:
+            raise RuntimeError("boom in the body")
+        return weft.tanh(x)
+
+    f = td.Function("f", [Type.vector(2)], body, output=Type.vector(2))
+    compiler = td.Compiler(td.Vector(2) >> f)
+    tape = weft.Tape()
+    with pytest.raises(RuntimeError, match="boom in the body") as info:
+        compiler.forward([[1, 2], [3, 4]], tape)
+    assert "body" in "".join(str(t.name) for t in info.traceback)  # the Python frame is kept
+    fail["now"] = False
+    tape.clear()
+    out = compiler.forward([[1, 2], [3, 4]], tape)
+    np.testing.assert_allclose(out.output().numpy(), np.tanh([[1, 2], [3, 4]]), rtol=1e-6)
+
+
+def test_python_exception_in_a_transform_propagates_from_weaving_threads():
+    def parse(s):
+        if s == "bad":
+            raise KeyError("bad example")
+        return float(len(s))
+
+    compiler = td.Compiler(td.InputTransform(parse) >> td.Scalar(), threads=2, examples_per_thread=8)
+    examples = td.Inputs(["ab"] * 40)
+    batch = compiler.weave(examples)  # converted once, woven on two threads
+    assert len(batch) == 40
+    out = compiler.run(batch, weft.Tape())
+    assert out.output().numpy().tolist() == [2.0] * 40
+    with pytest.raises(KeyError, match="bad example"):
+        compiler.weave(["ab"] * 30 + ["bad"] + ["ab"] * 9)
+    assert len(compiler.weave(["abc"] * 40)) == 40  # still usable
+
+
+def test_weave_errors_name_the_block_and_example():
+    compiler = td.Compiler(td.GetItem("x") >> td.Scalar())
+    with pytest.raises(weft.Error, match="example 1"):
+        compiler.weave([{"x": 1}, {"y": 2}])
+
+
+def test_metrics_and_labels():
+    compiler = td.Compiler(td.Map(td.Record([td.Vector(2), td.Identity()]) >> td.Metric("m")) >> td.Void())
+    out = compiler.forward([[[[1, 2], 0]], [[[3, 4], 1], [[5, 6], 0]]], weft.Tape())
+    m = out.metric("m")
+    assert len(m) == 3 and m.examples == [0, 1, 1] and m.labels == [0, 1, 0]
+    assert m.values.shape == (3, 2)

@@ -1,0 +1,98 @@
+"""Every registered model from Python: built by name with its own options, trained a few steps
+(its training loss falls), predictions, and checkpoints shared with the command line both ways."""
+
+import json
+import subprocess
+
+import pytest
+
+import weft
+
+# Tiny options per model (as tests/models_registry_test.cpp small_options), and the data each needs.
+SMALL = {
+    "calculator": ({"hidden": 8}, None),
+    "sentiment": ({"hidden": 8, "no_embeddings": True, "embedding_dim": 6}, "sst/dev.txt"),
+    "attention": ({"hidden": 8, "no_embeddings": True, "embedding_dim": 6}, "sst/dev.txt"),
+    "langid": ({"hidden": 8, "char_hidden": 8, "char_embedding": 4}, "tatoeba-langid/testset.csv"),
+    "molecules": ({"hidden": 8, "pair_hidden": 4, "graph_hidden": 8, "task": "esol"},
+                  "molecules/delaney-processed.csv"),
+}
+INFER = {
+    "calculator": ['{"op": "*", "left": {"number": 3}, "right": {"number": 4}}'],
+    "sentiment": ["(3 (2 a) (4 (3 lovely) (2 film)))"],
+    "attention": ["(3 (2 a) (4 (3 lovely) (2 film)))"],
+    "langid": ["Bonjour tout le monde"],
+    "molecules": ["CCO"],
+}
+
+
+def small_model(name, data_dir, **extra):
+    options, needs = SMALL[name]
+    if needs and not (data_dir / needs).exists():
+        pytest.skip(f"data file {data_dir / needs} is absent")
+    try:
+        return weft.models.create(name, data_dir=str(data_dir), max_train=24, max_eval=8, seed=3,
+                                  **options, **extra)
+    except weft.Error as e:
+        if "RDKit" in str(e) or "rdkit" in str(e):
+            pytest.skip(str(e))
+        raise
+
+
+def test_the_registry_is_visible():
+    names = weft.models.names()
+    assert set(SMALL) <= set(names)
+    d = weft.models.describe("sentiment")
+    assert d["name"] == "sentiment" and any(o["name"] == "hidden" for o in d["options"])
+    with pytest.raises(weft.Error, match="unknown model 'nope'"):
+        weft.models.create("nope")
+    with pytest.raises(weft.Error, match="hidden"):
+        weft.models.create("calculator", hidden=0)
+    with pytest.raises(weft.Error, match="bogus"):
+        weft.models.create("calculator", bogus=1)
+
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_each_model_trains_from_python_and_its_loss_falls(name, data_dir, tmp_path):
+    model = small_model(name, data_dir)
+    before = model.evaluate("train", batch_size=8, progress="off")["loss"]
+    epochs = model.fit(epochs=4, batch_size=8, progress="off", checkpoint=str(tmp_path / "c.safetensors"))
+    assert len(epochs) == 4
+    after = model.evaluate("train", batch_size=8, progress="off")["loss"]
+    assert after < before, (before, after)
+    predictions = model.predict(INFER[name])
+    assert len(predictions) == len(INFER[name]) and isinstance(predictions[0], dict)
+    # A checkpoint alone rebuilds it, with the same predictions.
+    path = tmp_path / f"{name}.safetensors"
+    model.save(str(path))
+    loaded = weft.models.load(str(path), data_dir=str(tmp_path / "no-data"))
+    assert loaded.name == name and loaded.options["hidden"] == model.options["hidden"]
+    assert loaded.predict(INFER[name]) == predictions
+
+
+def test_python_checkpoints_load_in_the_cli_and_back(data_dir, weft_cli, tmp_path):
+    model = small_model("calculator", data_dir)
+    model.fit(epochs=1, batch_size=8, progress="off")
+    path = tmp_path / "py.safetensors"
+    model.save(str(path))
+    line = INFER["calculator"][0]
+    infer = subprocess.run([weft_cli, "infer", "calculator", "--checkpoint", str(path)], input=line + "\n",
+                           capture_output=True, text=True, check=True)
+    assert json.loads(infer.stdout.splitlines()[0]) == model.predict([line])[0]
+    ev = subprocess.run([weft_cli, "eval", "calculator", "--checkpoint", str(path), "--data-dir", str(data_dir)],
+                        capture_output=True, text=True, check=True)
+    figures = json.loads(ev.stdout)
+    assert "dev" in figures and "loss" in figures["dev"]
+    evaluated = weft.models.load(str(path), use="evaluate", data_dir=str(data_dir))
+    assert evaluated.evaluate("dev", progress="off")["loss"] == pytest.approx(figures["dev"]["loss"], rel=1e-5)
+
+    # The other way: trained by `weft train`, loaded and used from Python.
+    cli_path = tmp_path / "cli.safetensors"
+    subprocess.run([weft_cli, "train", "calculator", "--epochs", "1", "--hidden", "8", "--max-train", "24",
+                    "--max-eval", "8", "--batch-size", "8", "--progress", "off", "--data-dir", str(data_dir),
+                    "--checkpoint", str(cli_path)], capture_output=True, text=True, check=True)
+    loaded = weft.models.load(str(cli_path))
+    assert loaded.options["hidden"] == 8
+    infer = subprocess.run([weft_cli, "infer", "calculator", "--checkpoint", str(cli_path)], input=line + "\n",
+                           capture_output=True, text=True, check=True)
+    assert loaded.predict([line])[0] == json.loads(infer.stdout.splitlines()[0])

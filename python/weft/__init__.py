@@ -1,0 +1,78 @@
+"""Weft from Python: dynamic batching of differently shaped inputs (TensorFlow Fold, natively).
+
+The hot path is C++ (the extension module ``weft._weft``): tensors, autodiff, the loom, blocks,
+layers, optimizers, the Trainer and the registered models. This package re-exports it and adds
+the few Python conveniences (context managers).
+
+    import weft
+    from weft import blocks as td          # TF Fold users' habit
+    x = weft.from_numpy(array)             # no copy; np.asarray(x) is a view again
+    with weft.Tape() as tape: ...          # ops record on the current tape
+    model = weft.models.create("sentiment", hidden=150)
+    model.fit(epochs=2); model.predict(["(3 (2 a) (4 (3 lovely) (2 film)))"])
+"""
+
+import contextlib as _contextlib
+import sys as _sys
+
+from . import _weft
+from ._weft import (  # noqa: F401  (the public API)
+    Error,
+    Parameter,
+    Rng,
+    Tape,
+    Tensor,
+    TypeError,
+    Var,
+    current_tape,
+    from_dlpack,
+    from_numpy,
+    op_names,
+    tensor,
+    zeros,
+)
+from ._weft import blocks, models, nn, train  # noqa: F401
+
+# Every op of ops.def as weft.<name>.
+for _name in _weft.op_names():
+    globals()[_name] = getattr(_weft, _name)
+del _name
+
+__all__ = ["Error", "TypeError", "Tensor", "Parameter", "Var", "Tape", "Rng", "tensor",
+           "from_numpy", "from_dlpack", "zeros", "current_tape", "op_names", "blocks", "nn",
+           "train", "models", "forward_mode"] + list(_weft.op_names())
+
+# `import weft.blocks` and `from weft.blocks import Map` work like ordinary subpackages.
+for _sub in ("blocks", "nn", "train", "models"):
+    _sys.modules[__name__ + "." + _sub] = getattr(_weft, _sub)
+del _sub
+
+
+@_contextlib.contextmanager
+def _name_scope(self, prefix):
+    """`with store.scope("tree_lstm"):` prefixes the names of parameters created inside."""
+    self._push_scope(prefix)
+    try:
+        yield self
+    finally:
+        self._pop_scope()
+
+
+nn.ParameterStore.scope = _name_scope
+
+
+@_contextlib.contextmanager
+def forward_mode(training, rng=None):
+    """`with weft.forward_mode(training=True, rng=weft.Rng(1)):` turns dropout on in the layers
+    (nn.FC, the cells) run inside, on this thread; outside, layers run in inference mode."""
+    nn._push_mode(training, rng)
+    try:
+        yield
+    finally:
+        nn._pop_mode()
+
+
+nn.forward_mode = forward_mode
+
+# TF Fold spelled it td.Tensor; weft.blocks.AsTensor is the same block under that name too.
+blocks.Tensor = blocks.AsTensor
