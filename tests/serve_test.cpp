@@ -55,7 +55,7 @@ std::vector<std::string> infer_lines(const std::string& name) {
   if (name == "calculator") {
     return {R"({"op": "*", "left": {"number": 3}, "right": {"number": 4}})",
             R"({"op": "-", "left": {"number": 2}, "right": {"number": 7}})",
-            R"({"op": "+", "left": {"op": "*", "left": {"number": 1}, "right": {"number": 5}}, "right": {"number": -9}})",
+            R"({"op": "+", "left": {"op": "*", "left": {"number": 1}, "right": {"number": 5}}, "right": {"number": 9}})",
             R"({"number": 0})"};
   }
   if (name == "sentiment" || name == "attention") {
@@ -108,6 +108,7 @@ class Serving : public ::testing::Test {
   void start(serve::ServerOptions options) {
     options.host = "127.0.0.1";
     options.port = 0;
+    options.http_threads = 64;  // more than the clients of any test here
     server_ = std::make_unique<serve::Server>(std::move(options));
     port_ = server_->bind();
     thread_ = std::thread([this] { server_->serve(); });

@@ -40,11 +40,19 @@ HttpResult convert(const httplib::Result& r) {
 }
 }  // namespace
 
-HttpResult HttpClient::get(const std::string& path) { return convert(impl_->client.Get(path)); }
+// A keep-alive connection the server has just closed fails on first use ("Read"); such a
+// transport error is retried once on a fresh connection.
+HttpResult HttpClient::get(const std::string& path) {
+  HttpResult r = convert(impl_->client.Get(path));
+  if (r.status == 0) r = convert(impl_->client.Get(path));
+  return r;
+}
 
 HttpResult HttpClient::post(const std::string& path, const std::string& body,
                             const std::string& content_type) {
-  return convert(impl_->client.Post(path, body, content_type));
+  HttpResult r = convert(impl_->client.Post(path, body, content_type));
+  if (r.status == 0) r = convert(impl_->client.Post(path, body, content_type));
+  return r;
 }
 
 }  // namespace weft::serve
