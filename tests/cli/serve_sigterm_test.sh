@@ -36,7 +36,7 @@ missing=$(request /v1/models/other:predict '{"instances": [1]}')
 grep -q '404' <<<"$missing" || fail "unknown model: $missing"
 
 # A long request (1000 instances, one per batch), then SIGTERM while it runs.
-instances=$(printf '{"number": %d},' $(seq 1000))
+instances=$(for i in $(seq 1000); do printf '{"number": %d},' $((i % 10)); done)
 request /v1/models/calculator:predict "{\"instances\": [${instances%,}]}" >"$dir/long" &
 client=$!
 sleep 0.1

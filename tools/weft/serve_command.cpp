@@ -1,10 +1,10 @@
 // `weft serve`: the inference server (weft/serve/server.h) from the command line. SIGTERM and
 // SIGINT stop accepting connections, finish the requests in flight and exit 0.
 #include <fmt/core.h>
-#include <pthread.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <atomic>
+#include <cerrno>
 #include <csignal>
 #include <iostream>
 #include <thread>
@@ -93,36 +93,51 @@ serve::ServerOptions server_options(const ServeOptions& options) {
   return out;
 }
 
+namespace {
+// The signal handler only writes a byte to a pipe (async-signal-safe); a watcher thread reads it
+// and stops the server. A handler rather than a blocked mask: threads started before serve (the
+// GEMM library's) would otherwise take the signal's default action.
+int signal_pipe[2] = {-1, -1};
+volatile std::sig_atomic_t last_signal = 0;
+extern "C" void on_stop_signal(int signal) {
+  last_signal = signal;
+  const char byte = 1;
+  [[maybe_unused]] const auto n = write(signal_pipe[1], &byte, 1);
+}
+}  // namespace
+
 int run_serve(const ServeOptions& options) {
   set_num_threads(options.threads);
-  // Every thread started from here on inherits the blocked signals; one thread waits for them.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-
   serve::Server server(server_options(options));
   const int port = server.bind();
   std::string names;
   for (const serve::ServedModel& m : server_options(options).models) {
     names += fmt::format(" {}={}", m.name, m.checkpoint);
   }
+  if (pipe(signal_pipe) != 0) fail("weft serve", "cannot create a pipe for signals");
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGINT, &action, nullptr);
   std::cerr << fmt::format("weft serve: listening on http://{}:{} ({} max batch, {} ms wait):{}\n",
                            options.host, port, options.max_batch, options.max_wait_ms, names)
             << std::flush;
-  std::atomic<bool> signalled{false};
   std::thread watcher([&] {
-    int signal = 0;
-    sigwait(&signals, &signal);
-    if (signalled.exchange(true)) return;  // woken by serve() ending on its own
-    std::cerr << "weft serve: " << (signal == SIGTERM ? "SIGTERM" : "SIGINT")
+    char byte = 0;
+    while (read(signal_pipe[0], &byte, 1) < 0 && errno == EINTR) {
+    }
+    if (last_signal == 0) return;  // woken by serve() ending on its own
+    std::cerr << "weft serve: " << (last_signal == SIGTERM ? "SIGTERM" : "SIGINT")
               << ", draining the requests in flight\n"
               << std::flush;
     server.stop();
   });
   server.serve();
-  if (!signalled.exchange(true)) pthread_kill(watcher.native_handle(), SIGTERM);
+  if (last_signal == 0) {
+    const char byte = 0;
+    [[maybe_unused]] const auto n = write(signal_pipe[1], &byte, 1);
+  }
   watcher.join();
   std::cerr << "weft serve: stopped\n";
   return 0;
