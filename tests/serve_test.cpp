@@ -53,10 +53,11 @@ std::optional<OptionValues> small_options(const std::string& name, int seed = 3)
 // Lines `weft infer <name>` reads; instances are sent as these strings or as their JSON.
 std::vector<std::string> infer_lines(const std::string& name) {
   if (name == "calculator") {
-    return {R"({"op": "*", "left": {"number": 3}, "right": {"number": 4}})",
-            R"({"op": "-", "left": {"number": 2}, "right": {"number": 7}})",
-            R"({"op": "+", "left": {"op": "*", "left": {"number": 1}, "right": {"number": 5}}, "right": {"number": 9}})",
-            R"({"number": 0})"};
+    return {
+        R"({"op": "*", "left": {"number": 3}, "right": {"number": 4}})",
+        R"({"op": "-", "left": {"number": 2}, "right": {"number": 7}})",
+        R"({"op": "+", "left": {"op": "*", "left": {"number": 1}, "right": {"number": 5}}, "right": {"number": 9}})",
+        R"({"number": 0})"};
   }
   if (name == "sentiment" || name == "attention") {
     return {"(3 (2 a) (4 (3 lovely) (2 film)))", "(1 (2 not) (1 good))",
@@ -238,8 +239,8 @@ TEST_F(Serving, OneBadInstanceFailsAloneAndTheOthersArePredicted) {
   start(options);
   const std::vector<json> expected = infer("calculator", path, infer_lines("calculator"));
   const std::vector<std::string> lines = infer_lines("calculator");
-  json instances = json::array({json::parse(lines[0]), "{not json", json::parse(lines[1]),
-                                json{{"op", "?"}}, lines[2]});
+  json instances = json::array(
+      {json::parse(lines[0]), "{not json", json::parse(lines[1]), json{{"op", "?"}}, lines[2]});
   // Concurrent good requests share the batches of the bad one.
   std::vector<std::thread> others;
   std::atomic<int> bad_neighbours{0};
@@ -255,7 +256,8 @@ TEST_F(Serving, OneBadInstanceFailsAloneAndTheOthersArePredicted) {
       }
     });
   }
-  const serve::HttpResult r = post(predict_path("calculator"), json{{"instances", instances}}.dump());
+  const serve::HttpResult r =
+      post(predict_path("calculator"), json{{"instances", instances}}.dump());
   for (std::thread& t : others) t.join();
   EXPECT_EQ(bad_neighbours, 0);
   ASSERT_EQ(r.status, 400) << r.body;
@@ -283,7 +285,8 @@ TEST_F(Serving, AFullQueueAnswers503WithRetryAfterAndRecovers) {
   const std::string one = R"({"number": 5})";
   // More instances than the queue holds: refused whole, never queued.
   const serve::HttpResult full =
-      post(predict_path("calculator"), json{{"instances", json::array({one, one, one, one, one})}}.dump());
+      post(predict_path("calculator"),
+           json{{"instances", json::array({one, one, one, one, one})}}.dump());
   EXPECT_EQ(full.status, 503) << full.body;
   EXPECT_EQ(full.retry_after, "1");
   EXPECT_NE(full.body.find("overloaded"), std::string::npos);
@@ -342,8 +345,9 @@ TEST_F(Serving, ReloadUnderTrafficLosesNoRequestAndABadCheckpointKeepsTheOld) {
     EXPECT_EQ(r.status, 200) << r.body;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  const serve::HttpResult bad = post("/v1/models/calculator:reload",
-                                     json{{"checkpoint", (dir_ / "missing.safetensors").string()}}.dump());
+  const serve::HttpResult bad =
+      post("/v1/models/calculator:reload",
+           json{{"checkpoint", (dir_ / "missing.safetensors").string()}}.dump());
   EXPECT_EQ(bad.status, 400);
   EXPECT_NE(bad.body.find("the old checkpoint keeps serving"), std::string::npos) << bad.body;
   EXPECT_NE(bad.body.find("missing.safetensors"), std::string::npos) << bad.body;

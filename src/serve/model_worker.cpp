@@ -91,7 +91,8 @@ void ModelWorker::stop() {
 std::optional<ModelWorker::Batch> ModelWorker::next_batch() {
   std::unique_lock<std::mutex> lock(mutex_);
   // At most one woven batch waits ahead of the running one.
-  queue_changed_.wait(lock, [&] { return (!queue_.empty() && !slot_) || (stopping_ && queue_.empty()); });
+  queue_changed_.wait(lock,
+                      [&] { return (!queue_.empty() && !slot_) || (stopping_ && queue_.empty()); });
   if (queue_.empty()) return std::nullopt;
   // Under load (the last batch served several requests) wait a little for more instances; a
   // quiet server answers at once, so batching costs a lone client nothing.
@@ -121,7 +122,8 @@ void ModelWorker::weave_loop() {
     batch->examples.reserve(batch->items.size());
     for (QueuedInstance& item : batch->items) batch->examples.push_back(std::move(item.example));
     try {
-      if (const auto* block = dynamic_cast<const models::BlockModel*>(batch->items.front().model.get())) {
+      if (const auto* block =
+              dynamic_cast<const models::BlockModel*>(batch->items.front().model.get())) {
         batch->woven = block->weave_examples(batch->examples);
       }
     } catch (const std::exception&) {
@@ -184,7 +186,8 @@ std::vector<ModelWorker::Answer> ModelWorker::run_batch(Batch& batch) {
       if (results.size() == batch.items.size()) {
         std::vector<Answer> answers;
         answers.reserve(results.size());
-        for (nlohmann::json& result : results) answers.emplace_back(std::move(result), std::string());
+        for (nlohmann::json& result : results)
+          answers.emplace_back(std::move(result), std::string());
         return answers;
       }
     } catch (const std::exception&) {
@@ -203,7 +206,8 @@ std::vector<ModelWorker::Answer> ModelWorker::run_one_by_one(Batch& batch) {
     nlohmann::json result;
     try {
       std::vector<nlohmann::json> results = model.predict(std::span(&batch.examples[i], 1));
-      if (results.size() != 1) fail(name_, "the model gave ", results.size(), " predictions for one example");
+      if (results.size() != 1)
+        fail(name_, "the model gave ", results.size(), " predictions for one example");
       result = std::move(results[0]);
     } catch (const std::exception& e) {
       error = e.what();

@@ -59,12 +59,18 @@ void set_error(httplib::Response& res, int status, const std::string& message) {
 
 std::string status_text(int status) {
   switch (status) {
-    case 400: return "bad request";
-    case 404: return "not found";
-    case 405: return "method not allowed";
-    case 413: return "request body too large";
-    case 503: return "service unavailable";
-    default: return "error";
+    case 400:
+      return "bad request";
+    case 404:
+      return "not found";
+    case 405:
+      return "method not allowed";
+    case 413:
+      return "request body too large";
+    case 503:
+      return "service unavailable";
+    default:
+      return "error";
   }
 }
 
@@ -88,8 +94,7 @@ struct Server::Impl {
     for (const ServedModel& m : options.models) {
       if (workers.count(m.name)) fail("weft serve", "model '", m.name, "' is given twice");
       models::find_model(m.name);  // throws naming the registered models
-      workers.emplace(m.name,
-                      std::make_unique<detail::ModelWorker>(m.name, m.checkpoint, options));
+      workers.emplace(m.name, std::make_unique<detail::ModelWorker>(m.name, m.checkpoint, options));
     }
     setup_routes();
   }
@@ -124,8 +129,7 @@ void Server::Impl::predict(const std::string& name, const httplib::Request& req,
   if (worker == nullptr) return;
   auto finish = [&] {
     if (res.status == 503) res.set_header("Retry-After", "1");
-    worker->record_request(res.status,
-                           std::chrono::duration<double>(Clock::now() - start).count());
+    worker->record_request(res.status, std::chrono::duration<double>(Clock::now() - start).count());
   };
   if (json_nesting_depth(req.body, options.max_depth) > options.max_depth) {
     set_error(res, 400, fmt::format("the body nests deeper than {} levels", options.max_depth));
@@ -148,8 +152,9 @@ void Server::Impl::predict(const std::string& name, const httplib::Request& req,
     return finish();
   }
   if (instances.size() > options.max_instances) {
-    set_error(res, 400, fmt::format("{} instances; at most {} per request", instances.size(),
-                                    options.max_instances));
+    set_error(res, 400,
+              fmt::format("{} instances; at most {} per request", instances.size(),
+                          options.max_instances));
     return finish();
   }
   // Each instance is parsed on its own, so a bad one fails alone.
@@ -158,14 +163,14 @@ void Server::Impl::predict(const std::string& name, const httplib::Request& req,
   std::vector<detail::QueuedInstance> queued;
   std::vector<std::string> parse_errors(instances.size());
   for (std::size_t i = 0; i < instances.size(); ++i) {
-    const std::string line = instances[i].is_string() ? instances[i].get<std::string>()
-                                                       : instances[i].dump();
+    const std::string line =
+        instances[i].is_string() ? instances[i].get<std::string>() : instances[i].dump();
     try {
       if (instances[i].is_string() && bracket_depth(line, options.max_depth) > options.max_depth) {
         fail("", "the text nests deeper than ", options.max_depth, " levels");
       }
-      queued.push_back({pending, i, model->parse_example(line, fmt::format("instance {}", i)),
-                        model});
+      queued.push_back(
+          {pending, i, model->parse_example(line, fmt::format("instance {}", i)), model});
     } catch (const std::exception& e) {
       parse_errors[i] = e.what();
     }
@@ -196,13 +201,13 @@ void Server::Impl::predict(const std::string& name, const httplib::Request& req,
   } else {
     // 400 when any instance failed, naming each; the others' predictions are still there.
     const std::string first = errors[0]["error"].get<std::string>();
-    set_json(res, 400,
-             json{{"error", errors.size() == 1
-                                ? first
-                                : fmt::format("{} of {} instances failed; {}", errors.size(),
-                                              instances.size(), first)},
-                  {"errors", std::move(errors)},
-                  {"predictions", std::move(predictions)}});
+    set_json(
+        res, 400,
+        json{{"error", errors.size() == 1 ? first
+                                          : fmt::format("{} of {} instances failed; {}",
+                                                        errors.size(), instances.size(), first)},
+             {"errors", std::move(errors)},
+             {"predictions", std::move(predictions)}});
   }
   finish();
 }
@@ -226,8 +231,8 @@ void Server::Impl::reload(const std::string& name, const httplib::Request& req,
   try {
     worker->reload(checkpoint);
   } catch (const std::exception& e) {
-    return set_error(res, 400, fmt::format("reload failed, the old checkpoint keeps serving: {}",
-                                           e.what()));
+    return set_error(res, 400,
+                     fmt::format("reload failed, the old checkpoint keeps serving: {}", e.what()));
   }
   set_json(res, 200, json{{"model", name}, {"checkpoint", checkpoint}, {"reloaded", true}});
 }
@@ -282,8 +287,8 @@ void Server::Impl::setup_routes() {
       return set_error(res, 404, fmt::format("no such endpoint: {} {}", req.method, req.path));
     }
     if (res.status == 413) {
-      return set_error(res, 413, fmt::format("the body is larger than {} bytes",
-                                             options.max_body_bytes));
+      return set_error(res, 413,
+                       fmt::format("the body is larger than {} bytes", options.max_body_bytes));
     }
     set_error(res, res.status, status_text(res.status));
   });
@@ -329,8 +334,8 @@ std::string Server::Impl::metrics() const {
   }
   family("weft_shared_batches_total", "counter", "Batches holding instances of several requests.");
   for (const auto& [name, s] : snaps) {
-    out += fmt::format("weft_shared_batches_total{{model=\"{}\"}} {}\n", name,
-                       s.stats.shared_batches);
+    out +=
+        fmt::format("weft_shared_batches_total{{model=\"{}\"}} {}\n", name, s.stats.shared_batches);
   }
   family("weft_examples_total", "counter", "Instances run in batches.");
   for (const auto& [name, s] : snaps) {
@@ -338,8 +343,8 @@ std::string Server::Impl::metrics() const {
   }
   family("weft_examples_per_second", "gauge", "Instances run per second over the last 10 s.");
   for (const auto& [name, s] : snaps) {
-    out += fmt::format("weft_examples_per_second{{model=\"{}\"}} {}\n", name,
-                       s.examples_per_second);
+    out +=
+        fmt::format("weft_examples_per_second{{model=\"{}\"}} {}\n", name, s.examples_per_second);
   }
   family("weft_queue_depth", "gauge", "Instances waiting for a batch.");
   for (const auto& [name, s] : snaps) {
@@ -347,8 +352,8 @@ std::string Server::Impl::metrics() const {
   }
   family("weft_reloads_total", "counter", "Checkpoint reloads, by result.");
   for (const auto& [name, s] : snaps) {
-    out += fmt::format("weft_reloads_total{{model=\"{}\",result=\"ok\"}} {}\n", name,
-                       s.stats.reloads);
+    out +=
+        fmt::format("weft_reloads_total{{model=\"{}\",result=\"ok\"}} {}\n", name, s.stats.reloads);
     out += fmt::format("weft_reloads_total{{model=\"{}\",result=\"failed\"}} {}\n", name,
                        s.reload_failures);
   }

@@ -156,11 +156,19 @@ std::string render(const std::vector<Point>& points, const std::string& format) 
   if (format == "json") {
     nlohmann::json rows = nlohmann::json::array();
     for (const Point& p : points) {
-      rows.push_back({{"server", p.server}, {"round", p.round}, {"concurrency", p.concurrency},
-                      {"requests", p.requests}, {"errors", p.errors}, {"seconds", p.seconds},
-                      {"throughput", p.throughput}, {"p50_ms", p.p50_ms}, {"p95_ms", p.p95_ms},
-                      {"p99_ms", p.p99_ms}, {"mean_ms", p.mean_ms},
-                      {"server_mean_ms", p.server_mean_ms}, {"mean_batch", p.mean_batch},
+      rows.push_back({{"server", p.server},
+                      {"round", p.round},
+                      {"concurrency", p.concurrency},
+                      {"requests", p.requests},
+                      {"errors", p.errors},
+                      {"seconds", p.seconds},
+                      {"throughput", p.throughput},
+                      {"p50_ms", p.p50_ms},
+                      {"p95_ms", p.p95_ms},
+                      {"p99_ms", p.p99_ms},
+                      {"mean_ms", p.mean_ms},
+                      {"server_mean_ms", p.server_mean_ms},
+                      {"mean_batch", p.mean_batch},
                       {"peak_rss_mb", p.rss_mb}});
     }
     return rows.dump(2) + "\n";
@@ -168,21 +176,23 @@ std::string render(const std::vector<Point>& points, const std::string& format) 
   const bool csv = format == "csv";
   out += csv ? "server,round,concurrency,requests,errors,seconds,throughput,p50_ms,p95_ms,p99_ms,"
                "mean_ms,server_mean_ms,mean_batch,peak_rss_mb\n"
-             : fmt::format("{:<9} {:>5} {:>5} {:>8} {:>6} {:>10} {:>8} {:>8} {:>8} {:>8} {:>8} "
-                           "{:>7} {:>8}\n",
-                           "server", "round", "conc", "requests", "errors", "req/s", "p50 ms",
-                           "p95 ms", "p99 ms", "mean ms", "srv ms", "batch", "rss MB");
+             : fmt::format(
+                   "{:<9} {:>5} {:>5} {:>8} {:>6} {:>10} {:>8} {:>8} {:>8} {:>8} {:>8} "
+                   "{:>7} {:>8}\n",
+                   "server", "round", "conc", "requests", "errors", "req/s", "p50 ms", "p95 ms",
+                   "p99 ms", "mean ms", "srv ms", "batch", "rss MB");
   for (const Point& p : points) {
-    out += csv ? fmt::format("{},{},{},{},{},{:.3f},{:.1f},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.2f},"
-                             "{:.1f}\n",
-                             p.server, p.round, p.concurrency, p.requests, p.errors, p.seconds,
-                             p.throughput, p.p50_ms, p.p95_ms, p.p99_ms, p.mean_ms,
-                             p.server_mean_ms, p.mean_batch, p.rss_mb)
-               : fmt::format("{:<9} {:>5} {:>5} {:>8} {:>6} {:>10.1f} {:>8.2f} {:>8.2f} {:>8.2f} "
-                             "{:>8.2f} {:>8.2f} {:>7.2f} {:>8.1f}\n",
-                             p.server, p.round, p.concurrency, p.requests, p.errors, p.throughput,
-                             p.p50_ms, p.p95_ms, p.p99_ms, p.mean_ms, p.server_mean_ms,
-                             p.mean_batch, p.rss_mb);
+    out +=
+        csv ? fmt::format(
+                  "{},{},{},{},{},{:.3f},{:.1f},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.2f},"
+                  "{:.1f}\n",
+                  p.server, p.round, p.concurrency, p.requests, p.errors, p.seconds, p.throughput,
+                  p.p50_ms, p.p95_ms, p.p99_ms, p.mean_ms, p.server_mean_ms, p.mean_batch, p.rss_mb)
+            : fmt::format(
+                  "{:<9} {:>5} {:>5} {:>8} {:>6} {:>10.1f} {:>8.2f} {:>8.2f} {:>8.2f} "
+                  "{:>8.2f} {:>8.2f} {:>7.2f} {:>8.1f}\n",
+                  p.server, p.round, p.concurrency, p.requests, p.errors, p.throughput, p.p50_ms,
+                  p.p95_ms, p.p99_ms, p.mean_ms, p.server_mean_ms, p.mean_batch, p.rss_mb);
   }
   return out;
 }
@@ -205,8 +215,8 @@ std::string svg_plot(const std::vector<Point>& points) {
       "fill=\"white\"/>\n<text x=\"{}\" y=\"18\">weft serve: latency vs throughput (closed loop; "
       "labels: concurrency)</text>\n",
       w, h, left);
-  s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"black\"/>\n",
-                   left, h - bottom, w - right);
+  s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"black\"/>\n", left,
+                   h - bottom, w - right);
   s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"black\"/>\n", left,
                    top, h - bottom);
   for (int i = 0; i <= 4; ++i) {
@@ -218,9 +228,10 @@ std::string svg_plot(const std::vector<Point>& points) {
   }
   s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">requests/s</text>\n",
                    (left + w - right) / 2, h - 12);
-  s += fmt::format("<text x=\"14\" y=\"{}\" transform=\"rotate(-90 14 {})\" "
-                   "text-anchor=\"middle\">latency (ms)</text>\n",
-                   (top + h - bottom) / 2, (top + h - bottom) / 2);
+  s += fmt::format(
+      "<text x=\"14\" y=\"{}\" transform=\"rotate(-90 14 {})\" "
+      "text-anchor=\"middle\">latency (ms)</text>\n",
+      (top + h - bottom) / 2, (top + h - bottom) / 2);
   const std::vector<std::string> servers{"batched", "baseline", "external"};
   const std::vector<std::string> colors{"#1f77b4", "#d62728", "#2ca02c"};
   int legend = 0;
@@ -237,8 +248,9 @@ std::string svg_plot(const std::vector<Point>& points) {
         s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"9\">{}</text>\n",
                          x(p->throughput) + 3, y(q ? p->p99_ms : p->p50_ms) - 3, p->concurrency);
       }
-      s += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"{}/>\n",
-                       pts, colors[k], q ? " stroke-dasharray=\"5,3\"" : "");
+      s += fmt::format(
+          "<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"{}/>\n", pts,
+          colors[k], q ? " stroke-dasharray=\"5,3\"" : "");
       s += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"{}\">{} {}</text>\n", left + 10,
                        top + 16 + 14 * legend++, colors[k], servers[k], q ? "p99 (dashed)" : "p50");
     }

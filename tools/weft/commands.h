@@ -112,7 +112,7 @@ struct InferOptions {
 };
 
 struct ServeOptions {
-  std::string model;                // positional: the model of --checkpoint
+  std::string model;  // positional: the model of --checkpoint
   std::string checkpoint;
   std::vector<std::string> models;  // name=checkpoint
   std::string host = "127.0.0.1";

@@ -9,7 +9,7 @@
 namespace weft::serve {
 
 struct HttpResult {
-  int status = 0;           // 0: no response (error says why)
+  int status = 0;  // 0: no response (error says why)
   std::string body;
   std::string retry_after;  // the Retry-After header, when present
   std::string error;

@@ -25,22 +25,22 @@ struct ServerOptions {
   int port = 8080;  // 0: an ephemeral port (Server::port() tells which)
   std::vector<ServedModel> models;
   nlohmann::json overrides = nlohmann::json::object();  // runtime options for every model
-  double max_wait_ms = 2;          // how long a batch waits for more instances under load
-  std::size_t max_batch = 64;      // instances per batch; 1 turns batching off (the baseline)
-  std::size_t max_queue = 4096;    // queued instances per model before 503
+  double max_wait_ms = 2;        // how long a batch waits for more instances under load
+  std::size_t max_batch = 64;    // instances per batch; 1 turns batching off (the baseline)
+  std::size_t max_queue = 4096;  // queued instances per model before 503
   std::size_t max_body_bytes = 4u << 20;  // larger bodies get 413
   std::size_t max_instances = 1024;       // per request
-  int max_depth = 512;      // JSON nesting of a body, bracket nesting of a text instance
-  int http_threads = 300;   // connections served at once (keep-alive holds one per client)
+  int max_depth = 512;     // JSON nesting of a body, bracket nesting of a text instance
+  int http_threads = 300;  // connections served at once (keep-alive holds one per client)
 };
 
 // What a model's worker has done since the server started.
 struct ModelStats {
-  std::uint64_t requests = 0;       // predict requests answered (any status)
-  std::uint64_t batches = 0;        // batches run
-  std::uint64_t examples = 0;       // instances predicted (or failed) in batches
-  std::uint64_t shared_batches = 0; // batches holding instances of more than one request
-  std::uint64_t reloads = 0;        // successful reloads
+  std::uint64_t requests = 0;        // predict requests answered (any status)
+  std::uint64_t batches = 0;         // batches run
+  std::uint64_t examples = 0;        // instances predicted (or failed) in batches
+  std::uint64_t shared_batches = 0;  // batches holding instances of more than one request
+  std::uint64_t reloads = 0;         // successful reloads
   double mean_batch_size() const { return batches ? double(examples) / double(batches) : 0.0; }
 };
 
