@@ -382,7 +382,11 @@ TEST_F(Serving, StopDrainsTheRequestsInFlight) {
     });
   }
   while (sent < 8) std::this_thread::yield();
-  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  // Stop once some request is being worked on (its instances are running), not before.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (server_->stats("calculator").examples == 0 && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   stop();  // returns once every request in flight is answered
   for (std::thread& t : clients) t.join();
   // A request the server accepted is answered; one that arrived after the stop may be refused.
