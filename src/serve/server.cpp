@@ -74,6 +74,14 @@ std::string status_text(int status) {
   }
 }
 
+// Debian's cpp-httplib listens with a backlog of 5 (compiled into the library), so a burst of
+// clients connecting at once overflows it and some connections are reset; Linux lets a second
+// listen() on the bound socket raise the backlog.
+class HttpServer : public httplib::Server {
+ public:
+  void widen_backlog(int backlog) { ::listen(svr_sock_.load(), backlog); }
+};
+
 }  // namespace
 
 int json_nesting_depth(std::string_view text, int limit) {
@@ -107,7 +115,7 @@ struct Server::Impl {
 
   ServerOptions options;
   std::map<std::string, std::unique_ptr<detail::ModelWorker>> workers;
-  httplib::Server http;
+  HttpServer http;
   std::atomic<int> port{-1};
   std::atomic<bool> stopped{false};
   std::atomic<std::uint64_t> other_requests{0};
@@ -376,6 +384,7 @@ int Server::bind() {
   } else if (!impl_->http.bind_to_port(host, port)) {
     fail("weft serve", "cannot bind ", host, ":", port, " (in use, or not an address here)");
   }
+  impl_->http.widen_backlog(1024);
   impl_->port = port;
   return port;
 }
