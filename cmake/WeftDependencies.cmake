@@ -7,6 +7,8 @@ find_path(WEFT_CBLAS_INCLUDE_DIR cblas.h PATH_SUFFIXES openblas openblas-pthread
 find_package(Eigen3 3.4 REQUIRED NO_MODULE)
 find_package(fmt REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)  # header-only: safetensors headers, benchmark JSON
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(WEFT_HTTPLIB REQUIRED cpp-httplib)  # libcpp-httplib-dev: weft serve
 set(WEFT_HAVE_ONEDNN OFF)
 if(WEFT_WITH_ONEDNN)
   find_package(dnnl QUIET)

@@ -94,4 +94,20 @@ std::vector<nlohmann::json> BlockModel::predict(std::span<const nlohmann::json> 
   return predictions(result, examples.size());
 }
 
+blocks::WovenBatch BlockModel::weave_examples(std::span<const nlohmann::json> examples) const {
+  if (!compiler_) fail(name(), "the model's root block was never compiled");
+  return compiler_->weave(examples);
+}
+
+std::vector<nlohmann::json> BlockModel::predict_woven(const blocks::WovenBatch& woven) {
+  if (!compiler_) fail(name(), "the model's root block was never compiled");
+  if (woven.size() == 0) return {};
+  tape_.clear();
+  tape_.set_grad_enabled(false);
+  TapeScope scope(tape_);
+  nn::ForwardMode mode(false);
+  const blocks::BatchResult result = compiler_->run(woven, tape_);
+  return predictions(result, woven.size());
+}
+
 }  // namespace weft::models

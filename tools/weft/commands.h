@@ -112,6 +112,46 @@ struct InferOptions {
   int threads = 1;
 };
 
+struct ServeOptions {
+  std::string model;  // positional: the model of --checkpoint
+  std::string checkpoint;
+  std::vector<std::string> models;  // name=checkpoint
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  double max_wait_ms = 2;
+  std::int64_t max_batch = 64;
+  std::int64_t max_queue = 4096;
+  std::int64_t max_body_bytes = 4 << 20;
+  std::int64_t max_instances = 1024;
+  int max_depth = 512;
+  int http_threads = 300;
+  int threads = 1;
+};
+
+struct BenchServeOptions {
+  std::string checkpoint;  // served in-process twice: batching on and --max-batch 1
+  int port = 0;            // > 0: measure a running server on 127.0.0.1:port instead
+  std::string model;       // the URL's model name (default: the checkpoint's)
+  std::string input;       // one instance per line (default: the SST test trees)
+  std::vector<int> concurrency{1, 4, 16, 64, 256};
+  std::int64_t requests = 2000;  // per point
+  double seconds = 10;           // per point, at most
+  int rounds = 1;                // interleaved rounds
+  double max_wait_ms = 2;
+  std::int64_t max_batch = 64;
+  int threads = 1;
+  std::string format = "table";
+  std::string out_file;
+  std::string plot_file;
+};
+
+// `weft serve`: the HTTP inference server (serve_command.cpp); `weft bench serve`: its load
+// generator (bench_serve_command.cpp).
+CLI::App* add_serve(CLI::App& app, ServeOptions& options);
+int run_serve(const ServeOptions& options);
+CLI::App* add_bench_serve(CLI::App& bench, BenchServeOptions& options);
+int run_bench_serve(const BenchServeOptions& options);
+
 // `weft train <model>`: trains with the Trainer (progress, JSON-lines log, checkpoints, best
 // dev model), then reports test figures, throughput and the speedup of dynamic batching. The
 // add_* functions bind one subcommand per registered model into `models`.

@@ -83,6 +83,10 @@ int run(int argc, char** argv) {
   bench_cmd->require_subcommand(1);
   BenchTreeOptions bench;
   CLI::App* tree_bench_cmd = add_bench_treelstm(*bench_cmd, bench);
+  ServeOptions serve;
+  CLI::App* serve_cmd = add_serve(app, serve);
+  BenchServeOptions bench_serve;
+  CLI::App* bench_serve_cmd = add_bench_serve(*bench_cmd, bench_serve);
 
   check_model_name(argc, argv);
   try {
@@ -115,6 +119,8 @@ int run(int argc, char** argv) {
   if (*models_cmd) return run_models(models_options);
   if (*loom_cmd) return run_loom(loom);
   if (*tree_bench_cmd) return run_bench_treelstm(bench);
+  if (*serve_cmd) return run_serve(serve);
+  if (*bench_serve_cmd) return run_bench_serve(bench_serve);
   return 2;  // unreachable: require_subcommand(1)
 }
 

@@ -31,6 +31,11 @@ class BlockModel : public Model {
   std::unique_ptr<train::PreparedBatch> prepare_batch(train::Split split,
                                                       std::span<const std::size_t> ids) final;
   std::vector<nlohmann::json> predict(std::span<const nlohmann::json> examples) final;
+  // predict in two steps, so a caller (the server) can weave the next batch on one thread while
+  // this one runs on the thread that owns the model: weaving is const, and predict_woven(
+  // weave_examples(x)) equals predict(x).
+  blocks::WovenBatch weave_examples(std::span<const nlohmann::json> examples) const;
+  std::vector<nlohmann::json> predict_woven(const blocks::WovenBatch& woven);
   const blocks::Block& root_block() const final { return root_; }
   std::span<const nlohmann::json> examples(train::Split split) const final;
 

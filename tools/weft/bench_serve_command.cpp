@@ -1,0 +1,356 @@
+// `weft bench serve`: a closed-loop load generator for the inference server, on loopback only.
+// It serves one checkpoint in-process twice (batching on, and --max-batch 1, the baseline), or
+// measures a running server (--port), at each concurrency: throughput, latency percentiles, the
+// server's mean batch size and errors, as a table, CSV or JSON, and an SVG plot.
+#include <fmt/core.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <latch>
+#include <memory>
+#include <sstream>
+#include <thread>
+
+#include "commands.h"
+#include "weft/backend/cpu.h"
+#include "weft/core/error.h"
+#include "weft/core/memory_usage.h"
+#include "weft/models/saved_model.h"
+#include "weft/serve/client.h"
+#include "weft/serve/server.h"
+
+namespace weft::tool {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Point {
+  std::string server;  // batched | baseline | external
+  int round = 0;
+  int concurrency = 0;
+  std::size_t requests = 0;
+  std::size_t errors = 0;
+  double seconds = 0;
+  double throughput = 0;  // answered requests per second
+  double p50_ms = 0, p95_ms = 0, p99_ms = 0, mean_ms = 0;
+  double server_mean_ms = 0;  // the server's own mean latency (its /metrics histogram)
+  double mean_batch = 0;
+  double rss_mb = 0;
+};
+
+// Sums of one metric's samples (any labels) in a Prometheus text.
+double metric_sum(const std::string& text, const std::string& name) {
+  double total = 0;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(name, 0) != 0) continue;
+    const std::size_t after = name.size();
+    if (after < line.size() && line[after] != '{' && line[after] != ' ') continue;
+    total += std::stod(line.substr(line.rfind(' ') + 1));
+  }
+  return total;
+}
+
+struct Figures {
+  double examples = 0, batches = 0, latency_sum = 0, latency_count = 0;
+};
+
+Figures server_figures(int port) {
+  serve::HttpClient client("127.0.0.1", port);
+  const serve::HttpResult r = client.get("/metrics");
+  if (r.status != 200) fail("weft bench serve", "GET /metrics failed: ", r.error, r.body);
+  return {metric_sum(r.body, "weft_examples_total"), metric_sum(r.body, "weft_batches_total"),
+          metric_sum(r.body, "weft_request_duration_seconds_sum"),
+          metric_sum(r.body, "weft_request_duration_seconds_count")};
+}
+
+double percentile(std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  const std::size_t i = std::min(sorted.size() - 1, std::size_t(q * double(sorted.size())));
+  return sorted[i];
+}
+
+Point measure(int port, const std::string& model, const std::vector<std::string>& bodies,
+              int concurrency, const BenchServeOptions& options) {
+  const std::string path = "/v1/models/" + model + ":predict";
+  const Figures before = server_figures(port);
+  std::atomic<std::size_t> issued{0};
+  std::atomic<std::size_t> errors{0};
+  std::vector<std::vector<double>> latencies(static_cast<std::size_t>(concurrency));
+  std::latch ready(concurrency + 1);
+  std::atomic<bool> go{false};
+  Clock::time_point start, deadline;
+  std::vector<std::thread> clients;
+  for (int c = 0; c < concurrency; ++c) {
+    clients.emplace_back([&, c] {
+      serve::HttpClient client("127.0.0.1", port);
+      // One untimed request opens the connection.
+      client.post(path, bodies[std::size_t(c) % bodies.size()]);
+      ready.count_down();
+      while (!go.load()) std::this_thread::yield();
+      for (;;) {
+        const std::size_t n = issued.fetch_add(1);
+        if (n >= std::size_t(options.requests) || Clock::now() > deadline) break;
+        const auto t0 = Clock::now();
+        const serve::HttpResult r = client.post(path, bodies[n % bodies.size()]);
+        const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+        if (r.status != 200) {
+          ++errors;
+        } else {
+          latencies[std::size_t(c)].push_back(ms);
+        }
+      }
+    });
+  }
+  ready.arrive_and_wait();
+  start = Clock::now();
+  deadline = start + std::chrono::duration_cast<Clock::duration>(
+                         std::chrono::duration<double>(options.seconds));
+  go = true;
+  for (std::thread& t : clients) t.join();
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const Figures after = server_figures(port);
+  std::vector<double> all;
+  for (const auto& l : latencies) all.insert(all.end(), l.begin(), l.end());
+  std::sort(all.begin(), all.end());
+  Point p;
+  p.concurrency = concurrency;
+  p.requests = all.size();
+  p.errors = errors;
+  p.seconds = seconds;
+  p.throughput = double(all.size()) / seconds;
+  p.p50_ms = percentile(all, 0.50);
+  p.p95_ms = percentile(all, 0.95);
+  p.p99_ms = percentile(all, 0.99);
+  double sum = 0;
+  for (double v : all) sum += v;
+  p.mean_ms = all.empty() ? 0 : sum / double(all.size());
+  const double batches = after.batches - before.batches;
+  p.mean_batch = batches > 0 ? (after.examples - before.examples) / batches : 0;
+  const double answered = after.latency_count - before.latency_count;
+  p.server_mean_ms = answered > 0 ? 1000 * (after.latency_sum - before.latency_sum) / answered : 0;
+  p.rss_mb = peak_rss_mb();
+  return p;
+}
+
+std::vector<std::string> read_bodies(const std::string& file) {
+  std::ifstream in(file);
+  if (!in) fail("weft bench serve", "cannot read '", file, "' (give --input)");
+  std::vector<std::string> bodies;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    bodies.push_back(nlohmann::json{{"instances", {line}}}.dump());
+  }
+  if (bodies.empty()) fail("weft bench serve", "'", file, "' holds no instances");
+  return bodies;
+}
+
+std::string render(const std::vector<Point>& points, const std::string& format) {
+  std::string out;
+  if (format == "json") {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const Point& p : points) {
+      rows.push_back({{"server", p.server},
+                      {"round", p.round},
+                      {"concurrency", p.concurrency},
+                      {"requests", p.requests},
+                      {"errors", p.errors},
+                      {"seconds", p.seconds},
+                      {"throughput", p.throughput},
+                      {"p50_ms", p.p50_ms},
+                      {"p95_ms", p.p95_ms},
+                      {"p99_ms", p.p99_ms},
+                      {"mean_ms", p.mean_ms},
+                      {"server_mean_ms", p.server_mean_ms},
+                      {"mean_batch", p.mean_batch},
+                      {"peak_rss_mb", p.rss_mb}});
+    }
+    return rows.dump(2) + "\n";
+  }
+  const bool csv = format == "csv";
+  out += csv ? "server,round,concurrency,requests,errors,seconds,throughput,p50_ms,p95_ms,p99_ms,"
+               "mean_ms,server_mean_ms,mean_batch,peak_rss_mb\n"
+             : fmt::format(
+                   "{:<9} {:>5} {:>5} {:>8} {:>6} {:>10} {:>8} {:>8} {:>8} {:>8} {:>8} "
+                   "{:>7} {:>8}\n",
+                   "server", "round", "conc", "requests", "errors", "req/s", "p50 ms", "p95 ms",
+                   "p99 ms", "mean ms", "srv ms", "batch", "rss MB");
+  for (const Point& p : points) {
+    out +=
+        csv ? fmt::format(
+                  "{},{},{},{},{},{:.3f},{:.1f},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.2f},"
+                  "{:.1f}\n",
+                  p.server, p.round, p.concurrency, p.requests, p.errors, p.seconds, p.throughput,
+                  p.p50_ms, p.p95_ms, p.p99_ms, p.mean_ms, p.server_mean_ms, p.mean_batch, p.rss_mb)
+            : fmt::format(
+                  "{:<9} {:>5} {:>5} {:>8} {:>6} {:>10.1f} {:>8.2f} {:>8.2f} {:>8.2f} "
+                  "{:>8.2f} {:>8.2f} {:>7.2f} {:>8.1f}\n",
+                  p.server, p.round, p.concurrency, p.requests, p.errors, p.throughput, p.p50_ms,
+                  p.p95_ms, p.p99_ms, p.mean_ms, p.server_mean_ms, p.mean_batch, p.rss_mb);
+  }
+  return out;
+}
+
+// p50 and p99 latency against throughput, one line per server and percentile.
+std::string svg_plot(const std::vector<Point>& points) {
+  const double w = 720, h = 440, left = 70, right = 20, top = 30, bottom = 50;
+  double max_x = 1, max_y = 1;
+  for (const Point& p : points) {
+    max_x = std::max(max_x, p.throughput);
+    max_y = std::max(max_y, p.p99_ms);
+  }
+  max_x *= 1.05;
+  max_y *= 1.05;
+  auto x = [&](double v) { return left + (w - left - right) * v / max_x; };
+  auto y = [&](double v) { return h - bottom - (h - top - bottom) * v / max_y; };
+  std::string s = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
+      "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" "
+      "fill=\"white\"/>\n<text x=\"{}\" y=\"18\">weft serve: latency vs throughput (closed loop; "
+      "labels: concurrency)</text>\n",
+      w, h, left);
+  s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"black\"/>\n", left,
+                   h - bottom, w - right);
+  s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"black\"/>\n", left,
+                   top, h - bottom);
+  for (int i = 0; i <= 4; ++i) {
+    const double vx = max_x * i / 4, vy = max_y * i / 4;
+    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{:.0f}</text>\n", x(vx),
+                     h - bottom + 16, vx);
+    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{:.1f}</text>\n", left - 6,
+                     y(vy) + 4, vy);
+  }
+  s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">requests/s</text>\n",
+                   (left + w - right) / 2, h - 12);
+  s += fmt::format(
+      "<text x=\"14\" y=\"{}\" transform=\"rotate(-90 14 {})\" "
+      "text-anchor=\"middle\">latency (ms)</text>\n",
+      (top + h - bottom) / 2, (top + h - bottom) / 2);
+  const std::vector<std::string> servers{"batched", "baseline", "external"};
+  const std::vector<std::string> colors{"#1f77b4", "#d62728", "#2ca02c"};
+  int legend = 0;
+  for (std::size_t k = 0; k < servers.size(); ++k) {
+    for (int q = 0; q < 2; ++q) {
+      std::vector<const Point*> line;
+      for (const Point& p : points) {
+        if (p.server == servers[k] && p.round == 0) line.push_back(&p);
+      }
+      if (line.empty()) continue;
+      std::string pts;
+      for (const Point* p : line) {
+        pts += fmt::format("{:.1f},{:.1f} ", x(p->throughput), y(q ? p->p99_ms : p->p50_ms));
+        s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"9\">{}</text>\n",
+                         x(p->throughput) + 3, y(q ? p->p99_ms : p->p50_ms) - 3, p->concurrency);
+      }
+      s += fmt::format(
+          "<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"{}/>\n", pts,
+          colors[k], q ? " stroke-dasharray=\"5,3\"" : "");
+      s += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"{}\">{} {}</text>\n", left + 10,
+                       top + 16 + 14 * legend++, colors[k], servers[k], q ? "p99 (dashed)" : "p50");
+    }
+  }
+  return s + "</svg>\n";
+}
+
+}  // namespace
+
+CLI::App* add_bench_serve(CLI::App& bench, BenchServeOptions& options) {
+  CLI::App* cmd = bench.add_subcommand(
+      "serve",
+      "Load-test weft serve on loopback (closed loop): the checkpoint served in-process with\n"
+      "batching on and with --max-batch 1, or a running server (--port); one request per\n"
+      "input line. Columns: requests/s, client p50/p95/p99/mean latency, the server's mean\n"
+      "latency (srv ms, from /metrics), mean batch size, errors, peak RSS of this process.");
+  cmd->add_option("--checkpoint", options.checkpoint, "Checkpoint to serve in-process");
+  cmd->add_option("--port", options.port, "Measure the server on 127.0.0.1:PORT instead")
+      ->check(CLI::Range(1, 65535));
+  cmd->add_option("--model", options.model, "Model name in the URL (default: the checkpoint's)");
+  cmd->add_option("--input", options.input,
+                  "Instances, one per line (default: ../shared/data/sst/test.txt)");
+  cmd->add_option("--concurrency", options.concurrency, "Closed-loop clients")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--requests", options.requests, "Requests per point, at most")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000000));
+  cmd->add_option("--seconds", options.seconds, "Seconds per point, at most")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 3600.0));
+  cmd->add_option("--rounds", options.rounds, "Interleaved rounds")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100));
+  cmd->add_option("--max-wait-ms", options.max_wait_ms, "The batched server's --max-wait-ms")
+      ->capture_default_str();
+  cmd->add_option("--max-batch", options.max_batch, "The batched server's --max-batch")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 1 << 20));
+  cmd->add_option("--threads", options.threads, "Compute threads of the in-process servers")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--format", options.format, "table, csv or json")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"table", "csv", "json"}));
+  cmd->add_option("--out", options.out_file, "Write the rows here (default: stdout)");
+  cmd->add_option("--plot", options.plot_file, "Write an SVG plot (latency vs throughput)");
+  return cmd;
+}
+
+int run_bench_serve(const BenchServeOptions& options) {
+  if (options.checkpoint.empty() == (options.port == 0)) {
+    fail("weft bench serve", "give either --checkpoint (in-process servers) or --port");
+  }
+  set_num_threads(options.threads);
+  const std::vector<std::string> bodies =
+      read_bodies(options.input.empty() ? "../shared/data/sst/test.txt" : options.input);
+  std::string model = options.model;
+  std::vector<std::pair<std::string, int>> targets;  // (label, port)
+  std::vector<std::unique_ptr<serve::Server>> servers;
+  std::vector<std::thread> serving;
+  if (!options.checkpoint.empty()) {
+    if (model.empty()) model = models::read_saved_model(options.checkpoint).name;
+    for (const bool batched : {true, false}) {
+      serve::ServerOptions o;
+      o.port = 0;
+      o.models = {{model, options.checkpoint}};
+      o.max_batch = batched ? std::size_t(options.max_batch) : 1;
+      o.max_wait_ms = options.max_wait_ms;
+      o.http_threads = 300;
+      servers.push_back(std::make_unique<serve::Server>(o));
+      targets.emplace_back(batched ? "batched" : "baseline", servers.back()->bind());
+      serving.emplace_back([s = servers.back().get()] { s->serve(); });
+    }
+  } else {
+    if (model.empty()) fail("weft bench serve", "--port needs --model");
+    targets.emplace_back("external", options.port);
+  }
+  std::vector<Point> points;
+  for (int round = 0; round < options.rounds; ++round) {
+    for (const int concurrency : options.concurrency) {
+      for (const auto& [label, port] : targets) {
+        Point p = measure(port, model, bodies, concurrency, options);
+        p.server = label;
+        p.round = round;
+        std::cerr << render({p}, "table").substr(render({}, "table").size()) << std::flush;
+        points.push_back(p);
+      }
+    }
+  }
+  for (auto& s : servers) s->stop();
+  for (std::thread& t : serving) t.join();
+  const std::string text = render(points, options.format);
+  if (options.out_file.empty()) {
+    std::cout << text;
+  } else {
+    std::ofstream(options.out_file) << text;
+  }
+  if (!options.plot_file.empty()) std::ofstream(options.plot_file) << svg_plot(points);
+  return 0;
+}
+
+}  // namespace weft::tool

@@ -1,0 +1,146 @@
+// `weft serve`: the inference server (weft/serve/server.h) from the command line. SIGTERM and
+// SIGINT stop accepting connections, finish the requests in flight and exit 0.
+#include <fmt/core.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cerrno>
+#include <csignal>
+#include <iostream>
+#include <thread>
+
+#include "commands.h"
+#include "weft/backend/cpu.h"
+#include "weft/core/error.h"
+#include "weft/models/saved_model.h"
+#include "weft/serve/server.h"
+
+namespace weft::tool {
+
+CLI::App* add_serve(CLI::App& app, ServeOptions& options) {
+  CLI::App* cmd = app.add_subcommand(
+      "serve",
+      "Serve models over HTTP/1.1 JSON, batching concurrent requests through the loom.\n"
+      "  POST /v1/models/<name>:predict  {\"instances\": [...]} -> {\"predictions\": [...]}\n"
+      "  POST /v1/models/<name>:reload   {\"checkpoint\": F} (optional) swaps in a checkpoint\n"
+      "  GET /v1/models, /healthz, /metrics (Prometheus text)\n"
+      "An instance is a JSON value or a string in the model's text form (a line of weft infer).\n"
+      "A request with a bad instance answers 400 with \"errors\" naming each bad index and\n"
+      "the other instances' predictions in place; 503 + Retry-After when the queue is full;\n"
+      "413 for a body over --max-body-bytes; 404 for an unknown model.");
+  cmd->add_option("model", options.model, "The model to serve (default: the checkpoint's)");
+  cmd->add_option("--checkpoint", options.checkpoint, "Its self-contained checkpoint");
+  cmd->add_option("--model", options.models, "Another model as name=checkpoint (repeatable)");
+  cmd->add_option("--host", options.host, "Address to listen on")->capture_default_str();
+  cmd->add_option("--port", options.port, "Port (0: any free port, printed on stderr)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
+  cmd->add_option("--max-wait-ms", options.max_wait_ms,
+                  "Under load, how long a batch waits for more instances")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1000.0));
+  cmd->add_option("--max-batch", options.max_batch, "Instances per batch (1: no batching)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--max-queue", options.max_queue, "Queued instances per model before 503")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--max-body-bytes", options.max_body_bytes, "Largest request body (else 413)")
+      ->capture_default_str()
+      ->check(CLI::Range(64, 1 << 30));
+  cmd->add_option("--max-instances", options.max_instances, "Instances per request")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--max-depth", options.max_depth, "Deepest nesting of a body or instance")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  cmd->add_option("--http-threads", options.http_threads,
+                  "Connections served at once (a keep-alive client holds one)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 10000));
+  cmd->add_option("--threads", options.threads, "Compute (GEMM) threads")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  return cmd;
+}
+
+serve::ServerOptions server_options(const ServeOptions& options) {
+  serve::ServerOptions out;
+  out.host = options.host;
+  out.port = options.port;
+  out.max_wait_ms = options.max_wait_ms;
+  out.max_batch = std::size_t(options.max_batch);
+  out.max_queue = std::size_t(options.max_queue);
+  out.max_body_bytes = std::size_t(options.max_body_bytes);
+  out.max_instances = std::size_t(options.max_instances);
+  out.max_depth = options.max_depth;
+  out.http_threads = options.http_threads;
+  if (!options.checkpoint.empty()) {
+    const std::string name =
+        options.model.empty() ? models::read_saved_model(options.checkpoint).name : options.model;
+    out.models.push_back({name, options.checkpoint});
+  } else if (!options.model.empty()) {
+    fail("weft serve", "model '", options.model, "' needs --checkpoint");
+  }
+  for (const std::string& spec : options.models) {
+    const std::size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
+      fail("weft serve", "--model takes name=checkpoint, got '", spec, "'");
+    }
+    out.models.push_back({spec.substr(0, eq), spec.substr(eq + 1)});
+  }
+  if (out.models.empty()) fail("weft serve", "nothing to serve: give --checkpoint or --model");
+  return out;
+}
+
+namespace {
+// The signal handler only writes a byte to a pipe (async-signal-safe); a watcher thread reads it
+// and stops the server. A handler rather than a blocked mask: threads started before serve (the
+// GEMM library's) would otherwise take the signal's default action.
+int signal_pipe[2] = {-1, -1};
+volatile std::sig_atomic_t last_signal = 0;
+extern "C" void on_stop_signal(int signal) {
+  last_signal = signal;
+  const char byte = 1;
+  [[maybe_unused]] const auto n = write(signal_pipe[1], &byte, 1);
+}
+}  // namespace
+
+int run_serve(const ServeOptions& options) {
+  set_num_threads(options.threads);
+  serve::Server server(server_options(options));
+  const int port = server.bind();
+  std::string names;
+  for (const serve::ServedModel& m : server_options(options).models) {
+    names += fmt::format(" {}={}", m.name, m.checkpoint);
+  }
+  if (pipe(signal_pipe) != 0) fail("weft serve", "cannot create a pipe for signals");
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGINT, &action, nullptr);
+  std::cerr << fmt::format("weft serve: listening on http://{}:{} ({} max batch, {} ms wait):{}\n",
+                           options.host, port, options.max_batch, options.max_wait_ms, names)
+            << std::flush;
+  std::thread watcher([&] {
+    char byte = 0;
+    while (read(signal_pipe[0], &byte, 1) < 0 && errno == EINTR) {
+    }
+    if (last_signal == 0) return;  // woken by serve() ending on its own
+    std::cerr << "weft serve: " << (last_signal == SIGTERM ? "SIGTERM" : "SIGINT")
+              << ", draining the requests in flight\n"
+              << std::flush;
+    server.stop();
+  });
+  server.serve();
+  if (last_signal == 0) {
+    const char byte = 0;
+    [[maybe_unused]] const auto n = write(signal_pipe[1], &byte, 1);
+  }
+  watcher.join();
+  std::cerr << "weft serve: stopped\n";
+  return 0;
+}
+
+}  // namespace weft::tool
