@@ -6,10 +6,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 
 #include "io_test_util.h"
 #include "weft/autodiff/ops.h"
+#include "weft/backend/cuda.h"
 #include "weft/core/error.h"
 #include "weft/io/molecule_graph.h"
 #include "weft/models/block_model.h"
@@ -248,6 +250,51 @@ TEST_F(SavedModels, EveryBuiltInModelPredictsTheSameFromItsCheckpointAlone) {
     }
     EXPECT_EQ(examples, reference);
     EXPECT_EQ(loaded->predict(examples), trained->predict(reference));
+  }
+}
+
+// Numbers equal to float32 rounding, everything else exactly (predictions from two devices).
+void expect_near_json(const json& a, const json& b, const std::string& where) {
+  if (a.is_number() && b.is_number()) {
+    EXPECT_NEAR(a.get<double>(), b.get<double>(), 1e-4 * (1 + std::abs(a.get<double>()))) << where;
+  } else if (a.is_structured() && b.is_structured() && a.size() == b.size() &&
+             a.type() == b.type()) {
+    if (a.is_array()) {
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        expect_near_json(a[i], b[i], where + "[" + std::to_string(i) + "]");
+      }
+    } else {
+      for (auto it = a.begin(); it != a.end(); ++it) {
+        ASSERT_TRUE(b.contains(it.key())) << where << "." << it.key();
+        expect_near_json(it.value(), b[it.key()], where + "." + it.key());
+      }
+    }
+  } else {
+    EXPECT_EQ(a, b) << where;
+  }
+}
+
+// The device option places every built-in model: without a usable GPU, asking for one fails in
+// one line saying why; with one, the model predicts there what it predicts on the CPU.
+TEST_F(SavedModels, TheDeviceOptionPlacesEveryBuiltInModel) {
+  for (const char* name : {"calculator", "sentiment", "attention", "langid", "molecules"}) {
+    SCOPED_TRACE(name);
+    std::optional<OptionValues> options = small_options(name);
+    if (!options) continue;  // its data is absent here
+    OptionValues on_gpu = *options;
+    on_gpu.set("device", "cuda", "--device");
+    if (!cuda_available()) {
+      EXPECT_THAT([&] { create_model(on_gpu); },
+                  ThrowsMessage<Error>(HasSubstr("CUDA cannot be used")));
+      continue;
+    }
+    std::unique_ptr<Model> cpu = create_model(*options);
+    std::unique_ptr<Model> gpu = create_model(on_gpu);
+    std::vector<json> examples;
+    for (const std::string& line : infer_lines(name)) {
+      examples.push_back(cpu->parse_example(line, "t:1"));
+    }
+    expect_near_json(gpu->predict(examples), cpu->predict(examples), name);
   }
 }
 

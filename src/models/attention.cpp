@@ -144,7 +144,7 @@ Block AttentionModel::make_blocks() {
   Impl* m = impl_.get();
   const std::int64_t dim = m->dim;
   const Type vec = Type::vector(dim), one = Type::vector(1);
-  const Tensor ones = Tensor::full({1, dim}, 1.f);
+  const Tensor ones = Tensor::full({1, dim}, 1.f).to(store().device());
   Block embed = blocks::Scalar(DType::kInt32) >>
                 Function("embed", {Type::scalar(DType::kInt32)}, [m](std::span<const Var> in) {
                   return nn::mode_dropout((*m->embedding)(in[0]), m->input_dropout);

@@ -25,10 +25,18 @@ blocks::WovenBatch weave_ids(const blocks::Compiler& compiler,
   return compiler.weave(batch);
 }
 
+Device device_option(const OptionValues& options) {
+  const std::string& device = options.text("device");
+  if (device == "cpu") return Device::kCpu;
+  if (device == "cuda") return Device::kCuda;
+  fail(options.owner(), "option 'device' must be cpu or cuda, got '", device, "'");
+}
+
 }  // namespace
 
 BlockModel::BlockModel(OptionValues options)
-    : options_(std::move(options)), store_(std::uint64_t(options_.integer("seed"))) {}
+    : options_(std::move(options)),
+      store_(std::uint64_t(options_.integer("seed")), device_option(options_)) {}
 
 BlockModel::~BlockModel() = default;
 
@@ -48,6 +56,7 @@ void BlockModel::compile(blocks::Block root) {
   root_ = std::move(root);
   blocks::CompilerOptions compiler_options;
   compiler_options.threads = int(options_.integer("weave_threads"));
+  compiler_options.device = store_.device();
   compiler_ = std::make_unique<blocks::Compiler>(root_, compiler_options);
 }
 

@@ -15,7 +15,8 @@ MetricLoss metric_cross_entropy(const blocks::MetricValues& metric) {
   for (const nlohmann::json& label : metric.labels) labels.push_back(label.get<std::int32_t>());
   MetricLoss loss;
   loss.rows = std::int64_t(labels.size());
-  loss.labels = Tensor::from_vector({loss.rows}, labels);
+  // The labels go where the logits are (the model's device).
+  loss.labels = Tensor::from_vector({loss.rows}, labels).to(metric.values.value().device());
   loss.sum = sum(softmax_cross_entropy(metric.values, loss.labels));
   return loss;
 }

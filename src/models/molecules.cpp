@@ -205,8 +205,9 @@ struct MoleculeModel::Impl {
         mask.push_back(r->present[k] ? 1.f : 0.f);
       }
     }
-    Var y = outputs.tape().constant(Tensor::from_vector({n, t}, targets));
-    Var m = outputs.tape().constant(Tensor::from_vector({n, t}, mask));
+    const Device device = outputs.value().device();
+    Var y = outputs.tape().constant(Tensor::from_vector({n, t}, targets).to(device));
+    Var m = outputs.tape().constant(Tensor::from_vector({n, t}, mask).to(device));
     if (options.task == MoleculeTask::kEsol) {
       Var error = (outputs - y) * m;
       return sum(error * error);
