@@ -171,6 +171,12 @@ TrainResult Trainer::fit(TrainableModel& model) {
     const std::size_t batches =
         (model.num_examples(Split::kTrain) + options_.batch_size - 1) / options_.batch_size;
     schedule_.total_steps = std::int64_t(batches) * options_.epochs;
+    if (schedule_.total_steps <= schedule_.warmup_steps) {
+      fail("trainer", "the cosine schedule decays after its ", schedule_.warmup_steps,
+           " warmup steps, but the whole run is ", schedule_.total_steps, " steps (", options_.epochs,
+           " epochs x ", batches, " batches of ", options_.batch_size,
+           "): use fewer warmup steps or more epochs");
+    }
     schedule_.validate();
   }
   run.state.rng = run.rng.state();

@@ -62,6 +62,9 @@ cmp -s <(sed -n 2p "$work/infer.out") "$work/empty.out" || { echo "FAIL infer fr
 "$weft" train sentiment --help | grep -q -- "--recurrent-dropout" || { echo "FAIL sentiment --help"; failures=$((failures + 1)); }
 "$weft" infer molecules --help | grep -q -- "--task" || { echo "FAIL molecules --help"; failures=$((failures + 1)); }
 
+expect_error cosine-too-short "the whole run is 4 steps (1 epochs x 4 batches of 64)" \
+  "$weft" train calculator --max-train 200 --max-eval 50 --epochs 1 --hidden 8 --schedule cosine \
+  --warmup-steps 5 --progress off --no-compare
 expect_error unknown-model "unknown model 'nope'" "$weft" train nope --epochs 1
 expect_error bad-option "--epochs" "$weft" train calculator --epochs -3
 expect_error missing-checkpoint "calc-missing" "$weft" eval calculator --checkpoint "$work/calc-missing"
