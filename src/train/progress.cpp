@@ -71,6 +71,11 @@ void Progress::end_epoch(const EpochRecord& record) {
   if (!record.dev.empty()) line += " | dev" + figures_text(record.dev);
   line += fmt::format(" | {:.0f} ex/s {:.2f} s lr {:.6g}{}", record.examples_per_second,
                       record.seconds, record.learning_rate, record.best ? " (best)" : "");
+  if (record.all_reduce_steps > 0) {
+    line += fmt::format(" | all-reduce {:.1f} ms/step ({:.0f}% of training)",
+                        1e3 * record.all_reduce_seconds / double(record.all_reduce_steps),
+                        record.seconds > 0 ? 100 * record.all_reduce_seconds / record.seconds : 0.);
+  }
   fmt::print(stream_, "{}\n", line);
   std::fflush(stream_);
 }

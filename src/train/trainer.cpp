@@ -173,8 +173,8 @@ TrainResult Trainer::fit(TrainableModel& model) {
     schedule_.total_steps = std::int64_t(batches) * options_.epochs;
     if (schedule_.total_steps <= schedule_.warmup_steps) {
       fail("trainer", "the cosine schedule decays after its ", schedule_.warmup_steps,
-           " warmup steps, but the whole run is ", schedule_.total_steps, " steps (", options_.epochs,
-           " epochs x ", batches, " batches of ", options_.batch_size,
+           " warmup steps, but the whole run is ", schedule_.total_steps, " steps (",
+           options_.epochs, " epochs x ", batches, " batches of ", options_.batch_size,
            "): use fewer warmup steps or more epochs");
     }
     schedule_.validate();
@@ -235,6 +235,7 @@ EpochRecord Trainer::train_epoch(Run& run) {
       check_figures(figures, Split::kTrain, run.state.step);
     }
     if (together) {
+      const auto reduce_start = std::chrono::steady_clock::now();
       // Each rank's gradient is of its shard's mean loss: weighted by the shard's share, the
       // sum over ranks is the gradient of the global batch's mean loss.
       const float share = float(double(batch.example_ids.size()) / double(global_size));
@@ -246,6 +247,9 @@ EpochRecord Trainer::train_epoch(Run& run) {
       comm.all_reduce_sum(std::span<double>(totals));
       figures.loss_sum = totals[0];
       figures.examples = std::int64_t(totals[1]);
+      record.all_reduce_seconds +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - reduce_start).count();
+      ++record.all_reduce_steps;
       check_figures(figures, Split::kTrain, run.state.step);
     }
     if (options_.clip_value > 0) clip_grad_value(parameters, options_.clip_value);

@@ -61,6 +61,10 @@ std::string EpochRecord::to_json() const {
                       {"seconds", seconds},
                       {"examples_per_second", examples_per_second},
                       {"best", best}};
+  if (all_reduce_steps > 0) {
+    j["all_reduce_seconds"] = all_reduce_seconds;
+    j["all_reduce_steps"] = all_reduce_steps;
+  }
   return j.dump();
 }
 

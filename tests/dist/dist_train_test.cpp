@@ -32,6 +32,7 @@ struct TrainedRun {
   std::vector<double> losses;  // per step
   std::vector<std::vector<float>> parameters;
   train::MetricSet test;
+  std::int64_t all_reduce_steps = 0;  // summed over the epochs
 };
 
 TrainedRun train_with(const OptionValues& options, train::TrainerOptions recipe,
@@ -42,7 +43,12 @@ TrainedRun train_with(const OptionValues& options, train::TrainerOptions recipe,
   recipe.communicator = comm;
   recipe.on_step = [&](std::int64_t, double loss, double) { run.losses.push_back(loss); };
   train::Trainer trainer(recipe);
-  trainer.fit(*model);
+  for (const train::EpochRecord& epoch : trainer.fit(*model).epochs) {
+    run.all_reduce_steps += epoch.all_reduce_steps;
+    if (epoch.all_reduce_steps > 0) {
+      EXPECT_LE(epoch.all_reduce_seconds, epoch.seconds);
+    }
+  }
   for (const Parameter& p : model->parameters())
     run.parameters.push_back(p.value().to_float_vector());
   run.test = trainer.evaluate(*model, train::Split::kTest);
@@ -88,7 +94,12 @@ TEST(DataParallel, CalculatorMatchesOneProcess) {
   // 150 examples in batches of 16: the last batch (6) leaves a shard of 3 per rank.
   const train::TrainerOptions recipe = recipe_of(o, 2, 16);
   const auto alone = dist::single_process();
-  expect_same_run(train_with(o, recipe, alone.get()), train_with(o, recipe, &dist::world()), 2e-5);
+  const TrainedRun one = train_with(o, recipe, alone.get());
+  const TrainedRun two = train_with(o, recipe, &dist::world());
+  expect_same_run(one, two, 2e-5);
+  // Only the run with company spends time reducing, once per step.
+  EXPECT_EQ(one.all_reduce_steps, 0);
+  EXPECT_EQ(two.all_reduce_steps, std::int64_t(two.losses.size()));
 }
 
 TEST(DataParallel, SentimentSliceMatchesOneProcess) {
@@ -107,7 +118,12 @@ TEST(DataParallel, SentimentSliceMatchesOneProcess) {
            "test");
   const train::TrainerOptions recipe = recipe_of(o, 1, 10);
   const auto alone = dist::single_process();
-  expect_same_run(train_with(o, recipe, alone.get()), train_with(o, recipe, &dist::world()), 2e-5);
+  const TrainedRun one = train_with(o, recipe, alone.get());
+  const TrainedRun two = train_with(o, recipe, &dist::world());
+  expect_same_run(one, two, 2e-5);
+  // Only the run with company spends time reducing, once per step.
+  EXPECT_EQ(one.all_reduce_steps, 0);
+  EXPECT_EQ(two.all_reduce_steps, std::int64_t(two.losses.size()));
 }
 
 TEST(DataParallel, ShardedSplitFiguresEqualWholeOnes) {

@@ -147,10 +147,15 @@ struct EpochRecord {
   std::int64_t examples = 0;  // training examples seen this epoch
   double seconds = 0;         // training time (without dev evaluation)
   double examples_per_second = 0;
+  // Of `seconds`, the time in the gradient all-reduce (data-parallel runs only), waiting for
+  // the slowest rank included, and the steps it was spent over.
+  double all_reduce_seconds = 0;
+  std::int64_t all_reduce_steps = 0;
   bool best = false;  // this epoch improved the best dev figure
 
   // {"epoch":1,"step":..,"learning_rate":..,"train":{..},"dev":{..},"examples":..,
-  //  "seconds":..,"examples_per_second":..,"best":..}
+  //  "seconds":..,"examples_per_second":..,"best":..}, plus "all_reduce_seconds" and
+  //  "all_reduce_steps" in a data-parallel run
   std::string to_json() const;
 };
 
