@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "weft/core/error.h"
 
@@ -14,6 +15,7 @@ class SingleProcess final : public Communicator {
  public:
   int rank() const override { return 0; }
   int size() const override { return 1; }
+  int local_size() const override { return 1; }
   void barrier() override {}
   void broadcast(std::span<std::byte>, int root) override { check_root(root); }
   void all_reduce_sum(std::span<float>) override {}
@@ -90,6 +92,59 @@ void all_reduce_buckets(Communicator& communicator, std::span<const std::span<fl
     }
     first = last;
   }
+}
+
+std::size_t all_reduce_sparse_rows(Communicator& communicator, std::span<float> matrix,
+                                   std::size_t cols, float scale) {
+  if (cols == 0 || matrix.size() % cols != 0) {
+    fail("dist", "all_reduce_sparse_rows: ", matrix.size(), " floats are not rows of ", cols);
+  }
+  const std::size_t rows = matrix.size() / cols;
+  if (communicator.size() == 1) {
+    if (scale != 1.f) {
+      for (float& x : matrix) x *= scale;
+    }
+    return rows;
+  }
+  thread_local std::vector<float> mask, packed;
+  mask.assign(rows, 0.f);
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float* row = matrix.data() + r * cols;
+    for (std::size_t c = 0; c < cols; ++c) {
+      if (row[c] != 0.f) {
+        mask[r] = 1.f;
+        break;
+      }
+    }
+  }
+  communicator.all_reduce_sum(std::span<float>(mask));
+  std::size_t used = 0;
+  for (float m : mask) used += m > 0.f ? 1 : 0;
+  if (2 * used > rows) {
+    if (scale != 1.f) {
+      for (float& x : matrix) x *= scale;
+    }
+    communicator.all_reduce_sum(matrix);
+    return rows;
+  }
+  packed.resize(used * cols);
+  std::size_t at = 0;
+  for (std::size_t r = 0; r < rows; ++r) {
+    if (mask[r] > 0.f) {
+      const float* row = matrix.data() + r * cols;
+      for (std::size_t k = 0; k < cols; ++k) packed[at + k] = row[k] * scale;
+      at += cols;
+    }
+  }
+  communicator.all_reduce_sum(std::span<float>(packed.data(), packed.size()));
+  at = 0;
+  for (std::size_t r = 0; r < rows; ++r) {
+    if (mask[r] > 0.f) {
+      std::memcpy(matrix.data() + r * cols, packed.data() + at, cols * sizeof(float));
+      at += cols;
+    }
+  }
+  return used;
 }
 
 }  // namespace weft::dist

@@ -35,6 +35,10 @@ class MpiWorld final : public Communicator {
     }
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    MPI_Comm local;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
+    MPI_Comm_size(local, &local_size_);
+    MPI_Comm_free(&local);
     char host[256] = {0};
     ::gethostname(host, sizeof(host) - 1);
     host_ = host;
@@ -47,6 +51,7 @@ class MpiWorld final : public Communicator {
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
+  int local_size() const override { return local_size_; }
 
   void barrier() override {
     MPI_Request request;
@@ -137,11 +142,13 @@ class MpiWorld final : public Communicator {
       }
       if (std::chrono::steady_clock::now() > patience) {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      } else {
+        std::this_thread::yield();
       }
     }
   }
 
-  int rank_ = 0, size_ = 1;
+  int rank_ = 0, size_ = 1, local_size_ = 1;
   bool owns_mpi_ = false;
   std::string host_;
 };

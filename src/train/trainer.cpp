@@ -11,6 +11,7 @@
 #include <future>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <thread>
 
 #include "progress.h"
 #include "tensor_match.h"
@@ -127,16 +128,40 @@ double parameter_checksum(std::span<const Parameter> parameters) {
   return total;
 }
 
-// Float views of the parameters' gradients (host tensors), for the all-reduce.
-std::vector<std::span<float>> gradient_buffers(std::span<const Parameter> parameters) {
-  std::vector<std::span<float>> buffers;
+// Preparing the next batch on a background thread pays when the machine has a core to spare
+// for it; not when the ranks sharing the machine take every core already: each rank's preparer
+// then competes with its own runner and with the other ranks (measured on 2 cores, SST, 2
+// ranks: 1621 ex/s preparing ahead, 2137 without; BENCHMARKS.md "Data-parallel training").
+bool prepare_ahead_here(bool requested, const dist::Communicator& comm) {
+  if (!requested || comm.local_size() <= 1) return requested;
+  return unsigned(comm.local_size()) < std::max(1u, std::thread::hardware_concurrency());
+}
+
+// A gradient matrix with at least this many rows may be row-sparse (an embedding table's, nonzero
+// in the rows of the words a batch used): the all-reduce sends only the rows some rank used.
+constexpr std::int64_t kSparseGradientRows = 256;
+
+// Float views of the parameters' gradients (host tensors), for the all-reduce: the dense ones
+// (bucketed) and the tables that may be row-sparse, with their row length.
+struct GradientBuffers {
+  std::vector<std::span<float>> dense;
+  std::vector<std::pair<std::span<float>, std::size_t>> tables;
+};
+
+GradientBuffers gradient_buffers(std::span<const Parameter> parameters) {
+  GradientBuffers buffers;
   for (const Parameter& p : parameters) {
     Tensor& grad = const_cast<Parameter&>(p).grad();
     if (grad.device() != Device::kCpu) {
       fail("trainer", "data-parallel training needs gradients on the CPU; '", p.name(), "' is on ",
            device_name(grad.device()));
     }
-    buffers.emplace_back(grad.data<float>(), std::size_t(grad.numel()));
+    const std::span<float> data(grad.data<float>(), std::size_t(grad.numel()));
+    if (grad.rank() == 2 && grad.shape()[0] >= kSparseGradientRows) {
+      buffers.tables.emplace_back(data, std::size_t(grad.shape()[1]));
+    } else {
+      buffers.dense.push_back(data);
+    }
   }
   return buffers;
 }
@@ -225,49 +250,55 @@ EpochRecord Trainer::train_epoch(Run& run) {
   double loss_sum = 0;
   std::size_t batch_index = 0;
   const std::span<const Parameter> parameters = optimizer_->parameters();
-  for_each_batch(run.model, Split::kTrain, mine, options_.prepare_ahead, [&](const Batch& batch) {
-    const double lr = schedule_.at(run.state.step);
-    const std::size_t global_size = global[batch_index++].size();
-    optimizer_->zero_grad();
-    BatchFigures figures;
-    if (!batch.example_ids.empty()) {
-      figures = run.model.train_batch(batch, run.rng);
-      check_figures(figures, Split::kTrain, run.state.step);
-    }
-    if (together) {
-      const auto reduce_start = std::chrono::steady_clock::now();
-      // Each rank's gradient is of its shard's mean loss: weighted by the shard's share, the
-      // sum over ranks is the gradient of the global batch's mean loss.
-      const float share = float(double(batch.example_ids.size()) / double(global_size));
-      std::vector<std::span<float>> buffers = gradient_buffers(parameters);
-      for (std::span<float> buffer : buffers)
-        for (float& g : buffer) g *= share;
-      dist::all_reduce_buckets(comm, buffers);
-      double totals[2] = {figures.loss_sum, double(figures.examples)};
-      comm.all_reduce_sum(std::span<double>(totals));
-      figures.loss_sum = totals[0];
-      figures.examples = std::int64_t(totals[1]);
-      record.all_reduce_seconds +=
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - reduce_start).count();
-      ++record.all_reduce_steps;
-      check_figures(figures, Split::kTrain, run.state.step);
-    }
-    if (options_.clip_value > 0) clip_grad_value(parameters, options_.clip_value);
-    if (options_.clip_norm > 0) clip_grad_norm(parameters, options_.clip_norm);
-    optimizer_->step(lr);
-    ++run.state.step;
+  for_each_batch(
+      run.model, Split::kTrain, mine, prepare_ahead_here(options_.prepare_ahead, comm),
+      [&](const Batch& batch) {
+        const double lr = schedule_.at(run.state.step);
+        const std::size_t global_size = global[batch_index++].size();
+        optimizer_->zero_grad();
+        BatchFigures figures;
+        if (!batch.example_ids.empty()) {
+          figures = run.model.train_batch(batch, run.rng);
+          check_figures(figures, Split::kTrain, run.state.step);
+        }
+        if (together) {
+          const auto reduce_start = std::chrono::steady_clock::now();
+          // Each rank's gradient is of its shard's mean loss: weighted by the shard's share, the
+          // sum over ranks is the gradient of the global batch's mean loss.
+          const float share = float(double(batch.example_ids.size()) / double(global_size));
+          const GradientBuffers buffers = gradient_buffers(parameters);
+          for (std::span<float> buffer : buffers.dense)
+            for (float& g : buffer) g *= share;
+          dist::all_reduce_buckets(comm, buffers.dense);
+          for (const auto& [table, cols] : buffers.tables) {
+            dist::all_reduce_sparse_rows(comm, table, cols, share);
+          }
+          double totals[2] = {figures.loss_sum, double(figures.examples)};
+          comm.all_reduce_sum(std::span<double>(totals));
+          figures.loss_sum = totals[0];
+          figures.examples = std::int64_t(totals[1]);
+          record.all_reduce_seconds +=
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - reduce_start)
+                  .count();
+          ++record.all_reduce_steps;
+          check_figures(figures, Split::kTrain, run.state.step);
+        }
+        if (options_.clip_value > 0) clip_grad_value(parameters, options_.clip_value);
+        if (options_.clip_norm > 0) clip_grad_norm(parameters, options_.clip_norm);
+        optimizer_->step(lr);
+        ++run.state.step;
 #ifndef NDEBUG
-    if (together && run.state.step % 50 == 0) check_replicas(run);
+        if (together && run.state.step % 50 == 0) check_replicas(run);
 #endif
-    record.learning_rate = lr;
-    if (options_.on_step) {
-      options_.on_step(run.state.step, figures.loss_sum / double(figures.examples), lr);
-    }
-    loss_sum += figures.loss_sum;
-    record.examples += figures.examples;
-    record.train.merge(figures.metrics);
-    run.progress->update(record.examples, loss_sum / double(record.examples));
-  });
+        record.learning_rate = lr;
+        if (options_.on_step) {
+          options_.on_step(run.state.step, figures.loss_sum / double(figures.examples), lr);
+        }
+        loss_sum += figures.loss_sum;
+        record.examples += figures.examples;
+        record.train.merge(figures.metrics);
+        run.progress->update(record.examples, loss_sum / double(record.examples));
+      });
   if (together) record.train = merged_over_ranks(comm, record.train);
   record.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   record.examples_per_second = record.seconds > 0 ? double(record.examples) / record.seconds : 0;
@@ -332,8 +363,8 @@ MetricSet Trainer::evaluate(TrainableModel& model, Split split) {
   MetricSet figures;
   double totals[2] = {0, 0};  // loss sum, examples
   std::vector<ExampleScores> scores;
-  for_each_batch(model, split, batches_of(mine, options_.batch_size), options_.prepare_ahead,
-                 [&](const Batch& batch) {
+  for_each_batch(model, split, batches_of(mine, options_.batch_size),
+                 prepare_ahead_here(options_.prepare_ahead, comm), [&](const Batch& batch) {
                    BatchFigures f = model.eval_batch(batch);
                    check_figures(f, split, -1);
                    totals[0] += f.loss_sum;

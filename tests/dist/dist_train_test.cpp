@@ -191,6 +191,8 @@ TEST(DataParallel, CollectivesSumGatherAndBroadcast) {
   WEFT_REQUIRE_RANKS();
   dist::Communicator& world = dist::world();
   const int k = world.size();
+  EXPECT_EQ(world.local_size(), k);  // ctest starts every rank on this machine
+  EXPECT_EQ(dist::single_process()->local_size(), 1);
   std::vector<float> values{float(world.rank()), 1.f};
   world.all_reduce_sum(std::span<float>(values));
   EXPECT_EQ(values[0], float(k * (k - 1) / 2));
@@ -208,6 +210,36 @@ TEST(DataParallel, CollectivesSumGatherAndBroadcast) {
   std::int64_t token = world.rank() == 0 ? 42 : -1;
   world.broadcast(std::as_writable_bytes(std::span(&token, 1)), 0);
   EXPECT_EQ(token, 42);
+}
+
+// A table nonzero in a few rows on each rank (different rows per rank, some shared) sums to what
+// the dense all-reduce gives, sending only the union of the rows; a mostly dense table goes whole.
+TEST(DataParallel, SparseRowSumEqualsTheDenseSum) {
+  WEFT_REQUIRE_RANKS();
+  dist::Communicator& world = dist::world();
+  const std::size_t rows = 40, cols = 3;
+  const float scale = 0.25f * float(world.rank() + 1);
+  std::vector<float> table(rows * cols, 0.f);
+  for (std::size_t r :
+       {std::size_t(world.rank()) * 7 + 1, std::size_t(5), rows - 1 - std::size_t(world.rank())}) {
+    for (std::size_t c = 0; c < cols; ++c)
+      table[r * cols + c] = float(r) + 0.5f * float(c) + float(world.rank());
+  }
+  std::vector<float> dense = table;
+  for (float& x : dense) x *= scale;
+  world.all_reduce_sum(std::span<float>(dense));
+  const std::size_t sent = dist::all_reduce_sparse_rows(world, table, cols, scale);
+  EXPECT_LT(sent, rows / 2);
+  EXPECT_GE(sent, 3u);
+  EXPECT_EQ(table, dense);
+
+  std::vector<float> full(rows * cols, 1.f + float(world.rank()));
+  dense = full;
+  world.all_reduce_sum(std::span<float>(dense));
+  EXPECT_EQ(dist::all_reduce_sparse_rows(world, full, cols), rows);
+  EXPECT_EQ(full, dense);
+  EXPECT_THAT([&] { dist::all_reduce_sparse_rows(world, full, 7); },
+              ::testing::ThrowsMessage<Error>(::testing::HasSubstr("are not rows of 7")));
 }
 
 }  // namespace

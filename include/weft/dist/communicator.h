@@ -22,6 +22,8 @@ class Communicator {
   virtual ~Communicator();
   virtual int rank() const = 0;
   virtual int size() const = 0;
+  // How many of the ranks (this one included) share this rank's machine.
+  virtual int local_size() const = 0;
   bool is_root() const { return rank() == 0; }
 
   virtual void barrier() = 0;
@@ -56,5 +58,15 @@ double collective_timeout();
 // of data-parallel training go through this, after backward (not overlapped with it).
 void all_reduce_buckets(Communicator& communicator, std::span<const std::span<float>> buffers,
                         std::size_t bucket_bytes = std::size_t(1) << 22);
+
+// Sums a row-major [rows, cols] float matrix over the ranks, in place, when each rank's copy is
+// zero outside a few rows: an embedding table's gradient, nonzero only in the rows of the words
+// its batch used. The ranks agree on the union of their nonzero rows (one all-reduce of a row
+// mask, a float per row) and sum only those rows, packed; a row zero on every rank stays zero,
+// so the result equals all_reduce_sum over the whole matrix. When the union holds more than
+// half the rows, the whole matrix is summed instead. Each rank's matrix is first multiplied by
+// its `scale` (its weight in a mean), during the packing. Returns the number of rows summed.
+std::size_t all_reduce_sparse_rows(Communicator& communicator, std::span<float> matrix,
+                                   std::size_t cols, float scale = 1.f);
 
 }  // namespace weft::dist

@@ -118,8 +118,10 @@ struct TrainerOptions {
   std::string best_checkpoint_path;  // written when the dev figure improves, when set
   std::string resume_from;           // a checkpoint to continue from (must exist), when set
   std::string log_path;              // JSON lines, one per epoch (appended when resuming)
-  bool prepare_ahead = true;         // prepare the next batch on a background thread
-  int threads = 0;                   // CPU threads (set_num_threads) when > 0
+  // Prepare the next batch on a background thread (data-parallel ranks that fill their machine's
+  // cores prepare inline instead).
+  bool prepare_ahead = true;
+  int threads = 0;  // CPU threads (set_num_threads) when > 0
   ProgressMode progress = ProgressMode::kAuto;
   std::FILE* progress_stream = stderr;
   // Data parallelism over the communicator's ranks (weft/dist) when it has more than one: every
