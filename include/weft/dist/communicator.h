@@ -12,6 +12,9 @@
 #include <string_view>
 #include <vector>
 
+#include "weft/core/export.h"
+
+WEFT_API_BEGIN
 namespace weft::dist {
 
 // Whether this build has MPI (WEFT_WITH_MPI); without it, world() is always one process.
@@ -58,3 +61,4 @@ void all_reduce_buckets(Communicator& communicator, std::span<const std::span<fl
                         std::size_t bucket_bytes = std::size_t(1) << 22);
 
 }  // namespace weft::dist
+WEFT_API_END

@@ -6,8 +6,10 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "weft/core/export.h"
 #include "weft/tensor/dtype.h"
 
+WEFT_API_BEGIN
 namespace weft {
 
 struct AllocatorStats {
@@ -42,3 +44,4 @@ void release_block(StorageBlock* block);
 }  // namespace detail
 
 }  // namespace weft
+WEFT_API_END
