@@ -1,7 +1,7 @@
 # The layering check, run by every build before the layer libraries compile (cmake -P, with
-# WEFT_SOURCE_DIR and WEFT_STAMP set): reads every #include of the library, the benchmark wing
-# and the tools against the layer table in WeftLayers.cmake and fails with file:line and the
-# rule broken. Writes WEFT_STAMP when the tree is clean.
+# WEFT_SOURCE_DIR and WEFT_STAMP set): reads every #include of the library, the benchmark wing,
+# the tools and the examples against the layer table in WeftLayers.cmake and fails with
+# file:line and the rule broken. Writes WEFT_STAMP when the tree is clean.
 cmake_minimum_required(VERSION 3.25)
 include(${CMAKE_CURRENT_LIST_DIR}/WeftLayers.cmake)
 file(REAL_PATH "${WEFT_SOURCE_DIR}" root)
