@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "treelstm/iclr_benchmark.h"
 #include "weft/backend/cpu.h"
 #include "weft/backend/gemm_ceiling.h"
 #include "weft/tensor/tensor.h"
@@ -63,7 +64,7 @@ std::vector<Product> all_products() {
   std::vector<Product> products;
   for (std::int64_t n : kVectorSizes)
     for (std::int64_t rows : kRows) {
-      auto shapes = weft::tree_lstm_gemm_shapes(rows, n, true);
+      auto shapes = weft::treelstm::tree_lstm_gemm_shapes(rows, n, true);
       for (std::size_t i = 0; i < shapes.size(); ++i)
         products.push_back({n, rows, kProductNames[i], shapes[i]});
     }
@@ -287,7 +288,7 @@ void summarize_ceilings(const Table& table, const std::string& default_key) {
     std::fprintf(stderr, "\n");
     for (std::int64_t n : kVectorSizes)
       for (std::int64_t r : kRows) {
-        auto shapes = weft::tree_lstm_gemm_shapes(r, n, training);
+        auto shapes = weft::treelstm::tree_lstm_gemm_shapes(r, n, training);
         std::fprintf(stderr, "%5lld/%-5lld", (long long)n, (long long)r);
         for (const auto& [key, rows] : table) {
           std::vector<double> rates;

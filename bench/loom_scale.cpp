@@ -7,18 +7,18 @@
 #include <cstdio>
 #include <string>
 
+#include "treelstm/iclr_benchmark.h"
 #include "weft/autodiff/ops.h"
 #include "weft/backend/cpu.h"
 #include "weft/core/memory_usage.h"
 #include "weft/loom/executor.h"
-#include "weft/models/iclr_benchmark.h"
 
 namespace {
 
 using namespace weft;
-using models::BenchmarkCell;
-using models::IclrBenchmarkModel;
-using models::TreeType;
+using treelstm::BenchmarkCell;
+using treelstm::IclrBenchmarkModel;
+using treelstm::TreeType;
 
 double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -32,9 +32,9 @@ void row(const char* bench, const char* metric, double value, const char* unit) 
 void weave_throughput() {
   Rng rng(1);
   IclrBenchmarkModel model(BenchmarkCell::kTreeLstm, 8, 128, rng);
-  std::vector<models::BinaryTree> trees;
+  std::vector<treelstm::BinaryTree> trees;
   for (int t = 0; t < 8000; ++t)
-    trees.push_back(models::make_tree(TreeType::kRandom, 128, 128, rng));
+    trees.push_back(treelstm::make_tree(TreeType::kRandom, 128, 128, rng));
   const double t0 = now_seconds();
   loom::Weaver weaver(model.loom());
   for (const auto& tree : trees) weaver.add_output(model.weave(weaver, tree));
@@ -76,7 +76,7 @@ void trees(const char* name, TreeType type, int leaves, std::int64_t n, std::siz
   IclrBenchmarkModel model(BenchmarkCell::kTreeLstm, n, 128, rng);
   loom::Weaver weaver(model.loom());
   while (weaver.num_calls() < min_nodes)
-    weaver.add_output(model.weave(weaver, models::make_tree(type, leaves, 128, rng)));
+    weaver.add_output(model.weave(weaver, treelstm::make_tree(type, leaves, 128, rng)));
   run_forward_backward(name, model, weaver);
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "treelstm/iclr_benchmark.h"
 #include "weft/autodiff/ops.h"
 #include "weft/backend/cpu.h"
 #include "weft/backend/gemm_ceiling.h"
@@ -60,7 +61,7 @@ double total_flops(const std::vector<GemmShape>& shapes) {
 // product (hidden · W1, W1 [N, 4N]). Forward is one product; backward adds dX = dY · Wᵀ and
 // dW = Xᵀ · dY, as tree_lstm_gemm_shapes defines them.
 std::vector<GemmShape> layer_shapes(std::int64_t n, int layer, bool backward) {
-  const auto all = weft::tree_lstm_gemm_shapes(kRows, n, backward);
+  const auto all = weft::treelstm::tree_lstm_gemm_shapes(kRows, n, backward);
   if (!backward) return {all[std::size_t(layer)]};
   if (layer == 1) return {all[1], all[2], all[3]};
   return {all[0], all[4], all[5]};

@@ -1,27 +1,11 @@
-// The GEMM-ceiling helpers that benchmarks divide by: shapes of a Tree-LSTM level, flop
-// counts, the flop-weighted combination, and one real (short) measurement.
+// The GEMM-ceiling helpers that benchmarks divide by: flop counts, the flop-weighted
+// combination, and one real (short) measurement.
 #include "weft/backend/gemm_ceiling.h"
 
 #include "op_test_util.h"
 
 namespace weft::testing {
 namespace {
-
-TEST(GemmCeiling, TreeLstmLevelShapesAndFlops) {
-  auto forward = tree_lstm_gemm_shapes(256, 1024, false);
-  ASSERT_EQ(forward.size(), 2u);
-  EXPECT_EQ(forward[0], (GemmShape{256, 1024, 2048}));
-  EXPECT_EQ(forward[1], (GemmShape{256, 4096, 1024}));
-  double flops = 0;
-  for (const auto& s : forward) flops += gemm_flops(s);
-  EXPECT_DOUBLE_EQ(flops, 12.0 * 256 * 1024 * 1024);  // 12·rows·N²
-  auto training = tree_lstm_gemm_shapes(256, 1024, true);
-  ASSERT_EQ(training.size(), 6u);
-  double training_flops = 0;
-  for (const auto& s : training) training_flops += gemm_flops(s);
-  EXPECT_DOUBLE_EQ(training_flops, 3 * flops);
-  for (std::size_t i = 2; i < training.size(); ++i) EXPECT_TRUE(training[i].accumulate);
-}
 
 TEST(GemmCeiling, CombinationIsFlopWeightedHarmonic) {
   const GemmShape big{100, 100, 100}, small{10, 10, 10};

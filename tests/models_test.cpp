@@ -1,6 +1,6 @@
 // The ICLR benchmark model: tree generators' shapes, weaving, and the loom against the
 // model's own hand-batched path on identical trees.
-#include "weft/models/iclr_benchmark.h"
+#include "treelstm/iclr_benchmark.h"
 
 #include "op_test_util.h"
 #include "weft/loom/executor.h"
@@ -8,37 +8,37 @@
 namespace weft::testing {
 namespace {
 
-using models::BenchmarkCell;
-using models::BinaryTree;
-using models::IclrBenchmarkModel;
-using models::TreeType;
+using treelstm::BenchmarkCell;
+using treelstm::BinaryTree;
+using treelstm::IclrBenchmarkModel;
+using treelstm::TreeType;
 
 TEST(BenchmarkTrees, ShapesFollowTheOriginalGenerators) {
   Rng rng(1);
-  BinaryTree seq = models::make_tree(TreeType::kSequence, 128, 128, rng);
+  BinaryTree seq = treelstm::make_tree(TreeType::kSequence, 128, 128, rng);
   EXPECT_EQ(seq.leaves(), 128);
   EXPECT_EQ(seq.postorder.size(), 255u);
   EXPECT_EQ(seq.depth(), 127);
-  BinaryTree balanced = models::make_tree(TreeType::kBalanced, 128, 128, rng);
+  BinaryTree balanced = treelstm::make_tree(TreeType::kBalanced, 128, 128, rng);
   EXPECT_EQ(balanced.depth(), 7);
   for (int i = 0; i < 20; ++i) {
-    BinaryTree random = models::make_tree(TreeType::kRandom, 128, 10, rng);
+    BinaryTree random = treelstm::make_tree(TreeType::kRandom, 128, 10, rng);
     EXPECT_EQ(random.leaves(), 128);
     EXPECT_GE(random.depth(), 7);
     for (std::int32_t v : random.postorder) EXPECT_LT(v, 10);
   }
-  EXPECT_EQ(models::make_tree(TreeType::kRandom, 1, 5, rng).depth(), 0);
+  EXPECT_EQ(treelstm::make_tree(TreeType::kRandom, 1, 5, rng).depth(), 0);
 }
 
 TEST(BenchmarkTrees, BadArgumentsAreReported) {
   Rng rng(1);
-  expect_error([&] { models::make_tree(TreeType::kBalanced, 6, 4, rng); },
+  expect_error([&] { treelstm::make_tree(TreeType::kBalanced, 6, 4, rng); },
                {"[tree] a balanced tree needs a power-of-two number of leaves, got 6"});
-  expect_error([&] { models::make_tree(TreeType::kRandom, 0, 4, rng); },
+  expect_error([&] { treelstm::make_tree(TreeType::kRandom, 0, 4, rng); },
                {"[tree] a tree needs at least one leaf, got 0"});
-  expect_error([] { models::parse_tree_type("skewed"); },
+  expect_error([] { treelstm::parse_tree_type("skewed"); },
                {"[tree] unknown tree type 'skewed'; expected random, balanced or sequence"});
-  expect_error([] { models::parse_cell("gru"); },
+  expect_error([] { treelstm::parse_cell("gru"); },
                {"[model] unknown model 'gru'; expected tree-lstm or tree-fc"});
 }
 
@@ -65,7 +65,8 @@ TEST(IclrBenchmarkModel, LoomEqualsHandBatchingOnBalancedTrees) {
     Rng rng(3);
     IclrBenchmarkModel model(cell, 6, 16, rng);
     std::vector<BinaryTree> batch;
-    for (int t = 0; t < 5; ++t) batch.push_back(models::make_tree(TreeType::kBalanced, 8, 16, rng));
+    for (int t = 0; t < 5; ++t)
+      batch.push_back(treelstm::make_tree(TreeType::kBalanced, 8, 16, rng));
     loom::Weaver weaver(model.loom());
     for (const auto& tree : batch) weaver.add_output(model.weave(weaver, tree));
     Tape tape;
@@ -75,7 +76,7 @@ TEST(IclrBenchmarkModel, LoomEqualsHandBatchingOnBalancedTrees) {
     auto manual_roots = hand_batched_roots(model, 5, 8, batch);
     ASSERT_EQ(loom_roots.size(), manual_roots.size());
     for (std::size_t i = 0; i < loom_roots.size(); ++i)
-      EXPECT_NEAR(loom_roots[i], manual_roots[i], 1e-5) << models::cell_name(cell) << " " << i;
+      EXPECT_NEAR(loom_roots[i], manual_roots[i], 1e-5) << treelstm::cell_name(cell) << " " << i;
     EXPECT_EQ(result.stats().levels, 4u);
   }
 }

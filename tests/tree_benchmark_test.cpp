@@ -1,7 +1,8 @@
 // The ICLR benchmark harness on tiny sizes: batches are deterministic and same-shape where
 // asked, manual and the loom agree on identical-shape trees (loss and gradients), every mode
-// yields a sane row, the CSV header is the documented schema, and the SVG is well formed.
-#include "weft/models/tree_benchmark.h"
+// yields a sane row, the CSV header is the documented schema, the SVG is well formed, and the
+// sgemm products of a level are the model's.
+#include "treelstm/tree_benchmark.h"
 
 #include <gtest/gtest.h>
 
@@ -13,14 +14,30 @@
 namespace weft::testing {
 namespace {
 
-using models::BenchmarkCell;
-using models::BenchMode;
-using models::TreeType;
+using treelstm::BenchmarkCell;
+using treelstm::BenchMode;
+using treelstm::TreeType;
+
+TEST(TreeBenchmark, TreeLstmLevelShapesAndFlops) {
+  auto forward = treelstm::tree_lstm_gemm_shapes(256, 1024, false);
+  ASSERT_EQ(forward.size(), 2u);
+  EXPECT_EQ(forward[0], (GemmShape{256, 1024, 2048}));
+  EXPECT_EQ(forward[1], (GemmShape{256, 4096, 1024}));
+  double flops = 0;
+  for (const auto& s : forward) flops += gemm_flops(s);
+  EXPECT_DOUBLE_EQ(flops, 12.0 * 256 * 1024 * 1024);  // 12·rows·N²
+  auto training = treelstm::tree_lstm_gemm_shapes(256, 1024, true);
+  ASSERT_EQ(training.size(), 6u);
+  double training_flops = 0;
+  for (const auto& s : training) training_flops += gemm_flops(s);
+  EXPECT_DOUBLE_EQ(training_flops, 3 * flops);
+  for (std::size_t i = 2; i < training.size(); ++i) EXPECT_TRUE(training[i].accumulate);
+}
 
 TEST(TreeBenchmark, BatchesAreDeterministicAndSameShapeWhenAsked) {
-  auto a = models::benchmark_batch(TreeType::kRandom, 16, 5, true, 7, 1);
-  auto b = models::benchmark_batch(TreeType::kRandom, 16, 5, true, 7, 1);
-  auto c = models::benchmark_batch(TreeType::kRandom, 16, 5, true, 7, 2);
+  auto a = treelstm::benchmark_batch(TreeType::kRandom, 16, 5, true, 7, 1);
+  auto b = treelstm::benchmark_batch(TreeType::kRandom, 16, 5, true, 7, 1);
+  auto c = treelstm::benchmark_batch(TreeType::kRandom, 16, 5, true, 7, 2);
   ASSERT_EQ(a.size(), 5u);
   for (std::size_t t = 0; t < a.size(); ++t) {
     EXPECT_EQ(a[t].postorder, b[t].postorder);
@@ -31,27 +48,27 @@ TEST(TreeBenchmark, BatchesAreDeterministicAndSameShapeWhenAsked) {
     }
   }
   EXPECT_NE(a[0].postorder, a[1].postorder);  // the words differ
-  auto r = models::benchmark_batch(TreeType::kRandom, 16, 8, false, 7, 1);
+  auto r = treelstm::benchmark_batch(TreeType::kRandom, 16, 8, false, 7, 1);
   int shapes_differ = 0;
   for (std::size_t t = 1; t < r.size(); ++t) shapes_differ += r[t].depth() != r[0].depth();
   EXPECT_GT(shapes_differ, 0);
-  EXPECT_EQ(models::timed_batches(1, 3), 96);
-  EXPECT_EQ(models::timed_batches(8, 2), 8);
-  EXPECT_EQ(models::timed_batches(64, 2), 2);
+  EXPECT_EQ(treelstm::timed_batches(1, 3), 96);
+  EXPECT_EQ(treelstm::timed_batches(8, 2), 8);
+  EXPECT_EQ(treelstm::timed_batches(64, 2), 2);
 }
 
 // Manual (hand-batched) and the loom on the same identical-shape trees, from equal weights.
 void expect_manual_equals_loom(BenchmarkCell cell, TreeType type, bool train) {
-  const auto trees = models::benchmark_batch(type, 8, 4, true, 3, 0);
-  models::StepResult results[2];
+  const auto trees = treelstm::benchmark_batch(type, 8, 4, true, 3, 0);
+  treelstm::StepResult results[2];
   const BenchMode modes[2] = {BenchMode::kManual, BenchMode::kDynamic};
   for (int k = 0; k < 2; ++k) {
     Rng rng(11);
-    models::IclrBenchmarkModel model(cell, 5, 8, rng);
-    models::TreeBenchmarkRunner runner(model, train, 1e-5f);
+    treelstm::IclrBenchmarkModel model(cell, 5, 8, rng);
+    treelstm::TreeBenchmarkRunner runner(model, train, 1e-5f);
     results[k] = runner.step(modes[k], trees, true);
   }
-  const char* what = models::tree_type_name(type).data();
+  const char* what = treelstm::tree_type_name(type).data();
   EXPECT_NEAR(results[0].loss, results[1].loss, 1e-5 * std::abs(results[1].loss)) << what;
   EXPECT_NEAR(results[0].grad_sq, results[1].grad_sq, 1e-4 * results[1].grad_sq + 1e-9) << what;
   EXPECT_EQ(results[0].internal_nodes, 4 * 7);
@@ -69,13 +86,13 @@ TEST(TreeBenchmark, ManualEqualsDynamicOnIdenticalShapes) {
 }
 
 TEST(TreeBenchmark, UnbatchedEqualsFullDynamic) {
-  const auto trees = models::benchmark_batch(TreeType::kRandom, 8, 3, false, 5, 0);
+  const auto trees = treelstm::benchmark_batch(TreeType::kRandom, 8, 3, false, 5, 0);
   double losses[2];
   const BenchMode modes[2] = {BenchMode::kUnbatched, BenchMode::kFullDynamic};
   for (int k = 0; k < 2; ++k) {
     Rng rng(2);
-    models::IclrBenchmarkModel model(BenchmarkCell::kTreeLstm, 4, 8, rng);
-    models::TreeBenchmarkRunner runner(model, true, 1e-5f);
+    treelstm::IclrBenchmarkModel model(BenchmarkCell::kTreeLstm, 4, 8, rng);
+    treelstm::TreeBenchmarkRunner runner(model, true, 1e-5f);
     losses[k] = runner.step(modes[k], trees).loss;
   }
   EXPECT_NEAR(losses[0], losses[1], 1e-5 * std::abs(losses[1]));
@@ -83,19 +100,19 @@ TEST(TreeBenchmark, UnbatchedEqualsFullDynamic) {
 
 TEST(TreeBenchmark, ManualRejectsMixedShapes) {
   Rng rng(1);
-  models::IclrBenchmarkModel model(BenchmarkCell::kTreeLstm, 4, 8, rng);
-  models::TreeBenchmarkRunner runner(model, false, 1e-5f);
-  std::vector<models::BinaryTree> trees{models::make_tree(TreeType::kSequence, 8, 8, rng),
-                                        models::make_tree(TreeType::kBalanced, 8, 8, rng)};
+  treelstm::IclrBenchmarkModel model(BenchmarkCell::kTreeLstm, 4, 8, rng);
+  treelstm::TreeBenchmarkRunner runner(model, false, 1e-5f);
+  std::vector<treelstm::BinaryTree> trees{treelstm::make_tree(TreeType::kSequence, 8, 8, rng),
+                                          treelstm::make_tree(TreeType::kBalanced, 8, 8, rng)};
   expect_error([&] { runner.step(BenchMode::kManual, trees); },
                {"[bench] manual batching needs every tree of the batch to have the same shape"});
-  expect_error([] { models::parse_bench_mode("static"); },
+  expect_error([] { treelstm::parse_bench_mode("static"); },
                {"[bench] unknown mode 'static'; expected unbatched, manual, dynamic or "
                 "full-dynamic"});
 }
 
-models::TreeBenchmarkOptions tiny_options(bool train) {
-  models::TreeBenchmarkOptions o;
+treelstm::TreeBenchmarkOptions tiny_options(bool train) {
+  treelstm::TreeBenchmarkOptions o;
   o.tree_size = 8;
   o.vector_sizes = {4};
   o.batch_sizes = {2, 32};
@@ -108,10 +125,10 @@ models::TreeBenchmarkOptions tiny_options(bool train) {
 
 TEST(TreeBenchmark, EveryModeGivesASaneRowAndTheCsvFollowsTheSchema) {
   for (bool train : {true, false}) {
-    const auto rows = models::run_tree_benchmark(tiny_options(train));
+    const auto rows = treelstm::run_tree_benchmark(tiny_options(train));
     ASSERT_EQ(rows.size(), 8u);
     for (const auto& r : rows) {
-      const std::string mode(models::bench_mode_name(r.mode));
+      const std::string mode(treelstm::bench_mode_name(r.mode));
       EXPECT_GT(r.trees_per_s, 0) << mode;
       EXPECT_LE(r.batch_s_min, r.batch_s_median) << mode;
       EXPECT_LE(r.batch_s_median, r.batch_s_max) << mode;
@@ -131,7 +148,7 @@ TEST(TreeBenchmark, EveryModeGivesASaneRowAndTheCsvFollowsTheSchema) {
         EXPECT_DOUBLE_EQ(r.speedup_vs_unbatched, 1.0);
       }
     }
-    const std::string csv = models::tree_benchmark_csv(rows);
+    const std::string csv = treelstm::tree_benchmark_csv(rows);
     EXPECT_EQ(csv.substr(0, csv.find('\n')),
               "mode,model,tree_type,vector_size,batch_size,phase,trees_per_s,batch_s_min,"
               "batch_s_median,batch_s_max,weave_s,speedup_vs_unbatched,ratio_vs_manual,"
@@ -147,19 +164,19 @@ TEST(TreeBenchmark, EveryModeGivesASaneRowAndTheCsvFollowsTheSchema) {
       pos = end + 1;
     }
     EXPECT_EQ(lines, rows.size());
-    const std::string json = models::tree_benchmark_json(rows, tiny_options(train));
+    const std::string json = treelstm::tree_benchmark_json(rows, tiny_options(train));
     EXPECT_NE(json.find("\"mode\": \"full-dynamic\""), std::string::npos);
-    EXPECT_EQ(models::tree_benchmark_csv(models::tree_benchmark_rows_from_json(json)), csv);
-    EXPECT_NE(models::tree_benchmark_table(rows).find("full-dynamic"), std::string::npos);
+    EXPECT_EQ(treelstm::tree_benchmark_csv(treelstm::tree_benchmark_rows_from_json(json)), csv);
+    EXPECT_NE(treelstm::tree_benchmark_table(rows).find("full-dynamic"), std::string::npos);
   }
 }
 
 TEST(TreeBenchmark, SvgHasOnePolylinePerMode) {
   auto options = tiny_options(false);
   options.ceiling_seconds = 0;
-  const auto rows = models::run_tree_benchmark(options);
+  const auto rows = treelstm::run_tree_benchmark(options);
   EXPECT_TRUE(std::isnan(rows[0].gemm_fraction));
-  const std::string svg = models::tree_benchmark_svg(rows);
+  const std::string svg = treelstm::tree_benchmark_svg(rows);
   EXPECT_EQ(svg.rfind("<svg", 0), 0u);
   EXPECT_NE(svg.find("</svg>"), std::string::npos);
   std::size_t polylines = 0;
@@ -175,12 +192,12 @@ TEST(TreeBenchmark, SvgHasOnePolylinePerMode) {
 TEST(TreeBenchmark, BadOptionsAreReported) {
   auto options = tiny_options(true);
   options.batch_sizes = {0};
-  expect_error([&] { models::run_tree_benchmark(options); },
+  expect_error([&] { treelstm::run_tree_benchmark(options); },
                {"[bench] batch sizes must be positive, got 0"});
   expect_error(
-      [] { models::tree_benchmark_rows_from_json("{\"rows\": [{\"mode\": \"manual\"}]}"); },
+      [] { treelstm::tree_benchmark_rows_from_json("{\"rows\": [{\"mode\": \"manual\"}]}"); },
       {"[bench] row 0 of the JSON is malformed"});
-  expect_error([] { models::tree_benchmark_rows_from_json("[1, 2"); },
+  expect_error([] { treelstm::tree_benchmark_rows_from_json("[1, 2"); },
                {"[bench] not the JSON of `weft bench treelstm --format json`"});
 }
 

@@ -7,8 +7,6 @@
 #include <limits>
 #include <string>
 
-#include "weft/tensor/allocator.h"
-
 namespace weft {
 
 double peak_rss_mb() {
@@ -24,7 +22,6 @@ double peak_rss_mb() {
 }
 
 void reset_peak_rss() {
-  release_cached_memory();
   ::malloc_trim(0);
   std::ofstream("/proc/self/clear_refs") << "5";  // "5" resets the peak RSS (Linux >= 4.0)
 }

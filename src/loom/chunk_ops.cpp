@@ -1,7 +1,7 @@
 // Forward and backward of the executor's argument ops (see chunk_ops.h).
 #include "chunk_ops.h"
 
-#include "../backend/kernels.h"
+#include "weft/backend/tensor_ops.h"
 #include "weft/core/error.h"
 
 namespace weft::loom::detail {
@@ -11,7 +11,7 @@ void view_backward(Tape& tape, std::uint32_t id) {
   const TapeNode& node = tape.node(id);
   if (Tensor* grad = tape.grad_of(tape.input(id, 0))) {
     Tensor rows = grad->rows_view(node.int_attrs[0], node.int_attrs[1]);
-    backend::add_into(node.grad, 1.0f, rows);
+    backend::add_scaled(node.grad, 1.0f, rows);
   }
 }
 
@@ -29,7 +29,7 @@ void gather_backward(Tape& tape, std::uint32_t id) {
   std::int64_t column = 0;
   for (int p = 0; p < positions; ++p) {
     Tensor refs = node.saved[0].rows_view(p * rows, rows);
-    backend::scatter_add_chunk_rows(node.grad, column, refs, grads);
+    backend::scatter_add_argument_rows(node.grad, column, refs, grads);
     if (rows > 0)
       column +=
           tape.node(tape.input(id, std::uint32_t(refs.data<std::int32_t>()[0]))).value.row_size();
@@ -63,7 +63,7 @@ Var gather_chunk_rows(std::span<const Var> chunks, const std::vector<std::int32_
   std::int64_t column = 0;
   for (int p = 0; p < positions; ++p) {
     Tensor position_refs = refs_tensor.rows_view(p * rows, rows);
-    backend::gather_chunk_rows(values, position_refs, out, column);
+    backend::gather_argument_rows(values, position_refs, out, column);
     if (rows > 0) column += values[std::size_t(refs[std::size_t(2 * p * rows)])].row_size();
   }
   Var result = tape.record(std::move(out), chunks, gather_backward);

@@ -1,7 +1,7 @@
 // The optimizer base (state, step bookkeeping), SGD, Adagrad and Adam, and gradient clipping.
-// The per-element work is the backend's optimizer_update / scale_clamp / reduce_all kernels on
-// the parameters' device, in float32; per-step constants (bias corrections, decay factors) are
-// worked out here in double, once per parameter.
+// The per-element work is the backend's apply_update / scale_and_clamp / sum_of_squares
+// (weft/backend/tensor_ops.h) on the parameters' device, in float32; per-step constants (bias
+// corrections, decay factors) are worked out here in double, once per parameter.
 #include "weft/train/optimizer.h"
 
 #include <fmt/core.h>
@@ -11,8 +11,8 @@
 #include <limits>
 #include <set>
 
-#include "../backend/kernels.h"
 #include "tensor_match.h"
+#include "weft/backend/tensor_ops.h"
 #include "weft/core/error.h"
 #include "weft/core/named_enum.h"
 
@@ -222,7 +222,7 @@ class Sgd final : public Optimizer {
     backend::UpdateArgs args = base_args(spec(), backend::UpdateRule::kSgd, lr);
     args.momentum = float(spec().momentum);
     args.nesterov = spec().nesterov;
-    backend::optimizer_update(args, value, grad, slot(slots, 0), nullptr);
+    backend::apply_update(args, value, grad, slot(slots, 0), nullptr);
   }
 };
 
@@ -236,7 +236,7 @@ class Adagrad final : public Optimizer {
               std::int64_t /*step*/) override {
     backend::UpdateArgs args = base_args(spec(), backend::UpdateRule::kAdagrad, lr);
     args.epsilon = float(spec().epsilon);
-    backend::optimizer_update(args, value, grad, slot(slots, 0), nullptr);
+    backend::apply_update(args, value, grad, slot(slots, 0), nullptr);
   }
 };
 
@@ -258,7 +258,7 @@ class Adam final : public Optimizer {
     args.epsilon = float(spec().epsilon);
     args.step_size = float(lr / (1.0 - std::pow(spec().beta1, double(step))));
     args.rsqrt_correction2 = float(1.0 / std::sqrt(1.0 - std::pow(spec().beta2, double(step))));
-    backend::optimizer_update(args, value, grad, slot(slots, 0), slot(slots, 1));
+    backend::apply_update(args, value, grad, slot(slots, 0), slot(slots, 1));
   }
 };
 
@@ -291,11 +291,8 @@ void for_each_trainable(std::span<const Parameter> parameters, F f) {
 
 double grad_norm(std::span<const Parameter> parameters) {
   double sum = 0;
-  for_each_trainable(parameters, [&sum](Parameter& p) {
-    Tensor squares = Tensor::empty(Shape{1}, DType::kFloat32, p.grad().device());
-    backend::reduce_all(backend::ReduceAllOp::kSumSquares, p.grad(), squares);
-    sum += double(squares.to(Device::kCpu).data<float>()[0]);
-  });
+  for_each_trainable(parameters,
+                     [&sum](Parameter& p) { sum += backend::sum_of_squares(p.grad()); });
   return std::sqrt(sum);
 }
 
@@ -306,7 +303,7 @@ double clip_grad_norm(std::span<const Parameter> parameters, double max_norm) {
     const float scale = float(max_norm / norm);
     const float unlimited = std::numeric_limits<float>::infinity();
     for_each_trainable(parameters,
-                       [&](Parameter& p) { backend::scale_clamp(p.grad(), scale, unlimited); });
+                       [&](Parameter& p) { backend::scale_and_clamp(p.grad(), scale, unlimited); });
   }
   return norm;
 }
@@ -314,7 +311,7 @@ double clip_grad_norm(std::span<const Parameter> parameters, double max_norm) {
 void clip_grad_value(std::span<const Parameter> parameters, double limit) {
   if (!(limit > 0)) fail("clip_grad_value", "limit must be > 0, got ", limit);
   for_each_trainable(parameters,
-                     [&](Parameter& p) { backend::scale_clamp(p.grad(), 1.0f, float(limit)); });
+                     [&](Parameter& p) { backend::scale_and_clamp(p.grad(), 1.0f, float(limit)); });
 }
 
 }  // namespace weft::train

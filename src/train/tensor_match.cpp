@@ -4,7 +4,7 @@
 #include <cstring>
 #include <set>
 
-#include "../backend/kernels.h"
+#include "weft/backend/tensor_ops.h"
 #include "weft/core/error.h"
 
 namespace weft::train::detail {
@@ -73,9 +73,7 @@ void copy_values(const Tensor& src, Tensor& dst) {
     std::memcpy(dst.raw_data(), host.raw_data(), dst.nbytes());
     return;
   }
-  const Tensor there = src.to(dst.device());
-  const std::int64_t n = dst.numel();
-  backend::copy_blocks(there, 0, n, dst, 0, n, 1, n, false);
+  backend::copy_values(src, dst);
 }
 
 }  // namespace weft::train::detail

@@ -1,4 +1,4 @@
-// `weft bench treelstm`: the ICLR 2017 benchmark (include/weft/models/tree_benchmark.h) from
+// `weft bench treelstm`: the ICLR 2017 benchmark (bench/treelstm/tree_benchmark.h) from
 // the command line: binds the options, runs the rows, prints or writes them as a table, CSV or
 // JSON, draws the SVG plot (also from saved JSON runs, --from-json), and with --export writes
 // the trees and weights that bench/peers/side_by_side.py feeds to PyTorch, with Weft's loss
@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "treelstm/tree_benchmark.h"
 #include "weft/core/error.h"
-#include "weft/models/tree_benchmark.h"
 
 namespace weft::tool {
 namespace {
@@ -41,15 +41,15 @@ void write_text(const std::string& path, const std::string& text, const char* wh
   if (!out.flush()) fail("bench", "writing the ", what, " file '", path, "' failed");
 }
 
-models::TreeBenchmarkOptions to_options(const BenchTreeOptions& o) {
-  models::TreeBenchmarkOptions options;
-  options.cell = models::parse_cell(o.model);
-  options.tree_type = models::parse_tree_type(o.tree_type);
+treelstm::TreeBenchmarkOptions to_options(const BenchTreeOptions& o) {
+  treelstm::TreeBenchmarkOptions options;
+  options.cell = treelstm::parse_cell(o.model);
+  options.tree_type = treelstm::parse_tree_type(o.tree_type);
   options.tree_size = o.tree_size;
   options.vector_sizes = o.vector_sizes;
   options.batch_sizes = o.batch_sizes;
   options.modes.clear();
-  for (const std::string& m : o.modes) options.modes.push_back(models::parse_bench_mode(m));
+  for (const std::string& m : o.modes) options.modes.push_back(treelstm::parse_bench_mode(m));
   options.train = !o.infer;
   options.threads = o.threads;
   options.repeats = o.repeats;
@@ -60,8 +60,8 @@ models::TreeBenchmarkOptions to_options(const BenchTreeOptions& o) {
 }
 
 // Trees, weights and Weft's loss on the check batch, for bench/peers/side_by_side.py.
-void export_for_peers(const models::TreeBenchmarkOptions& options, const std::string& dir) {
-  const auto checks = models::export_tree_benchmark(options, dir);
+void export_for_peers(const treelstm::TreeBenchmarkOptions& options, const std::string& dir) {
+  const auto checks = treelstm::export_tree_benchmark(options, dir);
   nlohmann::json doc = nlohmann::json::array();
   for (const auto& c : checks)
     doc.push_back({{"vector_size", c.vector_size}, {"loss", c.loss}, {"grad_sq", c.grad_sq}});
@@ -77,13 +77,13 @@ void check_writable(const std::string& path, const char* what) {
 }
 
 // The rows of saved `--format json` runs, in order.
-std::vector<models::TreeBenchmarkRow> load_rows(const std::vector<std::string>& paths) {
-  std::vector<models::TreeBenchmarkRow> rows;
+std::vector<treelstm::TreeBenchmarkRow> load_rows(const std::vector<std::string>& paths) {
+  std::vector<treelstm::TreeBenchmarkRow> rows;
   for (const std::string& path : paths) {
     std::ifstream in(path);
     if (!in) fail("bench", "cannot read the JSON file '", path, "'");
     const std::string text((std::istreambuf_iterator<char>(in)), {});
-    for (const auto& r : models::tree_benchmark_rows_from_json(text)) rows.push_back(r);
+    for (const auto& r : treelstm::tree_benchmark_rows_from_json(text)) rows.push_back(r);
   }
   return rows;
 }
@@ -147,28 +147,28 @@ CLI::App* add_bench_treelstm(CLI::App& bench, BenchTreeOptions& o) {
 }
 
 int run_bench_treelstm(const BenchTreeOptions& o) {
-  const models::TreeBenchmarkOptions options = to_options(o);
+  const treelstm::TreeBenchmarkOptions options = to_options(o);
   check_writable(o.out_file, "output");
   check_writable(o.plot_file, "plot");
-  std::vector<models::TreeBenchmarkRow> rows;
+  std::vector<treelstm::TreeBenchmarkRow> rows;
   if (!o.from_json.empty()) {
     rows = load_rows(o.from_json);
   } else {
     if (!o.export_dir.empty()) export_for_peers(options, o.export_dir);
-    models::ProgressFn progress;
+    treelstm::ProgressFn progress;
     if (!o.quiet) progress = [](const std::string& line) { std::cerr << line << std::endl; };
-    rows = models::run_tree_benchmark(options, progress);
+    rows = treelstm::run_tree_benchmark(options, progress);
   }
-  std::string text = o.format == "csv" ? models::tree_benchmark_csv(rows)
+  std::string text = o.format == "csv" ? treelstm::tree_benchmark_csv(rows)
                      : o.format == "json"
-                         ? (o.from_json.empty() ? models::tree_benchmark_json(rows, options)
-                                                : models::tree_benchmark_json(rows))
-                         : models::tree_benchmark_table(rows);
+                         ? (o.from_json.empty() ? treelstm::tree_benchmark_json(rows, options)
+                                                : treelstm::tree_benchmark_json(rows))
+                         : treelstm::tree_benchmark_table(rows);
   if (o.out_file.empty())
     std::cout << text << std::flush;
   else
     write_text(o.out_file, text, "output");
-  if (!o.plot_file.empty()) write_text(o.plot_file, models::tree_benchmark_svg(rows), "plot");
+  if (!o.plot_file.empty()) write_text(o.plot_file, treelstm::tree_benchmark_svg(rows), "plot");
   return 0;
 }
 

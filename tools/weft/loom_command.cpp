@@ -6,23 +6,23 @@
 #include <fstream>
 
 #include "commands.h"
+#include "treelstm/iclr_benchmark.h"
 #include "weft/autodiff/ops.h"
 #include "weft/core/error.h"
 #include "weft/loom/executor.h"
-#include "weft/models/iclr_benchmark.h"
 
 namespace weft::tool {
 
 int run_loom(const LoomOptions& options) {
   Rng rng(options.seed);
-  models::IclrBenchmarkModel model(models::parse_cell(options.model), options.vector_size,
-                                   options.leaves, rng);
-  const models::TreeType tree_type = models::parse_tree_type(options.tree_type);
+  treelstm::IclrBenchmarkModel model(treelstm::parse_cell(options.model), options.vector_size,
+                                     options.leaves, rng);
+  const treelstm::TreeType tree_type = treelstm::parse_tree_type(options.tree_type);
   const auto start = std::chrono::steady_clock::now();
   loom::Weaver weaver(model.loom());
   for (int t = 0; t < options.trees; ++t)
     weaver.add_output(
-        model.weave(weaver, models::make_tree(tree_type, options.leaves, options.leaves, rng)));
+        model.weave(weaver, treelstm::make_tree(tree_type, options.leaves, options.leaves, rng)));
   const double weave_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const loom::Strategy strategy = loom::parse_strategy(options.strategy);

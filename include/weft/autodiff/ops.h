@@ -11,8 +11,10 @@
 #include <vector>
 
 #include "weft/autodiff/tape.h"
+#include "weft/core/export.h"
 #include "weft/core/rng.h"
 
+WEFT_API_BEGIN
 namespace weft {
 
 // The names of every op in ops.def, in order.
@@ -115,3 +117,4 @@ std::array<Var, N> split(Var x, int axis) {
 }
 
 }  // namespace weft
+WEFT_API_END

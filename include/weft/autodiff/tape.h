@@ -11,8 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "weft/core/export.h"
 #include "weft/tensor/tensor.h"
 
+WEFT_API_BEGIN
 namespace weft {
 
 class Tape;
@@ -172,3 +174,4 @@ class TapeScope {
 };
 
 }  // namespace weft
+WEFT_API_END

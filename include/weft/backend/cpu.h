@@ -9,6 +9,9 @@
 #include <span>
 #include <string_view>
 
+#include "weft/core/export.h"
+
+WEFT_API_BEGIN
 namespace weft {
 
 enum class GemmProvider { kOneDnn, kOpenBlas };
@@ -30,3 +33,4 @@ int num_threads();
 std::string_view cpu_backend_summary();
 
 }  // namespace weft
+WEFT_API_END

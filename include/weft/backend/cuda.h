@@ -6,6 +6,9 @@
 
 #include <string>
 
+#include "weft/core/export.h"
+
+WEFT_API_BEGIN
 namespace weft {
 
 // True when this Weft was built with the CUDA backend (WEFT_WITH_CUDA=ON, or AUTO that found
@@ -25,3 +28,4 @@ std::string cuda_unavailable_reason();
 void cuda_synchronize();
 
 }  // namespace weft
+WEFT_API_END

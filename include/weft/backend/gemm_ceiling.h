@@ -10,6 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "weft/core/export.h"
+
+WEFT_API_BEGIN
 namespace weft {
 
 // One sgemm call, row-major: c [m, n] = op(a) · op(b) (+ c when accumulate), where op(a) is
@@ -45,20 +48,6 @@ double measure_gflops(const GemmShape& shape, const std::function<void()>& produ
 // values, with measure_gflops' protocol.
 double measure_sgemm_gflops(const GemmShape& shape, double min_seconds = 0.2);
 
-// The sgemm products of one batched level of the ICLR 2017 Tree-LSTM benchmark model, for
-// `rows` nodes at that level and vector size N (= vector_size):
-//   hidden = relu([l | r] · W0 + b0), W0 [2N, N]   -> {rows, N, 2N}      (forward 1)
-//   gates  = hidden · W1 (+ b1),      W1 [N, 4N]   -> {rows, 4N, N}      (forward 2)
-// and when `training`, the backward products in the order the tape runs them (gates first),
-// each accumulating (beta = 1) as linear's backward does:
-//   d_hidden = d_gates · W1ᵀ  -> {rows, N, 4N, transpose_b}
-//   dW1      = hiddenᵀ · d_gates -> {N, 4N, rows, transpose_a}
-//   d_[l|r]  = d_pre · W0ᵀ    -> {rows, 2N, N, transpose_b}
-//   dW0      = [l | r]ᵀ · d_pre  -> {2N, N, rows, transpose_a}
-// Forward flops per level: 12·rows·N² (12.6 MFLOP per node at N = 1024); training triples it.
-std::vector<GemmShape> tree_lstm_gemm_shapes(std::int64_t rows, std::int64_t vector_size,
-                                             bool training);
-
 // Combines per-shape rates into the rate of running every shape once:
 //   total flops / total time = Σ flops_i / Σ (flops_i / gflops_i)
 // i.e. the flop-weighted harmonic mean. Shapes and rates must have the same length.
@@ -70,3 +59,4 @@ double combine_gflops(std::span<const GemmShape> shapes, std::span<const double>
 double sgemm_ceiling_gflops(const std::vector<GemmShape>& shapes, double min_seconds = 0.2);
 
 }  // namespace weft
+WEFT_API_END

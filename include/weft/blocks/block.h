@@ -13,8 +13,10 @@
 #include <vector>
 
 #include "weft/blocks/types.h"
+#include "weft/core/export.h"
 #include "weft/loom/weaver.h"
 
+WEFT_API_BEGIN
 namespace weft::blocks {
 
 class Block;
@@ -196,3 +198,4 @@ class WeaveState {
 std::string describe_input(const Input& value);
 
 }  // namespace weft::blocks
+WEFT_API_END

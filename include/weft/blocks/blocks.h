@@ -20,7 +20,9 @@
 #include <vector>
 
 #include "weft/blocks/block.h"
+#include "weft/core/export.h"
 
+WEFT_API_BEGIN
 namespace weft::blocks {
 
 // ---- Tensors from data and constants (depth 0) ---------------------------------------------
@@ -332,3 +334,4 @@ class Collected : public Block {  // any (ignored) -> Sequence(T)
 };
 
 }  // namespace weft::blocks
+WEFT_API_END

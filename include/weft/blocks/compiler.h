@@ -12,8 +12,10 @@
 #include <vector>
 
 #include "weft/blocks/blocks.h"
+#include "weft/core/export.h"
 #include "weft/loom/executor.h"
 
+WEFT_API_BEGIN
 namespace weft::blocks {
 
 // Weaving runs the blocks' C++ callables (InputTransform, OneOf keys) on several threads for
@@ -168,3 +170,4 @@ EvalValue eval(const Block& block, const Input& input = nullptr);
 int max_depth(const Block& block, const Input& input = nullptr);
 
 }  // namespace weft::blocks
+WEFT_API_END

@@ -7,10 +7,12 @@
 #pragma once
 
 #include "weft/blocks/blocks.h"
+#include "weft/core/export.h"
 #include "weft/nn/cells.h"
 #include "weft/nn/embedding.h"
 #include "weft/nn/fc.h"
 
+WEFT_API_BEGIN
 namespace weft::blocks {
 
 // Tensor([in]) -> Tensor([out]): y = fc(x).
@@ -65,3 +67,4 @@ class ChildSumNodeBlock : public Function {
 };
 
 }  // namespace weft::blocks
+WEFT_API_END

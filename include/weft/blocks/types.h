@@ -13,8 +13,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "weft/core/export.h"
 #include "weft/loom/loom.h"
 
+WEFT_API_BEGIN
 namespace weft::blocks {
 
 // User data as it reaches a model: numbers, strings, arrays, objects, null. User C++ types
@@ -90,3 +92,4 @@ class Type {
 std::ostream& operator<<(std::ostream& out, const Type& type);
 
 }  // namespace weft::blocks
+WEFT_API_END

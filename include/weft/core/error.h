@@ -8,6 +8,9 @@
 #include <string>
 #include <string_view>
 
+#include "weft/core/export.h"
+
+WEFT_API_BEGIN
 namespace weft {
 
 // Every error Weft raises on bad input (shapes, dtypes, files, arguments) is a weft::Error.
@@ -41,3 +44,4 @@ template <typename... Parts>
       throw ::weft::Error(::weft::detail::concat_message("[internal] assertion failed: ", #cond, \
                                                          " at ", __FILE__, ":", __LINE__));      \
   } while (0)
+WEFT_API_END

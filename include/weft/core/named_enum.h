@@ -8,7 +8,9 @@
 #include <string_view>
 
 #include "weft/core/error.h"
+#include "weft/core/export.h"
 
+WEFT_API_BEGIN
 namespace weft {
 
 template <typename Enum, typename NameOf>
@@ -26,3 +28,4 @@ Enum parse_named(std::string_view where, std::string_view what, std::string_view
 }
 
 }  // namespace weft
+WEFT_API_END

@@ -6,6 +6,9 @@
 #include <array>
 #include <cstdint>
 
+#include "weft/core/export.h"
+
+WEFT_API_BEGIN
 namespace weft {
 
 class Rng {
@@ -41,3 +44,4 @@ constexpr std::uint64_t mix64(std::uint64_t seed, std::uint64_t counter) {
 }
 
 }  // namespace weft
+WEFT_API_END

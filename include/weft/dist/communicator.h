@@ -12,6 +12,9 @@
 #include <string_view>
 #include <vector>
 
+#include "weft/core/export.h"
+
+WEFT_API_BEGIN
 namespace weft::dist {
 
 // Whether this build has MPI (WEFT_WITH_MPI); without it, world() is always one process.
@@ -70,3 +73,4 @@ std::size_t all_reduce_sparse_rows(Communicator& communicator, std::span<float> 
                                    std::size_t cols, float scale = 1.f);
 
 }  // namespace weft::dist
+WEFT_API_END

@@ -8,6 +8,9 @@
 #include <string_view>
 #include <vector>
 
+#include "weft/core/export.h"
+
+WEFT_API_BEGIN
 namespace weft::io {
 
 // What a reader does with a row it cannot use: throw, or leave it out and report it.
@@ -39,3 +42,4 @@ CsvTable parse_csv(std::string_view text, std::string_view name = "<string>",
                    const CsvOptions& options = {});
 
 }  // namespace weft::io
+WEFT_API_END

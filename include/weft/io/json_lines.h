@@ -10,6 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "weft/core/export.h"
+
+WEFT_API_BEGIN
 namespace weft::io {
 
 // Called with each value and its 1-based line number.
@@ -29,3 +32,4 @@ std::vector<nlohmann::json> read_json_lines_file(const std::string& path);
 void write_json_line(std::ostream& out, const nlohmann::json& value);
 
 }  // namespace weft::io
+WEFT_API_END

@@ -10,8 +10,10 @@
 #include <string_view>
 #include <vector>
 
+#include "weft/core/export.h"
 #include "weft/tensor/tensor.h"
 
+WEFT_API_BEGIN
 namespace weft::io {
 
 enum class Hybridization { kOther, kS, kSP, kSP2, kSP3, kSP3D, kSP3D2 };
@@ -71,3 +73,4 @@ Tensor bond_features(const MoleculeGraph& graph);  // float32 [bonds, kBondFeatu
 Tensor bond_index(const MoleculeGraph& graph);     // int32 [bonds, 2]: begin, end
 
 }  // namespace weft::io
+WEFT_API_END

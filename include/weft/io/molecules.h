@@ -8,8 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "weft/core/export.h"
 #include "weft/io/csv.h"
 
+WEFT_API_BEGIN
 namespace weft::io {
 
 struct MoleculeRecord {
@@ -59,3 +61,4 @@ MoleculeDataset read_tox21(const std::string& path, const MoleculeOptions& optio
 MoleculeDataset read_freesolv(const std::string& path, const MoleculeOptions& options = {});
 
 }  // namespace weft::io
+WEFT_API_END

@@ -8,8 +8,10 @@
 #include <map>
 #include <string>
 
+#include "weft/core/export.h"
 #include "weft/tensor/tensor.h"
 
+WEFT_API_BEGIN
 namespace weft::io {
 
 // Tensors by name (sorted, so a file's layout does not depend on insertion order).
@@ -36,3 +38,4 @@ void save_safetensors(const std::string& path, const TensorMap& tensors,
 SafetensorsContents load_safetensors(const std::string& path);
 
 }  // namespace weft::io
+WEFT_API_END

@@ -11,6 +11,9 @@
 #include <string_view>
 #include <vector>
 
+#include "weft/core/export.h"
+
+WEFT_API_BEGIN
 namespace weft::io {
 
 // Labels run from kSstMinLabel (very negative) to kSstMaxLabel (very positive).
@@ -72,3 +75,4 @@ SstCorpusStats corpus_stats(const std::vector<SstTree>& trees);
 std::string unescape_ptb(std::string_view token);
 
 }  // namespace weft::io
+WEFT_API_END

@@ -5,8 +5,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "weft/core/export.h"
 #include "weft/io/sst.h"
 
+WEFT_API_BEGIN
 namespace weft::io {
 
 nlohmann::json to_input(const SstTree& tree);
@@ -16,3 +18,4 @@ nlohmann::json to_input(const SstTree& tree);
 SstTree sst_tree_from_input(const nlohmann::json& value);
 
 }  // namespace weft::io
+WEFT_API_END

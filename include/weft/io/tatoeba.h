@@ -9,8 +9,10 @@
 #include <string_view>
 #include <vector>
 
+#include "weft/core/export.h"
 #include "weft/io/csv.h"
 
+WEFT_API_BEGIN
 namespace weft::io {
 
 struct LangIdSentence {
@@ -57,3 +59,4 @@ LangIdCorpus load_tatoeba_langid(const std::string& dir, const LangIdOptions& op
                                  const std::string& test_file = "testset.csv");
 
 }  // namespace weft::io
+WEFT_API_END

@@ -11,8 +11,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "weft/core/export.h"
 #include "weft/io/sst.h"
 
+WEFT_API_BEGIN
 namespace weft::io {
 
 class Vocabulary {
@@ -64,3 +66,4 @@ Vocabulary build_vocabulary(const std::vector<SstTree>& trees,
                             const VocabularyOptions& options = {});
 
 }  // namespace weft::io
+WEFT_API_END

@@ -8,9 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "weft/core/export.h"
 #include "weft/io/vocabulary.h"
 #include "weft/tensor/tensor.h"
 
+WEFT_API_BEGIN
 namespace weft::io {
 
 struct WordVectors {
@@ -73,3 +75,4 @@ EmbeddingMatrix build_embedding_matrix(const Vocabulary& vocabulary, const WordV
                                        const EmbeddingOptions& options = {});
 
 }  // namespace weft::io
+WEFT_API_END

@@ -10,8 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "weft/core/export.h"
 #include "weft/loom/schedule.h"
 
+WEFT_API_BEGIN
 namespace weft::loom {
 
 struct OperationStats {
@@ -85,3 +87,4 @@ class LoomResult {
 };
 
 }  // namespace weft::loom
+WEFT_API_END

@@ -11,7 +11,9 @@
 #include <vector>
 
 #include "weft/autodiff/tape.h"
+#include "weft/core/export.h"
 
+WEFT_API_BEGIN
 namespace weft::loom {
 
 // A value type of the loom: two TypeShapes with equal dtype and shape but different tags are
@@ -76,3 +78,4 @@ class Loom {
 };
 
 }  // namespace weft::loom
+WEFT_API_END

@@ -13,8 +13,10 @@
 #include <string_view>
 #include <vector>
 
+#include "weft/core/export.h"
 #include "weft/loom/weaver.h"
 
+WEFT_API_BEGIN
 namespace weft::loom {
 
 enum class Strategy { kByDepth, kAgenda, kNone };
@@ -50,3 +52,4 @@ std::string schedule_text(const Weaver& weaver, const Schedule& schedule);
 std::string schedule_dot(const Weaver& weaver, const Schedule& schedule);
 
 }  // namespace weft::loom
+WEFT_API_END

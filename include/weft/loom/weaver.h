@@ -11,8 +11,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "weft/core/export.h"
 #include "weft/loom/loom.h"
 
+WEFT_API_BEGIN
 namespace weft::loom {
 
 using Value = std::uint32_t;
@@ -102,3 +104,4 @@ class Weaver {
 };
 
 }  // namespace weft::loom
+WEFT_API_END

@@ -10,9 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "weft/core/export.h"
 #include "weft/models/block_model.h"
 #include "weft/models/registry.h"
 
+WEFT_API_BEGIN
 namespace weft::models {
 
 // Its registry entry: options hidden (128, the classifier's), attention_hidden (64), embeddings /
@@ -45,3 +47,4 @@ class AttentionModel : public BlockModel {
 };
 
 }  // namespace weft::models
+WEFT_API_END

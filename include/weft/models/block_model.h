@@ -13,9 +13,11 @@
 #include <nlohmann/json.hpp>
 
 #include "weft/blocks/compiler.h"
+#include "weft/core/export.h"
 #include "weft/models/model.h"
 #include "weft/nn/parameter_store.h"
 
+WEFT_API_BEGIN
 namespace weft::models {
 
 class BlockModel : public Model {
@@ -73,3 +75,4 @@ class BlockModel : public Model {
 };
 
 }  // namespace weft::models
+WEFT_API_END

@@ -7,10 +7,12 @@
 
 #include <memory>
 
+#include "weft/core/export.h"
 #include "weft/models/block_model.h"
 #include "weft/models/calculator_data.h"
 #include "weft/models/registry.h"
 
+WEFT_API_BEGIN
 namespace weft::models {
 
 // Its registry entry: options hidden (128), max_depth and leaf_probability of the generated
@@ -45,3 +47,4 @@ class CalculatorModel : public BlockModel {
 };
 
 }  // namespace weft::models
+WEFT_API_END

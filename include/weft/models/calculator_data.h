@@ -10,8 +10,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "weft/core/export.h"
 #include "weft/core/rng.h"
 
+WEFT_API_BEGIN
 namespace weft::models {
 
 // The three classes, in label order.
@@ -44,3 +46,4 @@ std::string expression_text(const nlohmann::json& expression);
 std::int64_t expression_sign(const nlohmann::json& expression);
 
 }  // namespace weft::models
+WEFT_API_END

@@ -8,8 +8,10 @@
 #include <nlohmann/json.hpp>
 
 #include "weft/blocks/compiler.h"
+#include "weft/core/export.h"
 #include "weft/train/metrics.h"
 
+WEFT_API_BEGIN
 namespace weft::models {
 
 // Softmax cross-entropy of a metric's rows against their integer labels.
@@ -30,3 +32,4 @@ train::BatchFigures classify_examples(const blocks::MetricValues& metric, bool t
 nlohmann::json probabilities_json(std::span<const float> logits);
 
 }  // namespace weft::models
+WEFT_API_END

@@ -11,9 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "weft/core/export.h"
 #include "weft/models/block_model.h"
 #include "weft/models/registry.h"
 
+WEFT_API_BEGIN
 namespace weft::models {
 
 // Its registry entry: options char_embedding (32), char_hidden (64, word vectors), hidden (64,
@@ -52,3 +54,4 @@ class LangIdModel : public BlockModel {
 std::vector<std::vector<std::int32_t>> langid_words(std::string_view text);
 
 }  // namespace weft::models
+WEFT_API_END

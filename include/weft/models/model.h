@@ -12,10 +12,12 @@
 #include <nlohmann/json.hpp>
 
 #include "weft/blocks/blocks.h"
+#include "weft/core/export.h"
 #include "weft/loom/schedule.h"
 #include "weft/models/options.h"
 #include "weft/train/trainer.h"
 
+WEFT_API_BEGIN
 namespace weft::models {
 
 // What a model is built for, which decides the data it reads.
@@ -62,3 +64,4 @@ double inference_rate(const blocks::Block& root, std::span<const nlohmann::json>
                       loom::Strategy strategy, std::size_t batch_size);
 
 }  // namespace weft::models
+WEFT_API_END

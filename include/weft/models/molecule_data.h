@@ -12,9 +12,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "weft/core/export.h"
 #include "weft/io/molecule_graph.h"
 #include "weft/io/molecules.h"
 
+WEFT_API_BEGIN
 namespace weft::models {
 
 enum class MoleculeTask { kEsol, kTox21 };
@@ -71,3 +73,4 @@ class MoleculeScores {
 };
 
 }  // namespace weft::models
+WEFT_API_END

@@ -11,11 +11,13 @@
 #include <string>
 #include <vector>
 
+#include "weft/core/export.h"
 #include "weft/io/csv.h"
 #include "weft/models/block_model.h"
 #include "weft/models/molecule_data.h"
 #include "weft/models/registry.h"
 
+WEFT_API_BEGIN
 namespace weft::models {
 
 // Its registry entry: options task (esol | tox21), hidden (64, atom states), pair_hidden (32),
@@ -59,3 +61,4 @@ class MoleculeModel : public BlockModel {
 };
 
 }  // namespace weft::models
+WEFT_API_END

@@ -13,6 +13,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "weft/core/export.h"
+
+WEFT_API_BEGIN
 namespace weft::models {
 
 enum class OptionKind { kInt, kFloat, kBool, kString };
@@ -89,3 +92,4 @@ class OptionValues {
 };
 
 }  // namespace weft::models
+WEFT_API_END

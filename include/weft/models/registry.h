@@ -10,10 +10,12 @@
 #include <string_view>
 #include <vector>
 
+#include "weft/core/export.h"
 #include "weft/models/model.h"
 #include "weft/models/options.h"
 #include "weft/train/trainer.h"
 
+WEFT_API_BEGIN
 namespace weft::models {
 
 // How a model trains by default (the paper's recipe where there is one). The front ends apply
@@ -62,3 +64,4 @@ std::unique_ptr<Model> create_model(const OptionValues& options,
                                     const ModelInit& init = ModelInit{});
 
 }  // namespace weft::models
+WEFT_API_END

@@ -10,9 +10,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "weft/core/export.h"
 #include "weft/models/model.h"
 #include "weft/models/options.h"
 
+WEFT_API_BEGIN
 namespace weft::models {
 
 struct SavedModel {
@@ -40,3 +42,4 @@ std::unique_ptr<Model> load_model(const std::string& path, ModelUse use,
                                   std::string_view expected_name = {});
 
 }  // namespace weft::models
+WEFT_API_END

@@ -10,9 +10,11 @@
 #include <cstdint>
 #include <memory>
 
+#include "weft/core/export.h"
 #include "weft/models/block_model.h"
 #include "weft/models/registry.h"
 
+WEFT_API_BEGIN
 namespace weft::models {
 
 // Its registry entry: options hidden (150), embeddings / no_embeddings / freeze_embeddings,
@@ -50,3 +52,4 @@ class SentimentModel : public BlockModel {
 };
 
 }  // namespace weft::models
+WEFT_API_END

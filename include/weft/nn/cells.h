@@ -13,9 +13,11 @@
 #include <vector>
 
 #include "weft/autodiff/tape.h"
+#include "weft/core/export.h"
 #include "weft/nn/initializers.h"
 #include "weft/nn/parameter_store.h"
 
+WEFT_API_BEGIN
 namespace weft::nn {
 
 struct CellOptions {
@@ -140,3 +142,4 @@ class ChildSumTreeLSTMCell {
 };
 
 }  // namespace weft::nn
+WEFT_API_END

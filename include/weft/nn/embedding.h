@@ -8,9 +8,11 @@
 #include <vector>
 
 #include "weft/autodiff/tape.h"
+#include "weft/core/export.h"
 #include "weft/nn/initializers.h"
 #include "weft/nn/parameter_store.h"
 
+WEFT_API_BEGIN
 namespace weft::nn {
 
 struct EmbeddingOptions {
@@ -56,3 +58,4 @@ class Embedding {
 };
 
 }  // namespace weft::nn
+WEFT_API_END

@@ -11,9 +11,11 @@
 #include <vector>
 
 #include "weft/autodiff/tape.h"
+#include "weft/core/export.h"
 #include "weft/nn/initializers.h"
 #include "weft/nn/parameter_store.h"
 
+WEFT_API_BEGIN
 namespace weft::nn {
 
 enum class Activation { kNone, kRelu, kTanh, kSigmoid };
@@ -70,3 +72,4 @@ class FC {
 };
 
 }  // namespace weft::nn
+WEFT_API_END

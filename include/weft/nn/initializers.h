@@ -7,9 +7,11 @@
 #include <cstdint>
 #include <functional>
 
+#include "weft/core/export.h"
 #include "weft/core/rng.h"
 #include "weft/tensor/tensor.h"
 
+WEFT_API_BEGIN
 namespace weft::nn {
 
 // Fills `value` (a float32 CPU tensor whose shape is already set) in place.
@@ -41,3 +43,4 @@ struct Fans {
 Fans compute_fans(const Shape& shape);
 
 }  // namespace weft::nn
+WEFT_API_END

@@ -5,8 +5,10 @@
 #pragma once
 
 #include "weft/autodiff/tape.h"
+#include "weft/core/export.h"
 #include "weft/core/rng.h"
 
+WEFT_API_BEGIN
 namespace weft::nn {
 
 // Sets the mode for its lifetime on this thread; nestable (the innermost wins, the previous
@@ -32,3 +34,4 @@ Rng& dropout_rng();
 Var mode_dropout(Var x, float drop_prob);
 
 }  // namespace weft::nn
+WEFT_API_END

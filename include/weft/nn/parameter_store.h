@@ -11,9 +11,11 @@
 #include <vector>
 
 #include "weft/autodiff/tape.h"
+#include "weft/core/export.h"
 #include "weft/core/rng.h"
 #include "weft/nn/initializers.h"
 
+WEFT_API_BEGIN
 namespace weft::nn {
 
 class ParameterStore {
@@ -79,3 +81,4 @@ class ParameterStore {
 };
 
 }  // namespace weft::nn
+WEFT_API_END

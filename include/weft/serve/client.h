@@ -6,6 +6,9 @@
 #include <memory>
 #include <string>
 
+#include "weft/core/export.h"
+
+WEFT_API_BEGIN
 namespace weft::serve {
 
 struct HttpResult {
@@ -32,3 +35,4 @@ class HttpClient {
 };
 
 }  // namespace weft::serve
+WEFT_API_END

@@ -13,6 +13,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "weft/core/export.h"
+
+WEFT_API_BEGIN
 namespace weft::serve {
 
 struct ServedModel {
@@ -75,3 +78,4 @@ int json_nesting_depth(std::string_view text, int limit);
 int bracket_depth(std::string_view text, int limit);
 
 }  // namespace weft::serve
+WEFT_API_END

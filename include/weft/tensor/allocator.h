@@ -6,8 +6,10 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "weft/core/export.h"
 #include "weft/tensor/dtype.h"
 
+WEFT_API_BEGIN
 namespace weft {
 
 struct AllocatorStats {
@@ -48,3 +50,4 @@ StorageBlock* wrap_external_block(void* data, std::size_t bytes, Device device,
 }  // namespace detail
 
 }  // namespace weft
+WEFT_API_END

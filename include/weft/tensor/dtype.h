@@ -5,6 +5,9 @@
 #include <cstdint>
 #include <string_view>
 
+#include "weft/core/export.h"
+
+WEFT_API_BEGIN
 namespace weft {
 
 enum class DType : std::uint8_t { kFloat32, kInt32 };
@@ -33,3 +36,4 @@ constexpr std::string_view device_name(Device device) {
 }
 
 }  // namespace weft
+WEFT_API_END

@@ -7,6 +7,9 @@
 #include <span>
 #include <string>
 
+#include "weft/core/export.h"
+
+WEFT_API_BEGIN
 namespace weft {
 
 class Shape {
@@ -46,3 +49,4 @@ class Shape {
 std::ostream& operator<<(std::ostream& out, const Shape& shape);
 
 }  // namespace weft
+WEFT_API_END

@@ -8,10 +8,12 @@
 #include <utility>
 #include <vector>
 
+#include "weft/core/export.h"
 #include "weft/tensor/allocator.h"
 #include "weft/tensor/dtype.h"
 #include "weft/tensor/shape.h"
 
+WEFT_API_BEGIN
 namespace weft {
 
 class Tensor {
@@ -91,3 +93,4 @@ T* Tensor::data() {
 }
 
 }  // namespace weft
+WEFT_API_END

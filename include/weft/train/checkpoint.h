@@ -20,9 +20,11 @@
 #include <string>
 
 #include "weft/autodiff/tape.h"
+#include "weft/core/export.h"
 #include "weft/io/safetensors.h"
 #include "weft/train/optimizer.h"
 
+WEFT_API_BEGIN
 namespace weft::train {
 
 inline constexpr int kCheckpointFormatVersion = 1;
@@ -69,3 +71,4 @@ Checkpoint load_checkpoint(const std::string& path, std::span<const Parameter> p
 Checkpoint read_checkpoint_info(const std::string& path);
 
 }  // namespace weft::train
+WEFT_API_END

@@ -8,8 +8,10 @@
 #include <string>
 
 #include "weft/autodiff/ops.h"
+#include "weft/core/export.h"
 #include "weft/train/metrics.h"
 
+WEFT_API_BEGIN
 namespace weft::train {
 
 struct ClassificationLoss {
@@ -26,3 +28,4 @@ ClassificationLoss classification_loss(Var logits, const Tensor& labels,
 Var l2_penalty(std::span<const Parameter> parameters, float weight);
 
 }  // namespace weft::train
+WEFT_API_END

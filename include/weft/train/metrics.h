@@ -10,8 +10,10 @@
 #include <string_view>
 #include <vector>
 
+#include "weft/core/export.h"
 #include "weft/tensor/tensor.h"
 
+WEFT_API_BEGIN
 namespace weft::train {
 
 // The mean of values added with weights (a batch's mean loss with weight = its size).
@@ -101,3 +103,4 @@ struct BatchFigures {
 std::int64_t argmax_hits(const Tensor& logits, const Tensor& labels);
 
 }  // namespace weft::train
+WEFT_API_END

@@ -17,8 +17,10 @@
 #include <vector>
 
 #include "weft/autodiff/tape.h"
+#include "weft/core/export.h"
 #include "weft/io/safetensors.h"
 
+WEFT_API_BEGIN
 namespace weft::train {
 
 enum class OptimizerKind { kSgd, kAdagrad, kAdam };
@@ -122,3 +124,4 @@ double clip_grad_norm(std::span<const Parameter> parameters, double max_norm);
 void clip_grad_value(std::span<const Parameter> parameters, double limit);
 
 }  // namespace weft::train
+WEFT_API_END

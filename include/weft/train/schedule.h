@@ -8,6 +8,9 @@
 #include <string>
 #include <string_view>
 
+#include "weft/core/export.h"
+
+WEFT_API_BEGIN
 namespace weft::train {
 
 enum class ScheduleKind {
@@ -40,3 +43,4 @@ struct LrSchedule {
 };
 
 }  // namespace weft::train
+WEFT_API_END

@@ -17,12 +17,14 @@
 #include <vector>
 
 #include "weft/autodiff/tape.h"
+#include "weft/core/export.h"
 #include "weft/core/rng.h"
 #include "weft/train/checkpoint.h"
 #include "weft/train/metrics.h"
 #include "weft/train/optimizer.h"
 #include "weft/train/schedule.h"
 
+WEFT_API_BEGIN
 namespace weft::dist {
 class Communicator;
 }
@@ -201,3 +203,4 @@ class Trainer {
 };
 
 }  // namespace weft::train
+WEFT_API_END

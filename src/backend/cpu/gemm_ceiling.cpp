@@ -1,5 +1,5 @@
-// The GEMM ceiling: timing protocol, the Tree-LSTM product list and the flop-weighted
-// combination that benchmarks divide by (definitions in weft/backend/gemm_ceiling.h).
+// The GEMM ceiling: timing protocol and the flop-weighted combination that benchmarks
+// divide by (definitions in weft/backend/gemm_ceiling.h).
 #include "weft/backend/gemm_ceiling.h"
 
 #include <algorithm>
@@ -93,24 +93,6 @@ double measure_sgemm_gflops(const GemmShape& shape, double min_seconds) {
   return measure_gflops(
       shape, [&] { backend::gemm(a, shape.transpose_a, b, shape.transpose_b, 1.0f, beta, c); },
       min_seconds);
-}
-
-std::vector<GemmShape> tree_lstm_gemm_shapes(std::int64_t rows, std::int64_t vector_size,
-                                             bool training) {
-  const std::int64_t n = vector_size;
-  if (rows <= 0 || n <= 0)
-    fail("gemm_ceiling", "rows and vector_size must be positive, got ", rows, " and ", n);
-  std::vector<GemmShape> shapes = {
-      {rows, n, 2 * n, false, false, false},  // hidden = [l | r] · W0
-      {rows, 4 * n, n, false, false, false},  // gates = hidden · W1
-  };
-  if (training) {
-    shapes.push_back({rows, n, 4 * n, false, true, true});  // d_hidden = d_gates · W1ᵀ
-    shapes.push_back({n, 4 * n, rows, true, false, true});  // dW1 = hiddenᵀ · d_gates
-    shapes.push_back({rows, 2 * n, n, false, true, true});  // d_[l|r] = d_pre · W0ᵀ
-    shapes.push_back({2 * n, n, rows, true, false, true});  // dW0 = [l | r]ᵀ · d_pre
-  }
-  return shapes;
 }
 
 double combine_gflops(std::span<const GemmShape> shapes, std::span<const double> gflops) {

@@ -1,18 +1,18 @@
 // The benchmark's batches and its step runner: one batch through one mode. Loom modes weave,
 // schedule (timed apart as weave_s) and execute; manual runs a precomputed per-shape plan of
 // gathers, one leaf call and one internal call per depth, written with plain tensor ops.
-#include "weft/models/tree_benchmark.h"
+#include "treelstm/tree_benchmark.h"
 
 #include <algorithm>
 #include <chrono>
 
-#include "../backend/kernels.h"
 #include "weft/autodiff/ops.h"
 #include "weft/core/error.h"
 #include "weft/core/named_enum.h"
 #include "weft/loom/executor.h"
+#include "weft/train/optimizer.h"
 
-namespace weft::models {
+namespace weft::treelstm {
 namespace {
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -132,7 +132,10 @@ detail::ManualPlan::Gather make_gather(const std::vector<Ref>& children,
 
 TreeBenchmarkRunner::TreeBenchmarkRunner(const IclrBenchmarkModel& model, bool train,
                                          float learning_rate)
-    : model_(&model), train_(train), learning_rate_(learning_rate) {}
+    : model_(&model), train_(train), learning_rate_(learning_rate) {
+  // Plain SGD (no momentum, no decay): value -= lr * grad, the update the original times.
+  if (train_) optimizer_ = train::make_optimizer(train::OptimizerSpec{}, model.parameters());
+}
 
 TreeBenchmarkRunner::~TreeBenchmarkRunner() = default;
 
@@ -277,7 +280,8 @@ StepResult TreeBenchmarkRunner::step_manual(std::span<const BinaryTree> trees, b
   return result;
 }
 
-// The loss and, when training, backward and the SGD update p -= lr · grad (then grad = 0).
+// The loss and, when training, backward and the SGD update p -= lr · grad (then grad = 0),
+// through the library's optimizer.
 void TreeBenchmarkRunner::finish(Var roots, StepResult& result, bool want_grad_sq) {
   if (!train_) {
     result.loss = double(sum(roots).value().item());
@@ -286,12 +290,11 @@ void TreeBenchmarkRunner::finish(Var roots, StepResult& result, bool want_grad_s
   Var loss = l2_loss(roots);
   result.loss = double(loss.value().item());
   tape_.backward(loss);
-  for (Parameter p : model_->parameters()) {
-    if (want_grad_sq)
+  if (want_grad_sq)
+    for (const Parameter& p : optimizer_->parameters())
       for (float g : p.grad().to_float_vector()) result.grad_sq += double(g) * double(g);
-    backend::add_into(p.grad(), -learning_rate_, p.value());
-    p.zero_grad();
-  }
+  optimizer_->step(learning_rate_);
+  optimizer_->zero_grad();
 }
 
-}  // namespace weft::models
+}  // namespace weft::treelstm

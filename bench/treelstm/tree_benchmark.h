@@ -15,9 +15,13 @@
 #include <string_view>
 #include <vector>
 
-#include "weft/models/iclr_benchmark.h"
+#include "treelstm/iclr_benchmark.h"
 
-namespace weft::models {
+namespace weft::train {
+class Optimizer;
+}  // namespace weft::train
+
+namespace weft::treelstm {
 
 namespace detail {
 struct ManualPlan;  // manual mode's gathers for one tree shape and batch size
@@ -89,6 +93,7 @@ class TreeBenchmarkRunner {
   const IclrBenchmarkModel* model_;
   bool train_;
   float learning_rate_;
+  std::unique_ptr<train::Optimizer> optimizer_;  // SGD, when training
   Tape tape_;
   std::unique_ptr<detail::ManualPlan> plan_;
 };
@@ -151,4 +156,4 @@ struct CrossCheck {
 std::vector<CrossCheck> export_tree_benchmark(const TreeBenchmarkOptions& options,
                                               const std::string& dir);
 
-}  // namespace weft::models
+}  // namespace weft::treelstm

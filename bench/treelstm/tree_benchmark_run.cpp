@@ -9,14 +9,15 @@
 #include <map>
 #include <tuple>
 
+#include "treelstm/tree_benchmark.h"
 #include "weft/backend/cpu.h"
 #include "weft/backend/gemm_ceiling.h"
 #include "weft/core/error.h"
 #include "weft/core/memory_usage.h"
 #include "weft/io/safetensors.h"
-#include "weft/models/tree_benchmark.h"
+#include "weft/tensor/allocator.h"
 
-namespace weft::models {
+namespace weft::treelstm {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -100,6 +101,7 @@ TreeBenchmarkRow run_row(const RowContext& ctx, CeilingCache& ceilings) {
   std::map<std::int64_t, std::int64_t> level_rows;
   double gemm_flops = 0;
   const int batches = timed_batches(ctx.batch_size, o.repeats);
+  release_cached_memory();  // the allocator's cached blocks, then the heap and the mark
   reset_peak_rss();
   for (int index = 0; index <= batches; ++index) {
     std::vector<BinaryTree> batch =
@@ -234,4 +236,4 @@ std::vector<CrossCheck> export_tree_benchmark(const TreeBenchmarkOptions& option
   return checks;
 }
 
-}  // namespace weft::models
+}  // namespace weft::treelstm

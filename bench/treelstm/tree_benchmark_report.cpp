@@ -8,11 +8,11 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "treelstm/tree_benchmark.h"
 #include "weft/backend/cpu.h"
 #include "weft/core/error.h"
-#include "weft/models/tree_benchmark.h"
 
-namespace weft::models {
+namespace weft::treelstm {
 namespace {
 
 std::string_view phase_name(bool train) { return train ? "train" : "infer"; }
@@ -245,4 +245,4 @@ std::string tree_benchmark_svg(std::span<const TreeBenchmarkRow> rows) {
   return out + "</svg>\n";
 }
 
-}  // namespace weft::models
+}  // namespace weft::treelstm

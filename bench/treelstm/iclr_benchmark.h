@@ -2,17 +2,19 @@
 // trees of random, balanced or sequence shape over word leaves, a leaf embedding lookup, and
 // an internal cell that is either "tree LSTM" (relu hidden layer over [l|r], one matmul to
 // four gates, no output gate) or "tree FC" (relu([l|r]·W + b)). Written on the loom; also
-// callable directly on batches, which is what hand-batched ("manual") baselines use.
+// callable directly on batches, which is what hand-batched ("manual") baselines use; and the
+// sgemm products a batched level makes, for the GEMM ceiling (weft/backend/gemm_ceiling.h).
 #pragma once
 
 #include <cstdint>
 #include <string_view>
 #include <vector>
 
+#include "weft/backend/gemm_ceiling.h"
 #include "weft/core/rng.h"
 #include "weft/loom/weaver.h"
 
-namespace weft::models {
+namespace weft::treelstm {
 
 enum class TreeType { kRandom, kBalanced, kSequence };
 std::string_view tree_type_name(TreeType type);
@@ -72,4 +74,18 @@ class IclrBenchmarkModel {
   loom::OpId leaf_op_ = 0, internal_op_ = 0;
 };
 
-}  // namespace weft::models
+// The sgemm products of one batched level of the ICLR 2017 Tree-LSTM benchmark model, for
+// `rows` nodes at that level and vector size N (= vector_size):
+//   hidden = relu([l | r] · W0 + b0), W0 [2N, N]   -> {rows, N, 2N}      (forward 1)
+//   gates  = hidden · W1 (+ b1),      W1 [N, 4N]   -> {rows, 4N, N}      (forward 2)
+// and when `training`, the backward products in the order the tape runs them (gates first),
+// each accumulating (beta = 1) as linear's backward does:
+//   d_hidden = d_gates · W1ᵀ  -> {rows, N, 4N, transpose_b}
+//   dW1      = hiddenᵀ · d_gates -> {N, 4N, rows, transpose_a}
+//   d_[l|r]  = d_pre · W0ᵀ    -> {rows, 2N, N, transpose_b}
+//   dW0      = [l | r]ᵀ · d_pre  -> {2N, N, rows, transpose_a}
+// Forward flops per level: 12·rows·N² (12.6 MFLOP per node at N = 1024); training triples it.
+std::vector<GemmShape> tree_lstm_gemm_shapes(std::int64_t rows, std::int64_t vector_size,
+                                             bool training);
+
+}  // namespace weft::treelstm

@@ -1,5 +1,6 @@
-// The ICLR 2017 benchmark model: tree generators, initialisation, and the two cells.
-#include "weft/models/iclr_benchmark.h"
+// The ICLR 2017 benchmark model: tree generators, initialisation, the two cells and the
+// products of one batched level.
+#include "treelstm/iclr_benchmark.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,7 +10,7 @@
 #include "weft/core/error.h"
 #include "weft/core/named_enum.h"
 
-namespace weft::models {
+namespace weft::treelstm {
 namespace {
 
 Tensor uniform(const Shape& shape, float low, float high, Rng& rng) {
@@ -156,4 +157,22 @@ std::vector<Parameter> IclrBenchmarkModel::parameters() const {
   return all;
 }
 
-}  // namespace weft::models
+std::vector<GemmShape> tree_lstm_gemm_shapes(std::int64_t rows, std::int64_t vector_size,
+                                             bool training) {
+  const std::int64_t n = vector_size;
+  if (rows <= 0 || n <= 0)
+    fail("gemm_ceiling", "rows and vector_size must be positive, got ", rows, " and ", n);
+  std::vector<GemmShape> shapes = {
+      {rows, n, 2 * n, false, false, false},  // hidden = [l | r] · W0
+      {rows, 4 * n, n, false, false, false},  // gates = hidden · W1
+  };
+  if (training) {
+    shapes.push_back({rows, n, 4 * n, false, true, true});  // d_hidden = d_gates · W1ᵀ
+    shapes.push_back({n, 4 * n, rows, true, false, true});  // dW1 = hiddenᵀ · d_gates
+    shapes.push_back({rows, 2 * n, n, false, true, true});  // d_[l|r] = d_pre · W0ᵀ
+    shapes.push_back({2 * n, n, rows, true, false, true});  // dW0 = [l | r]ᵀ · d_pre
+  }
+  return shapes;
+}
+
+}  // namespace weft::treelstm
