@@ -8,6 +8,7 @@
 
 #include "io_test_util.h"
 #include "weft/core/error.h"
+#include "weft/io/input_limits.h"
 #include "weft/io/sst.h"
 #include "weft/io/sst_json.h"
 
@@ -93,11 +94,15 @@ TEST(IoSst, ColumnsCountCharactersNotBytes) {
 TEST(IoSst, RejectsHostileNestingWithoutCrashing) {
   std::string deep;
   for (int i = 0; i < 100000; ++i) deep += "(2 ";
-  EXPECT_THAT(sst_error(deep), HasSubstr("<string>:1:3001: trees nested deeper than 1000 levels"));
+  const std::int64_t limit = io::input_limits().max_tree_depth;
+  EXPECT_THAT(sst_error(deep),
+              HasSubstr("<string>:1:" + std::to_string(3 * limit + 1) +
+                        ": trees nested deeper than " + std::to_string(limit) + " levels"));
+  EXPECT_THAT(sst_error(deep), HasSubstr("WEFT_LIMIT_TREE_DEPTH"));
   std::string ok;
-  for (int i = 0; i < 999; ++i) ok += "(2 ";
-  ok += "(2 x)" + std::string(999, ')');
-  EXPECT_EQ(io::tree_stats(io::parse_sst_tree(ok)).depth, 1000);
+  for (std::int64_t i = 0; i + 1 < limit; ++i) ok += "(2 ";
+  ok += "(2 x)" + std::string(std::size_t(limit - 1), ')');
+  EXPECT_EQ(io::tree_stats(io::parse_sst_tree(ok)).depth, limit);
 }
 
 using IoSstFile = IoTempDir;

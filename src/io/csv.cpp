@@ -2,6 +2,7 @@
 // messages; a row is a list of fields, quoted or not, ending at an unquoted newline.
 #include "weft/io/csv.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -9,6 +10,7 @@
 
 #include "text_input.h"
 #include "weft/core/error.h"
+#include "weft/io/utf8.h"
 
 namespace weft::io {
 namespace {
@@ -109,6 +111,15 @@ std::size_t CsvTable::column(std::string_view name) const {
 
 CsvTable parse_csv(std::string_view text, std::string_view name, const CsvOptions& options) {
   if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);  // a UTF-8 byte-order mark
+  if (const auto bad = find_invalid_utf8(text)) {
+    const std::string_view before = text.substr(0, *bad);
+    const std::int64_t line = 1 + std::count(before.begin(), before.end(), '\n');
+    const std::size_t start =
+        before.rfind('\n') == std::string_view::npos ? 0 : before.rfind('\n') + 1;
+    const std::string_view text_line = text.substr(start, text.find('\n', *bad) - start);
+    fail("csv", detail::position(name, line, text_line, *bad - start), ": invalid UTF-8 (byte 0x",
+         detail::hex_byte(text[*bad]), ")");
+  }
   CsvParser parser(text, name, options.delimiter);
   CsvTable table;
   table.source = std::string(name);

@@ -3,20 +3,25 @@
 // data, and every error names the file and, where one is at fault, the tensor.
 #include "weft/io/safetensors.h"
 
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <bit>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <vector>
 
 #include "weft/core/error.h"
+#include "weft/io/input_limits.h"
+#include "weft/io/json_lines.h"
 
 namespace weft::io {
 namespace {
@@ -77,11 +82,38 @@ void write_file(int fd, const std::string& temp, const std::string& header,
   if (::fsync(fd) != 0) fail("safetensors", "flushing '", temp, "' failed: ", std::strerror(errno));
 }
 
+// The temporary file of a save is "<path>.tmp-<pid>-XXXXXX". A save killed before its rename
+// leaves one behind; the next save of the same path removes those whose process is gone.
+std::string temp_prefix(const std::string& path) { return path + ".tmp-"; }
+
+void remove_stale_temporaries(const std::string& path) {
+  const std::filesystem::path target(path);
+  const std::filesystem::path folder =
+      target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
+  const std::string prefix = target.filename().string() + ".tmp-";
+  std::error_code error;
+  for (std::filesystem::directory_iterator it(folder, error), end; !error && it != end;
+       it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind(prefix, 0) != 0) continue;
+    const std::string rest = name.substr(prefix.size());
+    const std::size_t dash = rest.find('-');
+    if (dash == std::string::npos || dash == 0 || rest.size() - dash != 7) continue;
+    long pid = 0;
+    const auto [end_of_pid, ec] = std::from_chars(rest.data(), rest.data() + dash, pid);
+    if (ec != std::errc() || end_of_pid != rest.data() + dash || pid <= 0) continue;
+    if (::kill(pid_t(pid), 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to judge
+    std::error_code ignored;
+    std::filesystem::remove(it->path(), ignored);
+  }
+}
+
 }  // namespace
 
 void save_safetensors(const std::string& path, const TensorMap& tensors, const Metadata& metadata) {
   const std::string header = header_json(tensors, metadata, path);
-  std::string temp = path + ".tmpXXXXXX";
+  remove_stale_temporaries(path);
+  std::string temp = temp_prefix(path) + std::to_string(::getpid()) + "-XXXXXX";
   const int fd = ::mkstemp(temp.data());
   if (fd < 0)
     fail("safetensors", "cannot save '", path,
@@ -120,7 +152,7 @@ std::uint64_t read_u64(const Json& value, const std::string& path, const std::st
                        const char* field) {
   if (!value.is_number_unsigned())
     fail("safetensors", "'", path, "': tensor '", name, "': ", field,
-         " must hold non-negative integers, got ", value.dump());
+         " must hold non-negative integers, got ", json_excerpt(value));
   return value.get<std::uint64_t>();
 }
 
@@ -128,7 +160,7 @@ Entry parse_entry(const std::string& name, const Json& info, const std::string& 
   if (!info.is_object() || !info.contains("dtype") || !info.contains("shape") ||
       !info.contains("data_offsets"))
     fail("safetensors", "'", path, "': tensor '", name,
-         "' needs an object with dtype, shape and data_offsets, got ", info.dump());
+         "' needs an object with dtype, shape and data_offsets, got ", json_excerpt(info));
   Entry e{name, DType::kFloat32, Shape{}, 0, 0};
   const Json& dtype = info["dtype"];
   if (dtype == "F32")
@@ -136,27 +168,30 @@ Entry parse_entry(const std::string& name, const Json& info, const std::string& 
   else if (dtype == "I32")
     e.dtype = DType::kInt32;
   else
-    fail("safetensors", "'", path, "': tensor '", name, "' has dtype ", dtype.dump(),
+    fail("safetensors", "'", path, "': tensor '", name, "' has dtype ", json_excerpt(dtype),
          "; only F32 and I32 are supported");
   const Json& shape = info["shape"];
   if (!shape.is_array() || shape.size() > std::size_t(Shape::kMaxRank))
     fail("safetensors", "'", path, "': tensor '", name, "' shape must be an array of at most ",
-         Shape::kMaxRank, " extents, got ", shape.dump());
+         Shape::kMaxRank, " extents, got ", json_excerpt(shape));
   std::vector<std::int64_t> dims;
   std::uint64_t numel = 1;
   for (const Json& extent : shape) {
     const std::uint64_t d = read_u64(extent, path, name, "shape");
     if (d > (std::uint64_t(1) << 40) || (d != 0 && numel > (std::uint64_t(1) << 62) / d))
-      fail("safetensors", "'", path, "': tensor '", name, "' shape ", shape.dump(),
+      fail("safetensors", "'", path, "': tensor '", name, "' shape ", json_excerpt(shape),
            " is too large");
     numel *= d;
     dims.push_back(std::int64_t(d));
   }
+  if (numel > std::uint64_t(input_limits().max_tensor_elements))
+    fail("safetensors", "'", path, "': tensor '", name, "' has ", numel, " elements ",
+         limit_hint("max_tensor_elements"));
   e.shape = Shape(std::span<const std::int64_t>(dims));
   const Json& offsets = info["data_offsets"];
   if (!offsets.is_array() || offsets.size() != 2)
     fail("safetensors", "'", path, "': tensor '", name, "' data_offsets must be [begin, end], got ",
-         offsets.dump());
+         json_excerpt(offsets));
   e.begin = read_u64(offsets[0], path, name, "data_offsets");
   e.end = read_u64(offsets[1], path, name, "data_offsets");
   if (e.end < e.begin)
@@ -220,9 +255,12 @@ SafetensorsContents load_safetensors(const std::string& path) {
   if (length > bytes.size() - 8 || length > kMaxHeaderBytes)
     fail("safetensors", "'", path, "': header length ", length, " runs past the end of the file (",
          bytes.size(), " bytes)");
-  Json header = Json::parse(bytes.begin() + 8, bytes.begin() + 8 + std::ptrdiff_t(length), nullptr,
-                            /*allow_exceptions=*/false);
-  if (header.is_discarded()) fail("safetensors", "'", path, "': the header is not valid JSON");
+  Json header;
+  try {
+    header = parse_json(std::string_view(bytes.data() + 8, std::size_t(length)), "header");
+  } catch (const Error& e) {
+    fail("safetensors", "'", path, "': the header is not valid JSON: ", e.what());
+  }
   if (!header.is_object()) fail("safetensors", "'", path, "': the header is not a JSON object");
   SafetensorsContents contents;
   std::vector<Entry> entries;

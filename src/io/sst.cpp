@@ -7,6 +7,7 @@
 
 #include "text_input.h"
 #include "weft/core/error.h"
+#include "weft/io/input_limits.h"
 
 namespace weft::io {
 namespace {
@@ -29,10 +30,11 @@ class SstParser {
   }
 
  private:
-  SstTree parse_node(int depth) {
-    if (depth > kSstMaxDepth)
-      error(weft::detail::concat_message("trees nested deeper than ", kSstMaxDepth,
-                                         " levels are not accepted; expected ')'"));
+  SstTree parse_node(std::int64_t depth) {
+    if (depth > input_limits().max_tree_depth)
+      error(weft::detail::concat_message("trees nested deeper than ", input_limits().max_tree_depth,
+                                         " levels are not accepted ", limit_hint("max_tree_depth"),
+                                         "; expected ')'"));
     expect('(');
     SstTree node;
     node.label = parse_label();

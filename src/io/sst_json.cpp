@@ -2,15 +2,18 @@
 #include "weft/io/sst_json.h"
 
 #include "weft/core/error.h"
+#include "weft/io/input_limits.h"
 
 namespace weft::io {
 namespace {
 
 using Json = nlohmann::json;
 
-SstTree from_input(const Json& value, const std::string& where, int depth) {
+SstTree from_input(const Json& value, const std::string& where, std::int64_t depth) {
   const std::string at = where.empty() ? "the value" : "'" + where + "'";
-  if (depth > kSstMaxDepth) fail("sst", at, ": trees nested deeper than ", kSstMaxDepth);
+  if (depth > input_limits().max_tree_depth)
+    fail("sst", at, ": trees nested deeper than ", input_limits().max_tree_depth, " levels ",
+         limit_hint("max_tree_depth"));
   if (!value.is_object()) fail("sst", at, ": expected an object but found ", value.type_name());
   const auto label = value.find("label");
   if (label == value.end() || !label->is_number_integer())

@@ -1,11 +1,14 @@
 // The line reader and position helpers shared by the io readers (see text_input.h).
 #include "text_input.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
 #include "weft/core/error.h"
+#include "weft/io/input_limits.h"
+#include "weft/io/utf8.h"
 
 namespace weft::io::detail {
 
@@ -21,19 +24,45 @@ LineReader::~LineReader() {
 }
 
 bool LineReader::next(std::string_view& line) {
-  errno = 0;
-  const ssize_t n = ::getline(&buffer_, &capacity_, file_);
-  if (n < 0) {
-    if (std::ferror(file_))
-      fail(where_, "reading '", path_, "' failed after line ", line_, ": ", std::strerror(errno));
-    return false;
+  const std::size_t max_bytes = std::size_t(input_limits().max_line_bytes);
+  std::size_t size = 0;
+  bool any = false, too_long = false;
+  for (int c; (c = getc_unlocked(file_)) != EOF;) {
+    any = true;
+    if (c == '\n') break;
+    if (size == max_bytes) {
+      too_long = true;
+      continue;
+    }
+    if (size == capacity_) {
+      const std::size_t grown = std::min(std::max<std::size_t>(capacity_ * 2, 256), max_bytes);
+      char* bigger = static_cast<char*>(std::realloc(buffer_, grown));
+      if (bigger == nullptr)
+        fail(where_, "out of memory reading line ", line_ + 1, " of '", path_, "'");
+      buffer_ = bigger;
+      capacity_ = grown;
+    }
+    buffer_[size++] = char(c);
   }
+  if (std::ferror(file_))
+    fail(where_, "reading '", path_, "' failed after line ", line_, ": ", std::strerror(errno));
+  if (!any) return false;
   ++line_;
-  std::size_t size = std::size_t(n);
-  if (size > 0 && buffer_[size - 1] == '\n') --size;
+  if (too_long)
+    fail(where_, path_, ":", line_, ": line longer than ", max_bytes, " bytes ",
+         limit_hint("max_line_bytes"));
   if (size > 0 && buffer_[size - 1] == '\r') --size;
   line = std::string_view(buffer_, size);
+  if (const auto bad = find_invalid_utf8(line))
+    fail(where_, position(path_, line_, line, *bad), ": invalid UTF-8 (byte 0x",
+         hex_byte(line[*bad]), ")");
   return true;
+}
+
+std::string hex_byte(char c) {
+  constexpr char kDigits[] = "0123456789abcdef";
+  const auto byte = static_cast<unsigned char>(c);
+  return {kDigits[byte >> 4], kDigits[byte & 15]};
 }
 
 std::int64_t utf8_column(std::string_view line, std::size_t offset) {

@@ -19,7 +19,8 @@ class LineReader {
   LineReader& operator=(const LineReader&) = delete;
 
   // The next line without its '\n' (and without a '\r' before it); false at the end. The
-  // view stays valid until the next call. Throws when reading fails midway.
+  // view stays valid until the next call. Throws when reading fails midway, when the line is
+  // longer than input_limits().max_line_bytes (without buffering it) or is not UTF-8.
   bool next(std::string_view& line);
   // 1-based number of the line last returned.
   std::int64_t line_number() const { return line_; }
@@ -32,6 +33,9 @@ class LineReader {
   std::size_t capacity_ = 0;
   std::int64_t line_ = 0;
 };
+
+// Two lower-case hex digits ("ff") for a byte in a message.
+std::string hex_byte(char c);
 
 // The 1-based column (in UTF-8 characters) of byte `offset` in `line`.
 std::int64_t utf8_column(std::string_view line, std::size_t offset);

@@ -12,6 +12,7 @@
 #include "text_input.h"
 #include "weft/core/error.h"
 #include "weft/core/rng.h"
+#include "weft/io/input_limits.h"
 
 namespace weft::io {
 namespace {
@@ -30,7 +31,11 @@ class RowParser {
     const std::size_t start = pos_;
     while (pos_ < line_.size() && !is_blank(line_[pos_])) ++pos_;
     const std::string_view word = line_.substr(start, pos_ - start);
+    const std::size_t max_values = std::size_t(input_limits().max_vector_dim);
     for (skip_blanks(); pos_ < line_.size(); skip_blanks()) {
+      if (values.size() == max_values)
+        error(pos_, weft::detail::concat_message("more than ", max_values, " values on one line ",
+                                                 limit_hint("max_vector_dim")));
       value_starts_.push_back(pos_);
       values.push_back(parse_value());
     }
@@ -123,6 +128,9 @@ class VectorFileReader {
     first_line_ = false;
     if (options_.header == VectorHeader::kNone) return false;
     header_ = parse_header(line, reader_.line_number());
+    if (header_ && header_->dim > input_limits().max_vector_dim)
+      fail("word_vectors", path_, ":", reader_.line_number(), ":1: the header announces ",
+           header_->dim, "-dimensional vectors ", limit_hint("max_vector_dim"));
     if (header_) return true;
     if (options_.header == VectorHeader::kWord2Vec)
       fail("word_vectors", path_, ":", reader_.line_number(),

@@ -3,6 +3,7 @@
 // brackets, the operands involved, and a hint where a common cause is known.
 #pragma once
 
+#include <cstddef>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -13,10 +14,26 @@
 WEFT_API_BEGIN
 namespace weft {
 
+namespace detail {
+// Messages longer than this are cut (at a character boundary) with a note of how much was
+// left out, so an error about a 100 MB input line is still one short line.
+inline constexpr std::size_t kMaxErrorMessageBytes = 2048;
+
+inline std::string bounded_message(const std::string& message) {
+  if (message.size() <= kMaxErrorMessageBytes) return message;
+  std::size_t cut = kMaxErrorMessageBytes;
+  while (cut > 0 && (static_cast<unsigned char>(message[cut]) & 0xC0) == 0x80) --cut;
+  std::ostringstream out;
+  out << message.substr(0, cut) << "... (" << message.size() - cut << " more bytes)";
+  return out.str();
+}
+}  // namespace detail
+
 // Every error Weft raises on bad input (shapes, dtypes, files, arguments) is a weft::Error.
 class Error : public std::runtime_error {
  public:
-  explicit Error(const std::string& message) : std::runtime_error(message) {}
+  explicit Error(const std::string& message)
+      : std::runtime_error(detail::bounded_message(message)) {}
 };
 
 namespace detail {

@@ -1,6 +1,7 @@
 // JSON lines: one JSON value per line, the input format of Weft's tools (a file, or stdin).
-// Blank lines are skipped; a malformed line is reported as "[json_lines] file:line:column:
-// <parser message>". Writing emits each value compactly on one line.
+// Blank lines are skipped; a line longer than input_limits().max_line_bytes is refused; a malformed
+// line is reported as "[json_lines] file:line:column: <parser message>". Writing emits each value
+// compactly on one line.
 #pragma once
 
 #include <cstdint>
@@ -8,12 +9,29 @@
 #include <iosfwd>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "weft/core/export.h"
 
 WEFT_API_BEGIN
 namespace weft::io {
+
+// Parses one JSON text from an untrusted source. Nesting deeper than input_limits().max_json_depth
+// is refused before the parser runs (the parser, the value's destructor and every recursive walk
+// over the value stay within a small stack), and every parser complaint, a number out of range
+// such as 1e400 included, becomes weft::Error "[where_tag] where:column: message" with the input
+// quoted to at most about 40 characters.
+nlohmann::json parse_json(std::string_view text, std::string_view where,
+                          std::string_view where_tag = "json");
+
+// `value` for an error message: compact JSON cut to about 60 characters.
+std::string json_excerpt(const nlohmann::json& value);
+
+// Reads one line of `in` into `line` without its '\n' (and a '\r' before it). A line longer
+// than `max_bytes` is not buffered: the rest of it is skipped and `too_long` set. False at the
+// end of the input.
+bool read_bounded_line(std::istream& in, std::string& line, std::size_t max_bytes, bool& too_long);
 
 // Called with each value and its 1-based line number.
 using JsonLineCallback = std::function<void(nlohmann::json&& value, std::int64_t line)>;

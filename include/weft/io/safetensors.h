@@ -1,8 +1,11 @@
 // Checkpoints in the safetensors layout, so that PyTorch and NumPy users can open them with
 // nothing but a JSON parser: an 8-byte little-endian header length, a JSON header naming each
 // tensor's dtype ("F32" / "I32"), shape and byte range, then the raw little-endian data.
-// Saving writes a temporary file beside the target and renames it, so a failed save never
-// destroys the previous checkpoint; loading validates every field before trusting it.
+// Saving writes a temporary file beside the target ("<path>.tmp-<pid>-XXXXXX") and renames it,
+// so a failed save never destroys the previous checkpoint; a save killed midway leaves its
+// temporary behind, which the next save of the same path removes once that process is gone.
+// Loading validates every field before trusting it, within weft/io/input_limits.h (JSON nesting
+// of the header, elements per tensor).
 #pragma once
 
 #include <map>

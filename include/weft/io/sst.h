@@ -20,9 +20,8 @@ namespace weft::io {
 inline constexpr int kSstMinLabel = 0;
 inline constexpr int kSstMaxLabel = 4;
 inline constexpr int kSstNumLabels = kSstMaxLabel - kSstMinLabel + 1;
-// Deeper nesting is rejected, so hostile input cannot exhaust the stack (SST's deepest
-// tree is about 30 levels).
-inline constexpr int kSstMaxDepth = 1000;
+// Trees nested deeper than input_limits().max_tree_depth (weft/io/input_limits.h) are
+// rejected, so hostile input cannot exhaust the stack (SST's deepest tree is about 30 levels).
 
 struct SstTree {
   int label = 0;
