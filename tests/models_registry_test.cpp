@@ -80,7 +80,7 @@ TEST(ModelRegistry, ListsTheBuiltInModelsWithTheirSchemaAndRecipe) {
 // as below or above zero. Registered once, then used like the built-in ones.
 class ToyModel : public BlockModel {
  public:
-  ToyModel(const OptionValues& options, const ModelInit& init) : BlockModel(options) {
+  ToyModel(const OptionValues& options, const ModelInit& init) : BlockModel(options, init) {
     const std::int64_t n = options.integer("width");
     for (int s = 0; s < 3 && init.use != ModelUse::kInfer; ++s) {
       Rng rng(std::uint64_t(s + 7));

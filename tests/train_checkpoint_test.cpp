@@ -5,14 +5,17 @@
 // with the standard library and NumPy.
 #include "weft/train/checkpoint.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
 #include "op_test_util.h"
+#include "weft/io/safetensors.h"
 #include "weft/train/schedule.h"
 
 namespace weft::testing {
@@ -171,7 +174,7 @@ TEST_F(TrainCheckpoint, ResumeEqualsUninterrupted) {
 TEST_F(TrainCheckpoint, FailedSaveKeepsThePreviousCheckpoint) {
   Regression model(1);
   const std::vector<float> saved = model.w.value().to_float_vector();
-  // A file name so long that the temporary beside it (name + ".tmpXXXXXX") cannot be
+  // A file name so long that the temporary beside it (name + ".tmp-<pid>-XXXXXX") cannot be
   // created: the previous checkpoint, moved there, must survive the failed save intact.
   const std::string long_path = path(std::string(250, 'c'));
   train::save_checkpoint(path("short"), model.parameters(), nullptr, {}, {"m"});
@@ -298,6 +301,51 @@ TEST_F(TrainCheckpoint, WritesAFileForPython) {
   const TrainingState state{3, 1, {1, 2, 0xFFFFFFFFFFFFFFFFull, 12345678901234567ull}, 0.75, 2};
   train::save_checkpoint(target, std::vector<Parameter>{w, b}, optimizer.get(), state,
                          {"python-check", R"({"hidden": 3, "cell": "fc"})"});
+}
+
+}  // namespace
+}  // namespace weft::testing
+
+namespace weft::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
+
+// Optimizer state a run could not have produced (a negative Adam second moment, a NaN first
+// moment) is refused on resume, naming the tensor, instead of resuming into NaN.
+TEST_F(TrainCheckpoint, ImpossibleOptimizerStateIsRefused) {
+  Regression model(1);
+  auto optimizer = train::make_optimizer(adam_spec(), model.parameters());
+  Rng rng(3);
+  train_steps(model, *optimizer, rng, 0, 2);
+  const std::string good = path("good.safetensors");
+  train::save_checkpoint(good, model.parameters(), optimizer.get(), {}, {"regression", "{}"});
+  auto forge = [&](const std::string& name, const std::string& tensor, float value) {
+    io::SafetensorsContents contents = io::load_safetensors(good);
+    std::vector<float> values = contents.tensors.at(tensor).to_float_vector();
+    values[1] = value;
+    contents.tensors[tensor] = Tensor::from_vector(contents.tensors.at(tensor).shape(), values);
+    io::save_safetensors(path(name), contents.tensors, contents.metadata);
+    return path(name);
+  };
+  Regression fresh(7);
+  auto fresh_optimizer = train::make_optimizer(adam_spec(), fresh.parameters());
+  EXPECT_THAT(
+      [&] {
+        train::load_checkpoint(forge("v.safetensors", "optimizer/adam/v/reg/w", -1.0f),
+                               fresh.parameters(), fresh_optimizer.get());
+      },
+      ThrowsMessage<Error>(HasSubstr("optimizer state 'adam/v/reg/w' holds -1 at element 1")));
+  EXPECT_THAT(
+      [&] {
+        train::load_checkpoint(forge("m.safetensors", "optimizer/adam/m/reg/b", NAN),
+                               fresh.parameters(), fresh_optimizer.get());
+      },
+      ThrowsMessage<Error>(HasSubstr("optimizer state 'adam/m/reg/b' holds nan")));
+  // Refused before anything is copied: the fresh model keeps its own values.
+  EXPECT_EQ(fresh.w.value().to_float_vector(), Regression(7).w.value().to_float_vector());
+  EXPECT_NO_THROW(train::load_checkpoint(good, fresh.parameters(), fresh_optimizer.get()));
 }
 
 }  // namespace

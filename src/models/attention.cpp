@@ -96,7 +96,7 @@ struct AttentionModel::Impl {
 };
 
 AttentionModel::AttentionModel(const OptionValues& options, const ModelInit& init)
-    : BlockModel(options), impl_(std::make_unique<Impl>()) {
+    : BlockModel(options, init), impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.data = load_sentiment_data(mutable_options(), init);
   const OptionValues& o = this->options();

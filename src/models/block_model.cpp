@@ -34,9 +34,12 @@ Device device_option(const OptionValues& options) {
 
 }  // namespace
 
-BlockModel::BlockModel(OptionValues options)
+BlockModel::BlockModel(OptionValues options, const ModelInit& init)
     : options_(std::move(options)),
-      store_(std::uint64_t(options_.integer("seed")), device_option(options_)) {}
+      store_(std::uint64_t(options_.integer("seed")), device_option(options_)) {
+  if (init.max_parameter_elements > 0)
+    store_.set_element_budget(init.max_parameter_elements, init.parameter_budget_reason);
+}
 
 BlockModel::~BlockModel() = default;
 

@@ -10,6 +10,7 @@
 
 #include "weft/autodiff/ops.h"
 #include "weft/core/error.h"
+#include "weft/io/json_lines.h"
 #include "weft/models/classification.h"
 #include "weft/nn/embedding.h"
 #include "weft/nn/fc.h"
@@ -81,7 +82,7 @@ struct CalculatorModel::Layers {
 };
 
 CalculatorModel::CalculatorModel(const OptionValues& options, const ModelInit& init)
-    : BlockModel(options), layers_(std::make_unique<Layers>()) {
+    : BlockModel(options, init), layers_(std::make_unique<Layers>()) {
   const std::uint64_t seed = std::uint64_t(options.integer("seed"));
   const CalculatorDataOptions data{.max_depth = int(options.integer("max_depth")),
                                    .leaf_probability = float(options.number("leaf_probability"))};
@@ -154,12 +155,7 @@ train::BatchFigures CalculatorModel::figures(const blocks::BatchResult& result,
 }
 
 json CalculatorModel::parse_example(std::string_view line, std::string_view where) const {
-  json value;
-  try {
-    value = json::parse(line);
-  } catch (const json::exception& e) {
-    fail("calculator", where, ": not JSON: ", e.what());
-  }
+  const json value = io::parse_json(line, where, "calculator");
   const json expression =
       value.is_object() && value.contains("expression") ? value["expression"] : value;
   std::int64_t sign = 0;

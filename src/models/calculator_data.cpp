@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "weft/core/error.h"
+#include "weft/io/json_lines.h"
 
 namespace weft::models {
 namespace {
@@ -25,17 +26,20 @@ nlohmann::json random_expression(Rng& rng, int depth, const CalculatorDataOption
 }
 
 Int128 evaluate(const nlohmann::json& node, int depth) {
-  if (!node.is_object()) fail("calculator", "expression node is not an object: ", node.dump());
-  if (depth > 5) fail("calculator", "expression deeper than 5 operators: ", node.dump());
+  if (!node.is_object())
+    fail("calculator", "expression node is not an object: ", io::json_excerpt(node));
+  if (depth > 5) fail("calculator", "expression deeper than 5 operators: ", io::json_excerpt(node));
   if (node.contains("number")) {
     const nlohmann::json& number = node["number"];
-    if (!number.is_number_integer() || number.get<int>() < 0 || number.get<int>() > 9) {
-      fail("calculator", "\"number\" must be a digit 0-9, got ", number.dump());
+    if (!number.is_number_integer() || number.get<std::int64_t>() < 0 ||
+        number.get<std::int64_t>() > 9) {
+      fail("calculator", "\"number\" must be a digit 0-9, got ", io::json_excerpt(number));
     }
-    return number.get<int>();
+    return number.get<std::int64_t>();
   }
   if (!node.contains("op") || !node.contains("left") || !node.contains("right")) {
-    fail("calculator", "a node needs \"number\", or \"op\", \"left\" and \"right\": ", node.dump());
+    fail("calculator",
+         "a node needs \"number\", or \"op\", \"left\" and \"right\": ", io::json_excerpt(node));
   }
   const Int128 left = evaluate(node["left"], depth + 1);
   const Int128 right = evaluate(node["right"], depth + 1);
@@ -43,7 +47,7 @@ Int128 evaluate(const nlohmann::json& node, int depth) {
   if (op == "+") return left + right;
   if (op == "-") return left - right;
   if (op == "*") return left * right;
-  fail("calculator", "unknown op ", op.dump(), " (expected \"+\", \"-\" or \"*\")");
+  fail("calculator", "unknown op ", io::json_excerpt(op), " (expected \"+\", \"-\" or \"*\")");
 }
 
 int depth_of(const nlohmann::json& node) {

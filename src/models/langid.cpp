@@ -16,7 +16,9 @@
 #include "weft/blocks/compiler.h"
 #include "weft/core/error.h"
 #include "weft/core/rng.h"
+#include "weft/io/input_limits.h"
 #include "weft/io/tatoeba.h"
+#include "weft/io/utf8.h"
 #include "weft/models/classification.h"
 #include "weft/nn/cells.h"
 #include "weft/nn/embedding.h"
@@ -242,7 +244,7 @@ Block LangIdModel::make_blocks() {
 }
 
 LangIdModel::LangIdModel(const OptionValues& options, const ModelInit& init)
-    : BlockModel(options), impl_(std::make_unique<Impl>(this->options())) {
+    : BlockModel(options, init), impl_(std::make_unique<Impl>(this->options())) {
   Impl& m = *impl_;
   const OptionValues& o = this->options();
   if (init.use != ModelUse::kInfer) {
@@ -303,7 +305,16 @@ json LangIdModel::parse_example(std::string_view line, std::string_view where) c
     label = impl_->corpus.label(line.substr(a + 1, b - a - 1));
     text = line.substr(b + 1);
   }
+  if (const auto bad = io::find_invalid_utf8(line))
+    fail("langid", where, ": byte ", *bad + 1, " is not UTF-8");
   if (langid_words(text).empty()) fail("langid", where, ": empty sentence");
+  // The character LSTM's graph (and memory, ~11 KB a character) grows with the sentence.
+  const std::int64_t chars = std::count_if(text.begin(), text.end(), [](char c) {
+    return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  });
+  if (chars > io::input_limits().max_sentence_chars)
+    fail("langid", where, ": a sentence of ", chars, " characters ",
+         io::limit_hint("max_sentence_chars"));
   return impl_->encode(text, label);
 }
 

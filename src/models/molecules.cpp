@@ -11,6 +11,7 @@
 #include "weft/autodiff/ops.h"
 #include "weft/blocks/compiler.h"
 #include "weft/core/error.h"
+#include "weft/io/json_lines.h"
 #include "weft/nn/fc.h"
 #include "weft/nn/parameter_store.h"
 
@@ -357,7 +358,7 @@ void MoleculeModel::Impl::keep(std::vector<io::MoleculeRecord>& records,
 }
 
 MoleculeModel::MoleculeModel(const OptionValues& options, const ModelInit& init)
-    : BlockModel(options), impl_(std::make_unique<Impl>(this->options(), store(), init)) {
+    : BlockModel(options, init), impl_(std::make_unique<Impl>(this->options(), store(), init)) {
   Impl& m = *impl_;
   // The graphs move to the base's splits; the records (targets, labels) stay here.
   split_examples(train::Split::kTrain) = std::move(m.train.examples);
@@ -429,9 +430,13 @@ void MoleculeModel::finish_split(train::Split split, std::span<const train::Exam
 }
 
 json MoleculeModel::parse_example(std::string_view line, std::string_view where) const {
+  // A line is a SMILES string or {"smiles": "..."}; a SMILES never starts with '{'.
   std::string smiles(line);
-  const json value = json::parse(line, nullptr, false);
-  if (value.is_object() && value.contains("smiles") && value["smiles"].is_string()) {
+  if (line.find_first_not_of(" \t") != std::string_view::npos &&
+      line[line.find_first_not_of(" \t")] == '{') {
+    const json value = io::parse_json(line, where, "molecules");
+    if (!value.is_object() || !value.contains("smiles") || !value["smiles"].is_string())
+      fail("molecules", where, ": expected {\"smiles\": \"...\"} or a SMILES string");
     smiles = value["smiles"].get<std::string>();
   }
   const auto first = smiles.find_first_not_of(" \t\r");

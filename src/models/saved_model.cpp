@@ -1,7 +1,11 @@
 // Loading a model from a self-contained checkpoint (models/saved_model.h).
 #include "weft/models/saved_model.h"
 
+#include <filesystem>
+#include <system_error>
+
 #include "weft/core/error.h"
+#include "weft/io/json_lines.h"
 #include "weft/models/registry.h"
 #include "weft/train/checkpoint.h"
 
@@ -32,7 +36,7 @@ SavedModel read_saved_model(const std::string& path) {
          "' model, which is not registered (known: ", known, ")");
   }
   // The trainer stores {"model": Model::config_json(), "trainer": {...}}.
-  const json config = json::parse(checkpoint.info.config_json, nullptr, false);
+  const json config = io::parse_json(checkpoint.info.config_json, where + ": config", "model");
   const json model = config.is_object() ? config.value("model", json()) : json();
   if (!model.is_object() || !model.contains("options") || !model["options"].is_object()) {
     fail("model", where,
@@ -83,7 +87,17 @@ std::unique_ptr<Model> load_model(const std::string& path, ModelUse use, const j
     }
     saved.options.set(name, value, "option '" + name + "'");
   }
-  const ModelInit init{.use = use, .assets = &saved.assets};
+  // Every parameter is stored in the file as float32 (4 bytes), so the file's size bounds the
+  // parameters its options may ask for: a forged option (a hidden size of 60,000) fails here,
+  // before the model allocates, instead of exhausting memory.
+  std::error_code size_error;
+  const std::uintmax_t file_bytes = std::filesystem::file_size(path, size_error);
+  ModelInit init{.use = use, .assets = &saved.assets};
+  if (!size_error) {
+    init.max_parameter_elements = std::int64_t(file_bytes / 4) + 1;
+    init.parameter_budget_reason =
+        "that checkpoint '" + path + "' (" + std::to_string(file_bytes) + " bytes) can hold";
+  }
   std::unique_ptr<Model> model = find_model(saved.name).create(saved.options, init);
   train::load_checkpoint(path, model->parameters());
   return model;

@@ -81,7 +81,7 @@ struct SentimentModel::Impl {
 };
 
 SentimentModel::SentimentModel(const OptionValues& options, const ModelInit& init)
-    : BlockModel(options), impl_(std::make_unique<Impl>()) {
+    : BlockModel(options, init), impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.data = load_sentiment_data(mutable_options(), init);
   split_examples(train::Split::kTrain) = std::move(m.data.train);

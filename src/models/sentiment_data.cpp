@@ -7,8 +7,10 @@
 #include <cmath>
 
 #include "weft/core/error.h"
+#include "weft/io/json_lines.h"
 #include "weft/io/sst.h"
 #include "weft/io/sst_json.h"
+#include "weft/io/utf8.h"
 
 namespace weft::models {
 namespace {
@@ -63,18 +65,17 @@ nlohmann::json sentiment_example(const io::SstTree& tree, const io::Vocabulary& 
 
 nlohmann::json sentiment_example_from_text(std::string_view line, std::string_view where,
                                            const io::Vocabulary& vocabulary) {
+  // A line from a Windows editor ends in "\r"; it is an end of line, not part of the tree.
+  while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t'))
+    line.remove_suffix(1);
+  if (const auto bad = io::find_invalid_utf8(line))
+    fail("sentiment", where, ": byte ", *bad + 1, " is not UTF-8");
   const std::size_t start = line.find_first_not_of(" \t");
   if (start == std::string_view::npos) fail("sentiment", where, ": empty line");
   if (line[start] == '(') {
     return to_example(io::parse_sst_tree(line, where, 1), vocabulary, where);
   }
-  nlohmann::json value;
-  try {
-    value = nlohmann::json::parse(line);
-  } catch (const nlohmann::json::parse_error& e) {
-    fail("sentiment", where,
-         ": expected a bracketed tree \"(3 (2 a) (3 b))\" or its JSON form, but: ", e.what());
-  }
+  const nlohmann::json value = io::parse_json(line, where, "sentiment");
   return to_example(io::sst_tree_from_input(value), vocabulary, where);
 }
 

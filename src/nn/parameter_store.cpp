@@ -1,6 +1,8 @@
 // ParameterStore: creation in order, look-up by full name, and the name-scope stack.
 #include "weft/nn/parameter_store.h"
 
+#include <limits>
+
 #include "weft/backend/cuda.h"
 #include "weft/core/error.h"
 
@@ -29,8 +31,18 @@ Parameter ParameterStore::create(const std::string& name, const Shape& shape,
     fail(kWhere, "parameter '", full, "' already exists (shape ",
          parameters_[index_.at(full)].shape().to_string(),
          "); give the layer another name or open another scope");
-  for (std::int64_t d : shape.dims())
+  std::int64_t numel = 1;
+  for (std::int64_t d : shape.dims()) {
     if (d < 0) fail(kWhere, "parameter '", full, "' has a negative extent: ", shape.to_string());
+    if (d != 0 && numel > std::numeric_limits<std::int64_t>::max() / d)
+      fail(kWhere, "parameter '", full, "' of shape ", shape.to_string(), " is too large");
+    numel *= d;
+  }
+  if (element_budget_ > 0 && numel > element_budget_ - elements_)
+    fail(kWhere, "parameter '", full, "' of shape ", shape.to_string(), " would bring the ",
+         "parameters to ", elements_, " + ", numel, " elements, more than the ", element_budget_,
+         " ", budget_reason_);
+  elements_ += numel;
   Tensor value = Tensor::zeros(shape);
   if (init) init(value, rng_);
   Parameter parameter(full, device_ == Device::kCpu ? std::move(value) : value.to(device_),
@@ -38,6 +50,11 @@ Parameter ParameterStore::create(const std::string& name, const Shape& shape,
   index_.emplace(full, parameters_.size());
   parameters_.push_back(parameter);
   return parameter;
+}
+
+void ParameterStore::set_element_budget(std::int64_t max_elements, std::string reason) {
+  element_budget_ = max_elements;
+  budget_reason_ = std::move(reason);
 }
 
 Parameter ParameterStore::get(const std::string& name) const {

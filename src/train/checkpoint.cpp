@@ -11,6 +11,7 @@
 
 #include "tensor_match.h"
 #include "weft/core/error.h"
+#include "weft/io/json_lines.h"
 
 namespace weft::train {
 namespace {
@@ -54,19 +55,19 @@ std::string training_state_json(const TrainingState& state) {
 template <typename T>
 T json_field(const Json& j, const char* key, const std::string& path) {
   if (!j.contains(key))
-    fail("checkpoint", "'", path, "': training_state lacks '", key, "': ", j.dump());
+    fail("checkpoint", "'", path, "': training_state lacks '", key, "': ", io::json_excerpt(j));
   try {
     return j.at(key).get<T>();
   } catch (const Json::exception&) {
     fail("checkpoint", "'", path, "': training_state '", key,
-         "' has the wrong type: ", j.at(key).dump());
+         "' has the wrong type: ", io::json_excerpt(j.at(key)));
   }
 }
 
 TrainingState parse_training_state(const std::string& text, const std::string& path) {
-  const Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  const Json j = io::parse_json(text, "'" + path + "': training_state", "checkpoint");
   if (!j.is_object())
-    fail("checkpoint", "'", path, "': training_state is not a JSON object: ", text);
+    fail("checkpoint", "'", path, "': training_state is not a JSON object: ", io::json_excerpt(j));
   TrainingState state;
   state.epoch = json_field<std::int64_t>(j, "epoch", path);
   state.step = json_field<std::int64_t>(j, "step", path);
@@ -75,7 +76,7 @@ TrainingState parse_training_state(const std::string& text, const std::string& p
   if (!rng.is_array() || rng.size() != 4 ||
       !std::all_of(rng.begin(), rng.end(), [](const Json& w) { return w.is_number_unsigned(); }))
     fail("checkpoint", "'", path, "': training_state 'rng' must be 4 unsigned integers, got ",
-         rng.dump());
+         io::json_excerpt(rng));
   for (std::size_t i = 0; i < 4; ++i) state.rng[i] = rng[i].get<std::uint64_t>();
   if (j.contains("best_dev") && !j.at("best_dev").is_null())
     state.best_dev = json_field<double>(j, "best_dev", path);

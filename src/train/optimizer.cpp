@@ -173,6 +173,23 @@ std::vector<std::string> Optimizer::state_problems(const io::TensorMap& state) c
   if (problems.empty() && step->second.to_int_vector()[0] < 0)
     problems.push_back(
         fmt::format("the optimizer step count is negative ({})", step->second.to_int_vector()[0]));
+  if (!problems.empty()) return problems;
+  // Values a run could not have produced would resume into NaN: every slot is finite, and
+  // Adagrad's accumulator and Adam's second moment (sums of squares) are never negative.
+  const std::string kind(kind_name());
+  for (const Parameter& p : parameters_)
+    for (const std::string& slot : slot_names_) {
+      const std::string name = kind + "/" + slot + "/" + p.name();
+      const bool non_negative = slot == "accumulator" || slot == "v";
+      const std::vector<float> values = state.at(name).to_float_vector();
+      for (std::size_t i = 0; i < values.size(); ++i)
+        if (!std::isfinite(values[i]) || (non_negative && values[i] < 0)) {
+          problems.push_back(
+              fmt::format("optimizer state '{}' holds {} at element {}{}", name, values[i], i,
+                          non_negative ? " (it must be finite and >= 0)" : " (it must be finite)"));
+          break;
+        }
+    }
   return problems;
 }
 

@@ -19,6 +19,8 @@
 #include "weft/backend/cpu.h"
 #include "weft/core/error.h"
 #include "weft/dist/communicator.h"
+#include "weft/io/input_limits.h"
+#include "weft/io/json_lines.h"
 #include "weft/models/registry.h"
 #include "weft/models/saved_model.h"
 
@@ -302,8 +304,15 @@ int run_infer(const InferOptions& options) {
     }
     batch.clear();
   };
+  // One example per line, each at most max_example_bytes: a longer line is skipped unread
+  // and refused, so no input can make infer buffer more than that.
+  const std::size_t max_bytes = std::size_t(io::input_limits().max_example_bytes);
   std::string line;
-  for (std::int64_t number = 1; std::getline(*in, line); ++number) {
+  bool too_long = false;
+  for (std::int64_t number = 1; io::read_bounded_line(*in, line, max_bytes, too_long); ++number) {
+    if (too_long)
+      fail("weft infer", name, ":", number, ": an example longer than ", max_bytes, " bytes ",
+           io::limit_hint("max_example_bytes"));
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     batch.push_back(model->parse_example(line, fmt::format("{}:{}", name, number)));
     if (std::int64_t(batch.size()) == options.batch_size) flush();

@@ -43,8 +43,8 @@ class BlockModel : public Model {
 
  protected:
   // `options` come from the model's registry entry, checked. The parameter store is seeded
-  // with their seed and lives on their device.
-  explicit BlockModel(OptionValues options);
+  // with their seed and lives on their device, within init's parameter budget.
+  BlockModel(OptionValues options, const ModelInit& init);
 
   nn::ParameterStore& store() { return store_; }
   // For recording a value the model resolved (e.g. the embedding size of a vector file).

@@ -32,6 +32,11 @@ enum class ModelUse {
 struct ModelInit {
   ModelUse use = ModelUse::kTrain;
   const nlohmann::json* assets = nullptr;
+  // When positive, building the model fails (before allocating) once its parameters would
+  // exceed this many elements: a checkpoint's options cannot ask for more parameters than the
+  // file holds (load_model sets it from the file's size).
+  std::int64_t max_parameter_elements = 0;
+  std::string parameter_budget_reason = {};
 };
 
 class Model : public train::TrainableModel {

@@ -42,6 +42,10 @@ class ParameterStore {
   bool contains(const std::string& name) const;
   // Every parameter, in creation order.
   const std::vector<Parameter>& parameters() const { return parameters_; }
+
+  // From now on, create() fails before allocating when the parameters would hold more than
+  // `max_elements` elements in all; `reason` says where the budget comes from in that error.
+  void set_element_budget(std::int64_t max_elements, std::string reason);
   std::vector<Parameter> trainable_parameters() const;
   std::size_t size() const { return parameters_.size(); }
   // Total number of elements over every parameter.
@@ -76,6 +80,9 @@ class ParameterStore {
   Rng rng_;
   Device device_ = Device::kCpu;
   std::vector<Parameter> parameters_;
+  std::int64_t elements_ = 0;
+  std::int64_t element_budget_ = 0;  // 0: none
+  std::string budget_reason_;
   std::map<std::string, std::size_t> index_;
   std::vector<std::string> scopes_;
 };
