@@ -19,3 +19,11 @@ if(WEFT_SANITIZE)
                          "$<${weft_cxx}:-fsanitize=address,undefined;-fno-omit-frame-pointer;-fno-sanitize-recover=undefined>")
   target_link_options(weft_project_options INTERFACE -fsanitize=address,undefined)
 endif()
+if(WEFT_BUILD_FUZZERS)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "WEFT_BUILD_FUZZERS needs clang (libFuzzer); configure with "
+                        "-DCMAKE_CXX_COMPILER=clang++-14, not ${CMAKE_CXX_COMPILER_ID}")
+  endif()
+  # Coverage feedback for the fuzzers from every library the inputs pass through.
+  target_compile_options(weft_project_options INTERFACE "$<${weft_cxx}:-fsanitize=fuzzer-no-link>")
+endif()
