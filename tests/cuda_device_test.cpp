@@ -2,7 +2,8 @@
 // weight decay, a parameter of several thousand values, several steps) and clipping give the
 // CPU's numbers; the whole pipeline of device_pipeline_test_util.h (a ParameterStore and a
 // Compiler on CUDA, nn layers, inferred Function types, backward, clipping, optimizer steps)
-// matches the same run on the CPU; checkpoints move between the devices exactly. Skips with
+// matches the same run on the CPU; checkpoints move between the devices exactly; the lazy
+// update of a row-sparse gradient (repeated rows, clipping) gives the CPU's numbers. Skips with
 // "no CUDA device" where none is usable.
 #include <gtest/gtest.h>
 
@@ -79,6 +80,39 @@ TEST(CudaDevice, OptimizerStepMatchesTheCpu) {
   for (const OptimizerSpec& spec : every_rule()) {
     const auto cpu = five_steps(spec, Device::kCpu);
     const auto gpu = five_steps(spec, Device::kCuda);
+    ASSERT_EQ(cpu.size(), gpu.size());
+    for (std::size_t k = 0; k < cpu.size(); ++k)
+      expect_close(gpu[k], cpu[k], 1e-5f, spec.describe() + " tensor " + std::to_string(k));
+  }
+}
+
+// Five lazy steps of `spec` on a 300 x 17 table with row-sparse gradients (repeated rows, a
+// clip by global norm) on `device`; the values and slots after.
+std::vector<std::vector<float>> five_sparse_steps(const OptimizerSpec& spec, Device device) {
+  Parameter table("table", random_tensor({300, 17}, 6).to(device));
+  table.set_sparse_grad(true);
+  auto optimizer = train::make_optimizer(spec, std::vector<Parameter>{table});
+  for (int t = 0; t < 5; ++t) {
+    optimizer->zero_grad();
+    std::vector<std::int32_t> ids;
+    for (int i = 0; i < 40; ++i) ids.push_back((t * 37 + i * i * 7) % 300);
+    table.add_grad_rows(int_tensor({40}, ids).to(device),
+                        random_tensor({40, 17}, 200 + std::uint64_t(t), -2.0f, 2.0f).to(device));
+    train::clip_grad_norm(std::vector<Parameter>{table}, 5.0);
+    optimizer->step(0.05 + 0.01 * t);
+    EXPECT_TRUE(table.grad_is_row_sparse());
+  }
+  std::vector<std::vector<float>> out{host_floats(table.value())};
+  for (const auto& [name, tensor] : optimizer->state())
+    if (tensor.rank() > 0) out.push_back(host_floats(tensor));
+  return out;
+}
+
+TEST(CudaDevice, LazySparseStepMatchesTheCpu) {
+  WEFT_REQUIRE_CUDA();
+  for (const OptimizerSpec& spec : every_rule()) {
+    const auto cpu = five_sparse_steps(spec, Device::kCpu);
+    const auto gpu = five_sparse_steps(spec, Device::kCuda);
     ASSERT_EQ(cpu.size(), gpu.size());
     for (std::size_t k = 0; k < cpu.size(); ++k)
       expect_close(gpu[k], cpu[k], 1e-5f, spec.describe() + " tensor " + std::to_string(k));

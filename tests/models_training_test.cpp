@@ -1,11 +1,13 @@
 // The trainable models end to end through the Trainer: a short SST run on a few hundred trees
 // (loss falls, accuracy beats the majority class), the calculator likewise, and predictions
-// made for a batch equal those made one example at a time.
+// made for a batch equal those made one example at a time; a resumed SST run with sparse word
+// vector updates equals the uninterrupted one.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <array>
+#include <filesystem>
 
 #include "io_test_util.h"
 #include "weft/core/error.h"
@@ -103,6 +105,47 @@ TEST(SentimentModel, ParsesTreesAndRejectsNonBinaryOnes) {
               ::testing::ThrowsMessage<Error>(HasSubstr("in.txt:7: the binary Tree-LSTM")));
   EXPECT_THAT([&] { model.parse_example("(3 (2 a) (4 good)", "in.txt:8"); },
               ::testing::ThrowsMessage<Error>(HasSubstr("in.txt:8")));
+}
+
+// The sentiment model's word vectors take row-sparse gradients and lazy updates, whose result
+// depends on the optimizer state of rows a batch did not touch: a run resumed from its
+// checkpoint must still equal the uninterrupted one, value for value (Adam, weight decay).
+TEST(SentimentModel, ResumeWithSparseWordVectorsEqualsUninterrupted) {
+  WEFT_REQUIRE_DATA("sst/dev.txt");
+  OptionValues options = small_sentiment();
+  options.update({{"no_embeddings", true},
+                  {"embedding_dim", 8},
+                  {"hidden", 8},
+                  {"max_train", 48},
+                  {"max_eval", 8}},
+                 "test");
+  train::TrainerOptions recipe = quick_recipe(2, 0.01);
+  recipe.optimizer.kind = train::OptimizerKind::kAdam;
+  recipe.optimizer.weight_decay = 0.01;
+  recipe.optimizer.learning_rate_scales = {{"embedding/", 0.5}};
+  const std::string checkpoint =
+      (std::filesystem::temp_directory_path() / "weft_sparse_resume.safetensors").string();
+  SentimentModel straight(options);
+  train::Trainer(recipe).fit(straight);
+  {
+    SentimentModel first(options);
+    train::TrainerOptions half = recipe;
+    half.epochs = 1;
+    half.checkpoint_path = checkpoint;
+    train::Trainer(half).fit(first);
+  }
+  SentimentModel resumed(options);
+  recipe.resume_from = checkpoint;
+  train::Trainer(recipe).fit(resumed);
+  std::filesystem::remove(checkpoint);
+  const std::vector<Parameter> a = straight.parameters(), b = resumed.parameters();
+  ASSERT_EQ(a.size(), b.size());
+  bool saw_sparse_table = false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    saw_sparse_table = saw_sparse_table || a[i].sparse_grad();
+    EXPECT_EQ(a[i].value().to_float_vector(), b[i].value().to_float_vector()) << a[i].name();
+  }
+  EXPECT_TRUE(saw_sparse_table);
 }
 
 TEST(CalculatorModel, ShortTrainingRunBeatsTheMajorityClass) {

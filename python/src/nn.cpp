@@ -115,16 +115,17 @@ and name scopes: `with store.scope("tree_lstm"): fc = FC(store, "fc", 3, 4)` nam
   py::class_<nn::Embedding>(m, "Embedding", "A table of learned vectors looked up by int32 id.")
       .def(py::init([](nn::ParameterStore& s, const std::string& name, std::int64_t buckets,
                        std::int64_t dim, bool trainable, bool mod_inputs,
-                       std::optional<nn::Initializer> init) {
+                       std::optional<nn::Initializer> init, bool sparse_gradient) {
              nn::EmbeddingOptions o;
              o.trainable = trainable;
              o.mod_inputs = mod_inputs;
+             o.sparse_gradient = sparse_gradient;
              if (init) o.init = *init;
              return nn::Embedding(s, name, buckets, dim, o);
            }),
            py::arg("store"), py::arg("name"), py::arg("num_buckets"), py::arg("dim"),
            py::arg("trainable") = true, py::arg("mod_inputs") = true, py::arg("init") = py::none(),
-           py::keep_alive<1, 2>())
+           py::arg("sparse_gradient") = false, py::keep_alive<1, 2>())
       .def("__call__",
            [](const nn::Embedding& e, py::handle ids) {
              if (py::isinstance<Var>(ids)) return e(ids.cast<Var>());

@@ -217,7 +217,8 @@ void init_train(py::module_& parent) {
       .def(py::init([](const std::string& kind, double momentum, bool nesterov,
                        double initial_accumulator, double beta1, double beta2, double epsilon,
                        double weight_decay, const std::string& decay_mode,
-                       std::vector<std::pair<std::string, double>> scales) {
+                       std::vector<std::pair<std::string, double>> scales,
+                       const std::string& sparse_update) {
              OptimizerSpec s;
              s.kind = parse_optimizer_kind(kind);
              s.momentum = momentum;
@@ -229,6 +230,7 @@ void init_train(py::module_& parent) {
              s.weight_decay = weight_decay;
              s.weight_decay_mode = parse_weight_decay_mode(decay_mode);
              s.learning_rate_scales = std::move(scales);
+             s.sparse_update = parse_sparse_update(sparse_update);
              s.validate();
              return s;
            }),
@@ -236,7 +238,8 @@ void init_train(py::module_& parent) {
            py::arg("initial_accumulator") = 0.0, py::arg("beta1") = 0.9, py::arg("beta2") = 0.999,
            py::arg("epsilon") = 1e-8, py::arg("weight_decay") = 0.0,
            py::arg("weight_decay_mode") = "l2",
-           py::arg("learning_rate_scales") = std::vector<std::pair<std::string, double>>{})
+           py::arg("learning_rate_scales") = std::vector<std::pair<std::string, double>>{},
+           py::arg("sparse_update") = "lazy")
       .def_property_readonly(
           "kind", [](const OptimizerSpec& s) { return std::string(optimizer_kind_name(s.kind)); })
       .def("__repr__", &OptimizerSpec::describe);

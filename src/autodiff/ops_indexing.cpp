@@ -1,6 +1,7 @@
 // Row indexing ops: gather_rows and embedding_lookup (the same gather, named for its use) and
 // scatter_add_rows. Each is the other's gradient: gathered rows scatter-add their gradients
-// back, so a row read twice receives the sum. Index tensors are saved on the tape node.
+// back, so a row read twice receives the sum (or, for a table with row-sparse gradients, are
+// recorded as rows: Parameter::set_sparse_grad). Index tensors are saved on the tape node.
 #include "../backend/kernels.h"
 #include "op_checks.h"
 #include "weft/autodiff/ops.h"
@@ -12,11 +13,11 @@ void require_rows(const char* op, const char* role, const Tensor& t) {
   if (t.rank() == 0) fail(op, role, " must have a leading (row) axis, got ", t.describe());
 }
 
-// y[i] = x[indices[i]]: dx[indices[i]] += dy[i].
+// y[i] = x[indices[i]]: dx[indices[i]] += dy[i] (kept as rows for a table with row-sparse
+// gradients; dy is spent after this, so the table may keep it without a copy).
 void gather_backward(Tape& tape, std::uint32_t id) {
   const TapeNode& node = tape.node(id);
-  if (Tensor* dx = tape.grad_of(tape.input(id, 0)))
-    backend::scatter_add_rows(node.grad, node.saved[0], *dx);
+  tape.accumulate_rows(tape.input(id, 0), node.saved[0], node.grad);
 }
 
 Var gather_impl(const char* op, const char* table_role, const char* index_role, Var x,

@@ -22,8 +22,6 @@ Parameter::Parameter(std::string name, Tensor value, bool trainable)
   data_->trainable = trainable;
 }
 
-void Parameter::zero_grad() { backend::fill(data_->grad, 0.0f); }
-
 Var::Var(const Parameter& parameter) : Var(Tape::current().parameter(parameter)) {}
 
 const Tensor& Var::value() const { return tape_->node(id_).value; }
@@ -73,7 +71,12 @@ Var Tape::parameter(const Parameter& parameter) {
   node.value = data.value;
   node.requires_grad = grad_enabled_ && data.trainable;
   node.is_leaf = true;
-  if (node.requires_grad) node.grad = data.grad;  // gradients land in the parameter itself
+  if (node.requires_grad && data.sparse_grad) {
+    node.sparse_parameter = parameter;  // the gradient binds on first dense use (grad_of)
+  } else if (node.requires_grad) {
+    node.grad = data.grad;  // gradients land in the parameter itself
+    data.dense_grad_used = true;
+  }
   data.tape = this;
   data.generation = generation_;
   data.node = id;
@@ -104,8 +107,23 @@ Var Tape::record(Tensor value, std::span<const Var> inputs, BackwardFn backward_
 Tensor* Tape::grad_of(std::uint32_t id) {
   TapeNode& n = node(id);
   if (!n.requires_grad) return nullptr;
-  if (!n.grad.defined()) n.grad = Tensor::zeros(n.value.shape(), DType::kFloat32, n.value.device());
+  if (n.grad.defined()) return &n.grad;
+  if (n.sparse_parameter.defined()) {
+    n.grad = n.sparse_parameter.grad();  // a dense use: rows so far folded in, then dense
+  } else {
+    n.grad = Tensor::zeros(n.value.shape(), DType::kFloat32, n.value.device());
+  }
   return &n.grad;
+}
+
+void Tape::accumulate_rows(std::uint32_t id, const Tensor& indices, const Tensor& rows) {
+  TapeNode& n = node(id);
+  if (!n.requires_grad) return;
+  if (n.sparse_parameter.defined() && !n.grad.defined()) {
+    n.sparse_parameter.add_grad_rows(indices, rows);
+    return;
+  }
+  backend::scatter_add_rows(rows, indices, *grad_of(id));
 }
 
 void Tape::backward(Var output) {

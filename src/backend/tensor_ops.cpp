@@ -60,6 +60,31 @@ void apply_update(const UpdateArgs& args, Tensor& value, const Tensor& grad, Ten
   optimizer_update(args, value, grad, slot0, slot1);
 }
 
+void apply_update_rows(const UpdateArgs& args, Tensor& value, const Tensor& indices,
+                       const Tensor& grad_rows, Tensor* slot0, Tensor* slot1) {
+  const char* op = "apply_update_rows";
+  if (value.dtype() != DType::kFloat32 || value.rank() == 0)
+    fail(op, "needs a float32 value with a row axis, got ", value.describe());
+  if (indices.dtype() != DType::kInt32 || indices.rank() != 1)
+    fail(op, "indices must be int32 [k], got ", indices.describe());
+  const Shape rows_shape = value.shape().with_rows(indices.numel());
+  if (grad_rows.dtype() != DType::kFloat32 || grad_rows.shape() != rows_shape)
+    fail(op, "grad rows ", grad_rows.describe(), " must be float32 ", rows_shape.to_string());
+  for (const Tensor* other : {&indices, &grad_rows, static_cast<const Tensor*>(slot0),
+                              static_cast<const Tensor*>(slot1)}) {
+    if (other == nullptr) continue;
+    if (other != &indices && other != &grad_rows) check_same(op, value, *other);
+    if (other->device() != value.device())
+      fail(op, "operands are on different devices: ", value.describe(), " vs ", other->describe());
+  }
+  std::int64_t bad = -1;
+  find_bad_index(indices, value.rows(), bad);
+  if (bad >= 0)
+    fail(op, "row index ", indices.to_int_vector()[std::size_t(bad)], " at position ", bad,
+         " is outside [0, ", value.rows(), ")");
+  optimizer_update_rows(args, value, indices, grad_rows, slot0, slot1);
+}
+
 void scale_and_clamp(Tensor& x, float scale, float limit) {
   if (x.dtype() != DType::kFloat32) fail("scale_and_clamp", "needs float32, got ", x.describe());
   scale_clamp(x, scale, limit);

@@ -59,6 +59,10 @@ ModelEntry sentiment_entry() {
     r.optimizer.kind = train::OptimizerKind::kAdagrad;
     r.optimizer.weight_decay = 1e-4;
     r.optimizer.learning_rate_scales = {{"embedding/", 0.1}};
+    // The word vectors' gradient is row-sparse (sparse_gradient below) and updated lazily: a
+    // word's vector, its Adagrad sum and its weight decay move only in the steps whose batch
+    // uses the word (--sparse-updates dense: every row every step, as before).
+    r.optimizer.sparse_update = train::SparseUpdate::kLazy;
     r.schedule.learning_rate = 0.05;
     r.best_metric = "root_fine";
     return r;
@@ -97,7 +101,8 @@ SentimentModel::SentimentModel(const OptionValues& options, const ModelInit& ini
       s, "embedding", m.data.vocabulary.size(), dim,
       nn::EmbeddingOptions{.init = nn::from_tensor(m.data.embeddings.matrix),
                            .trainable = trainable,
-                           .mod_inputs = false});
+                           .mod_inputs = false,
+                           .sparse_gradient = true});
   // Tai et al.'s leaf module: c = W_c x + b_c, h = sigmoid(W_o x + b_o) * tanh(c).
   m.leaf_weight = s.create("leaf/weight", {dim, 2 * m.hidden}, nn::glorot_uniform());
   m.leaf_bias = s.create("leaf/bias", {2 * m.hidden}, nn::zeros());

@@ -24,6 +24,7 @@ Embedding::Embedding(ParameterStore& store, const std::string& name, std::int64_
   if (!options_.init) options_.init = uniform(-0.05f, 0.05f);
   auto scope = store.scope(name);
   table_ = store.create("table", {num_buckets, dim}, options_.init, options_.trainable);
+  table_.set_sparse_grad(options_.sparse_gradient);
 }
 
 void Embedding::set_table(const Tensor& vectors) {

@@ -45,6 +45,15 @@ WeightDecayMode parse_weight_decay_mode(std::string_view name) {
                      {WeightDecayMode::kL2, WeightDecayMode::kDecoupled}, weight_decay_mode_name);
 }
 
+std::string_view sparse_update_name(SparseUpdate mode) {
+  return mode == SparseUpdate::kLazy ? "lazy" : "dense";
+}
+
+SparseUpdate parse_sparse_update(std::string_view name) {
+  return parse_named("optimizer", "sparse update", name,
+                     {SparseUpdate::kLazy, SparseUpdate::kDense}, sparse_update_name);
+}
+
 void OptimizerSpec::validate() const {
   auto check = [](bool ok, const char* field, double value, const char* rule) {
     if (!ok || !std::isfinite(value)) fail("optimizer", field, " must be ", rule, ", got ", value);
@@ -83,6 +92,8 @@ std::string OptimizerSpec::describe() const {
                         weight_decay_mode_name(weight_decay_mode));
   for (const auto& [prefix, scale] : learning_rate_scales)
     text += fmt::format(" lr_scale[{}]={}", prefix, scale);
+  // Lazy is the default and is not named, so the descriptions of earlier checkpoints still match.
+  if (sparse_update == SparseUpdate::kDense) text += " sparse_update=dense";
   return text;
 }
 
@@ -137,17 +148,31 @@ void Optimizer::update_parameter(std::size_t index, double learning_rate) {
   Parameter& p = parameters_[index];
   std::vector<Tensor>& slots = slots_[index];
   const Shape& slot_shape = slots.empty() ? p.shape() : slots[0].shape();
-  if (p.shape() != slot_shape || p.grad().shape() != p.shape())
-    fail("optimizer", "parameter '", p.name(), "' is ", p.shape(), " with gradient ",
-         p.grad().shape(), " but was ", slot_shape,
+  // A row-sparse gradient is updated lazily unless the spec asks for the dense update, which
+  // reads the gradient densely (its rows scatter-added into the full tensor).
+  const bool lazy = p.grad_is_row_sparse() && spec_.sparse_update == SparseUpdate::kLazy;
+  const Tensor& grad = lazy ? p.row_sparse_grad().rows : p.grad();
+  const Shape grad_shape = lazy ? p.shape() : grad.shape();
+  if (p.shape() != slot_shape || grad_shape != p.shape())
+    fail("optimizer", "parameter '", p.name(), "' is ", p.shape(), " with gradient ", grad_shape,
+         " but was ", slot_shape,
          " when the optimizer was made; make a new optimizer after reshaping parameters");
   const Device device = p.value().device();
   const Device slot_device = slots.empty() ? device : slots[0].device();
-  if (p.grad().device() != device || slot_device != device)
+  if (grad.device() != device || slot_device != device)
     fail("optimizer", "parameter '", p.name(), "' is on ", device_name(device),
-         " with its gradient on ", device_name(p.grad().device()), " and its optimizer state on ",
+         " with its gradient on ", device_name(grad.device()), " and its optimizer state on ",
          device_name(slot_device), "; make the optimizer after placing the parameters");
-  update(p.value(), p.grad(), slots, learning_rate, steps_);
+  const backend::UpdateArgs args = update_args(learning_rate, steps_);
+  Tensor* slot0 = slots.size() > 0 ? &slots[0] : nullptr;
+  Tensor* slot1 = slots.size() > 1 ? &slots[1] : nullptr;
+  if (lazy) {
+    const RowSparseGrad& rows = p.row_sparse_grad();
+    if (rows.indices.numel() > 0)
+      backend::apply_update_rows(args, p.value(), rows.indices, rows.rows, slot0, slot1);
+  } else {
+    backend::apply_update(args, p.value(), grad, slot0, slot1);
+  }
 }
 
 io::TensorMap Optimizer::state() const {
@@ -222,10 +247,6 @@ backend::UpdateArgs base_args(const OptimizerSpec& spec, backend::UpdateRule rul
   return args;
 }
 
-Tensor* slot(std::span<Tensor> slots, std::size_t k) {
-  return k < slots.size() ? &slots[k] : nullptr;
-}
-
 class Sgd final : public Optimizer {
  public:
   Sgd(const OptimizerSpec& spec, std::span<const Parameter> parameters)
@@ -234,12 +255,11 @@ class Sgd final : public Optimizer {
                                     : std::vector<std::string>{}) {}
 
  protected:
-  void update(Tensor& value, const Tensor& grad, std::span<Tensor> slots, double lr,
-              std::int64_t /*step*/) override {
+  backend::UpdateArgs update_args(double lr, std::int64_t /*step*/) const override {
     backend::UpdateArgs args = base_args(spec(), backend::UpdateRule::kSgd, lr);
     args.momentum = float(spec().momentum);
     args.nesterov = spec().nesterov;
-    backend::apply_update(args, value, grad, slot(slots, 0), nullptr);
+    return args;
   }
 };
 
@@ -249,11 +269,10 @@ class Adagrad final : public Optimizer {
       : Optimizer(spec, parameters, {"accumulator"}, float(spec.initial_accumulator)) {}
 
  protected:
-  void update(Tensor& value, const Tensor& grad, std::span<Tensor> slots, double lr,
-              std::int64_t /*step*/) override {
+  backend::UpdateArgs update_args(double lr, std::int64_t /*step*/) const override {
     backend::UpdateArgs args = base_args(spec(), backend::UpdateRule::kAdagrad, lr);
     args.epsilon = float(spec().epsilon);
-    backend::apply_update(args, value, grad, slot(slots, 0), nullptr);
+    return args;
   }
 };
 
@@ -264,9 +283,9 @@ class Adam final : public Optimizer {
 
  protected:
   // value -= lr * (m / c1) / (sqrt(v / c2) + eps), with c_k = 1 - beta_k^step, written as
-  // step_size * m / (sqrt(v) / sqrt(c2) + eps) so the kernel divides once per element.
-  void update(Tensor& value, const Tensor& grad, std::span<Tensor> slots, double lr,
-              std::int64_t step) override {
+  // step_size * m / (sqrt(v) / sqrt(c2) + eps) so the kernel divides once per element. The
+  // step is the optimizer's, also for the rows of a lazy update (as PyTorch's SparseAdam).
+  backend::UpdateArgs update_args(double lr, std::int64_t step) const override {
     backend::UpdateArgs args = base_args(spec(), backend::UpdateRule::kAdam, lr);
     args.beta1 = float(spec().beta1);
     args.beta2 = float(spec().beta2);
@@ -275,7 +294,7 @@ class Adam final : public Optimizer {
     args.epsilon = float(spec().epsilon);
     args.step_size = float(lr / (1.0 - std::pow(spec().beta1, double(step))));
     args.rsqrt_correction2 = float(1.0 / std::sqrt(1.0 - std::pow(spec().beta2, double(step))));
-    backend::apply_update(args, value, grad, slot(slots, 0), slot(slots, 1));
+    return args;
   }
 };
 
@@ -306,10 +325,18 @@ void for_each_trainable(std::span<const Parameter> parameters, F f) {
 
 }  // namespace
 
+// What clipping reads and scales: a row-sparse gradient's rows (coalesced, so a row used twice
+// counts once with its summed gradient, as in the dense tensor), else the dense gradient.
+Tensor& clip_target(Parameter& p) {
+  return p.grad_is_row_sparse() ? p.row_sparse_grad().rows : p.grad();
+}
+
 double grad_norm(std::span<const Parameter> parameters) {
   double sum = 0;
-  for_each_trainable(parameters,
-                     [&sum](Parameter& p) { sum += backend::sum_of_squares(p.grad()); });
+  for_each_trainable(parameters, [&sum](Parameter& p) {
+    const Tensor& g = clip_target(p);
+    if (g.numel() > 0) sum += backend::sum_of_squares(g);
+  });
   return std::sqrt(sum);
 }
 
@@ -319,16 +346,20 @@ double clip_grad_norm(std::span<const Parameter> parameters, double max_norm) {
   if (norm > max_norm && std::isfinite(norm)) {
     const float scale = float(max_norm / norm);
     const float unlimited = std::numeric_limits<float>::infinity();
-    for_each_trainable(parameters,
-                       [&](Parameter& p) { backend::scale_and_clamp(p.grad(), scale, unlimited); });
+    for_each_trainable(parameters, [&](Parameter& p) {
+      Tensor& g = clip_target(p);
+      if (g.numel() > 0) backend::scale_and_clamp(g, scale, unlimited);
+    });
   }
   return norm;
 }
 
 void clip_grad_value(std::span<const Parameter> parameters, double limit) {
   if (!(limit > 0)) fail("clip_grad_value", "limit must be > 0, got ", limit);
-  for_each_trainable(parameters,
-                     [&](Parameter& p) { backend::scale_and_clamp(p.grad(), 1.0f, float(limit)); });
+  for_each_trainable(parameters, [&](Parameter& p) {
+    Tensor& g = clip_target(p);
+    if (g.numel() > 0) backend::scale_and_clamp(g, 1.0f, float(limit));
+  });
 }
 
 }  // namespace weft::train

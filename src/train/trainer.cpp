@@ -142,15 +142,21 @@ bool prepare_ahead_here(bool requested, const dist::Communicator& comm) {
 constexpr std::int64_t kSparseGradientRows = 256;
 
 // Float views of the parameters' gradients (host tensors), for the all-reduce: the dense ones
-// (bucketed) and the tables that may be row-sparse, with their row length.
+// (bucketed), the dense tables that may be mostly zero rows, with their row length, and the
+// parameters whose gradient is held as rows (Parameter::grad_is_row_sparse).
 struct GradientBuffers {
   std::vector<std::span<float>> dense;
   std::vector<std::pair<std::span<float>, std::size_t>> tables;
+  std::vector<Parameter> row_sparse;
 };
 
 GradientBuffers gradient_buffers(std::span<const Parameter> parameters) {
   GradientBuffers buffers;
   for (const Parameter& p : parameters) {
+    if (p.grad_is_row_sparse()) {
+      buffers.row_sparse.push_back(p);
+      continue;
+    }
     Tensor& grad = const_cast<Parameter&>(p).grad();
     if (grad.device() != Device::kCpu) {
       fail("trainer", "data-parallel training needs gradients on the CPU; '", p.name(), "' is on ",
@@ -164,6 +170,38 @@ GradientBuffers gradient_buffers(std::span<const Parameter> parameters) {
     }
   }
   return buffers;
+}
+
+// Sums a row-sparse gradient over the ranks and leaves it row-sparse, so each rank's lazy
+// update touches the rows the global batch used, as one process would: the ranks agree on the
+// union of their rows (an all-reduce of a row mask, a float per row), then sum those rows
+// packed, each rank's scaled by its `share`.
+void all_reduce_row_sparse(dist::Communicator& comm, Parameter& p, float share) {
+  const RowSparseGrad& mine = p.row_sparse_grad();
+  if (mine.rows.device() != Device::kCpu) {
+    fail("trainer", "data-parallel training needs gradients on the CPU; '", p.name(), "' is on ",
+         device_name(mine.rows.device()));
+  }
+  const std::vector<std::int32_t> ids = mine.indices.to_int_vector();
+  const std::size_t cols = std::size_t(p.value().row_size());
+  std::vector<float> mask(std::size_t(p.shape()[0]), 0.0f);
+  for (std::int32_t id : ids) mask[std::size_t(id)] = 1.0f;
+  comm.all_reduce_sum(std::span<float>(mask));
+  std::vector<std::int32_t> all;
+  for (std::size_t r = 0; r < mask.size(); ++r)
+    if (mask[r] > 0) all.push_back(std::int32_t(r));
+  std::vector<float> packed(all.size() * cols, 0.0f);
+  const float* rows = mine.rows.data<float>();
+  for (std::size_t k = 0; k < ids.size(); ++k) {
+    const std::size_t at =
+        std::size_t(std::lower_bound(all.begin(), all.end(), ids[k]) - all.begin());
+    for (std::size_t c = 0; c < cols; ++c) packed[at * cols + c] = share * rows[k * cols + c];
+  }
+  comm.all_reduce_sum(std::span<float>(packed));
+  const std::int64_t k = std::int64_t(all.size());
+  p.zero_grad();
+  p.add_grad_rows(Tensor::from_vector(Shape{k}, all),
+                  Tensor::from_vector(p.shape().with_rows(k), packed));
 }
 
 }  // namespace
@@ -273,6 +311,7 @@ EpochRecord Trainer::train_epoch(Run& run) {
           for (const auto& [table, cols] : buffers.tables) {
             dist::all_reduce_sparse_rows(comm, table, cols, share);
           }
+          for (Parameter p : buffers.row_sparse) all_reduce_row_sparse(comm, p, share);
           double totals[2] = {figures.loss_sum, double(figures.examples)};
           comm.all_reduce_sum(std::span<double>(totals));
           figures.loss_sum = totals[0];

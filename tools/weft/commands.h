@@ -86,6 +86,7 @@ struct TrainOptions {
   std::int64_t warmup_steps = 0;
   double clip_norm = -1;                      // 0: off; < 0: the model's recipe
   double embedding_learning_rate_scale = -1;  // < 0: the model's recipe
+  std::string sparse_updates;                 // empty: the recipe's (lazy)
   std::string checkpoint;                     // written after every epoch when set
   std::string best_checkpoint;                // written when the dev figure improves
   std::string resume;                         // continue from this checkpoint

@@ -60,6 +60,8 @@ train::TrainerOptions training_recipe(const TrainOptions& options, const models:
   t.schedule.warmup_steps = options.warmup_steps;
   t.schedule.total_steps = 0;  // a cosine decays over the whole run: the Trainer fills it in
   if (options.clip_norm >= 0) t.clip_norm = options.clip_norm;
+  if (!options.sparse_updates.empty())
+    t.optimizer.sparse_update = train::parse_sparse_update(options.sparse_updates);
   if (options.embedding_learning_rate_scale >= 0) {
     t.optimizer.learning_rate_scales = {{"embedding/", options.embedding_learning_rate_scale}};
   }
@@ -160,6 +162,9 @@ CLI::App* add_train(CLI::App& app, TrainOptions& o, ModelFlags& models) {
         .add_option("--embedding-lr-scale", o.embedding_learning_rate_scale,
                     "Learning rate of word vectors relative to the rest (default: the recipe's)")
         ->check(CLI::NonNegativeNumber);
+    model.add_option("--sparse-updates", o.sparse_updates,
+                     "Row-sparse gradients (word vectors): lazy, only the rows a batch used, or "
+                     "dense, every row as a dense gradient would (default: the recipe's, lazy)");
     model.add_option("--checkpoint", o.checkpoint, "Write a checkpoint here after every epoch");
     model.add_option("--best-checkpoint", o.best_checkpoint,
                      "Write the best model (by dev figure) here");

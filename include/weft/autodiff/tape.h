@@ -2,7 +2,9 @@
 // node (value, inputs, backward function) in creation order, which is a topological order,
 // so backward() is one reverse sweep. Gradients are accumulated (+=) into each input, so a
 // value used by several consumers receives the sum. Parameters are leaves whose gradient
-// lives in the Parameter and accumulates across backward calls until zero_grad().
+// lives in the Parameter and accumulates across backward calls until zero_grad(); a table
+// that asked for row-sparse gradients (an embedding's) keeps the rows its gathers produced
+// instead of a dense tensor of its whole shape.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +22,14 @@ namespace weft {
 class Tape;
 class Var;
 
+// Part of a gradient held as rows: row indices[k] of the full gradient is rows[k], every other
+// row zero. indices int32 [k], rows float32 [k, ...] (the parameter's row shape), both on the
+// parameter's device.
+struct RowSparseGrad {
+  Tensor indices;
+  Tensor rows;
+};
+
 // A trainable tensor with its gradient. A cheap shared handle: copies name the same one.
 class Parameter {
  public:
@@ -30,11 +40,34 @@ class Parameter {
   const std::string& name() const { return data_->name; }
   Tensor& value() { return data_->value; }
   const Tensor& value() const { return data_->value; }
-  Tensor& grad() { return data_->grad; }
-  const Tensor& grad() const { return data_->grad; }
+  // The dense gradient, of the value's shape. Rows recorded as a row-sparse gradient are first
+  // scatter-added into it (in recording order: the sum the dense path makes), and from then
+  // on the gradient is held densely until zero_grad().
+  Tensor& grad();
+  const Tensor& grad() const;
   bool trainable() const { return data_->trainable; }
   void set_trainable(bool trainable) { data_->trainable = trainable; }
   void zero_grad();
+
+  // Row-sparse gradients (off by default; for tables read by rows, e.g. nn::Embedding): a
+  // gather of this parameter (embedding_lookup, gather_rows) records its gradient as
+  // (indices, rows) instead of scatter-adding into the dense tensor, and zero_grad() clears
+  // the rows instead of filling the whole tensor, so a step costs what the batch touched.
+  // Any other op that takes a gradient of the parameter switches it to the dense tensor for
+  // that step (correct, not cheap). Needs a leading row axis.
+  void set_sparse_grad(bool enabled);
+  bool sparse_grad() const { return data_->sparse_grad; }
+  // True when the whole gradient is the recorded rows: sparse_grad() and the dense tensor
+  // has not been used since zero_grad() (grad() not called, no dense op reached it).
+  bool grad_is_row_sparse() const;
+  // The gradient's rows, coalesced: indices sorted and distinct, the rows of a repeated index
+  // summed. Requires grad_is_row_sparse(); untouched parameters give k = 0. The rows may be
+  // scaled in place (clipping); the result is valid until the next backward or zero_grad.
+  RowSparseGrad& row_sparse_grad();
+  // For op implementations (and tests): adds rows[i] to row indices[i] of the gradient
+  // (int32 [n], float32 [n, ...] on the parameter's device); kept by reference, so the
+  // caller must not write `rows` afterwards. Requires sparse_grad().
+  void add_grad_rows(const Tensor& indices, const Tensor& rows);
   const Shape& shape() const { return data_->value.shape(); }
   // Identifies the parameter (copies of a handle share it), for de-duplication.
   const void* identity() const { return data_.get(); }
@@ -46,6 +79,10 @@ class Parameter {
     Tensor value;
     Tensor grad;
     bool trainable = true;
+    bool sparse_grad = false;
+    bool dense_grad_used = false;  // grad may hold nonzeros (zero_grad must fill it)
+    bool coalesced = false;        // grad_rows is one coalesced piece
+    std::vector<RowSparseGrad> grad_rows;
     // The node this parameter has on a tape's current recording, so that using it many
     // times in one step makes one leaf (checked against the tape's generation).
     const Tape* tape = nullptr;
@@ -90,6 +127,9 @@ struct TapeNode {
   std::uint32_t num_inputs = 0;
   bool requires_grad = false;
   bool is_leaf = false;  // variables and parameters keep their gradient after backward
+  // A parameter leaf with row-sparse gradients: its gradient binds lazily (grad_of), and
+  // accumulate_rows hands gathered rows to the parameter instead.
+  Parameter sparse_parameter;
   Tensor saved[2];
   std::int64_t int_attrs[3] = {0, 0, 0};
   float float_attrs[2] = {0, 0};
@@ -147,6 +187,10 @@ class Tape {
   // The gradient buffer of a node, zero-filled on first use, for kernels to accumulate into;
   // nullptr when the node does not require a gradient.
   Tensor* grad_of(std::uint32_t node);
+  // For gathers: grad[indices[i]] += rows[i] (indices int32, rows float32 [n, ...]). A
+  // parameter with row-sparse gradients records the rows (no copy: `rows` must not be written
+  // afterwards); any other node gets them scatter-added into grad_of(node).
+  void accumulate_rows(std::uint32_t node, const Tensor& indices, const Tensor& rows);
 
  private:
   static constexpr int kBlockBits = 10;

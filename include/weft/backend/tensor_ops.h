@@ -55,6 +55,11 @@ struct UpdateArgs {
 // tensor float32, of value's shape, on its device.
 void apply_update(const UpdateArgs& args, Tensor& value, const Tensor& grad, Tensor* slot0,
                   Tensor* slot1);
+// The same update of only the rows indices[k] of value and of the slots, from grad_rows[k]
+// (a row-sparse gradient: indices int32 [k], in range and distinct; grad_rows float32 [k, ...]
+// of value's row shape); every other row, and its slots, is left as it is. On value's device.
+void apply_update_rows(const UpdateArgs& args, Tensor& value, const Tensor& indices,
+                       const Tensor& grad_rows, Tensor* slot0, Tensor* slot1);
 // x[i] = clamp(scale * x[i], -limit, limit), float32, in place: clipping by norm and by value.
 void scale_and_clamp(Tensor& x, float scale, float limit);
 // The sum of x's squared elements (float32, any device), on the host.

@@ -1,6 +1,7 @@
 // Embedding: a table of num_buckets learned vectors looked up by int32 id, as TF Fold's
 // td.Embedding. Ids are taken |id| mod num_buckets (mod_inputs, the default) or must lie in
-// [0, num_buckets). A non-trainable table (e.g. fixed GloVe vectors) gets no gradient.
+// [0, num_buckets). A non-trainable table (e.g. fixed GloVe vectors) gets no gradient; a
+// trainable one may take its gradient as rows (EmbeddingOptions::sparse_gradient).
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,11 @@ struct EmbeddingOptions {
   Initializer init{};  // empty: uniform(-0.05, 0.05); from_tensor(vectors) for pretrained ones
   bool trainable = true;
   bool mod_inputs = true;  // id -> |id| mod num_buckets; otherwise out-of-range ids throw
+  // The table's gradient as the rows a batch looked up (Parameter::set_sparse_grad): a step
+  // then costs what the batch touched, not the whole table, and the optimizers update those
+  // rows lazily (weft/train/optimizer.h says how that differs from the dense update). Off, as
+  // PyTorch's nn.Embedding(sparse=False): the dense gradient and dense update.
+  bool sparse_gradient = false;
 };
 
 class Embedding {

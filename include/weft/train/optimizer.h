@@ -6,6 +6,20 @@
 // training loop can clip before any optimizer. Updates and clipping run where the parameters
 // live (CPU or CUDA) as float32 backend kernels; the slots live beside their parameter, and
 // state() / load_state() copy through the host only when a checkpoint is written or read.
+//
+// Row-sparse gradients (a table with Parameter::set_sparse_grad, e.g. nn::Embedding with
+// sparse_gradient): by default the update is *lazy*, as PyTorch's sparse SGD / Adagrad /
+// SparseAdam and TF's sparse_apply_* kernels do: only the rows the batch touched (duplicates
+// summed first) are updated, each by exactly the dense rule with its gradient row; an untouched
+// row keeps its value and its state. For plain SGD and for Adagrad without weight decay this is
+// the dense update itself (a zero gradient row does not move). It differs where the dense rule
+// moves a row whose gradient is zero:
+//  - momentum (SGD): an untouched row neither applies nor decays its velocity;
+//  - Adam: an untouched row's m and v are not decayed; the bias correction uses the optimizer's
+//    step count (as SparseAdam), not the number of times the row was touched;
+//  - weight decay, L2 or decoupled: applied to the touched rows only, when they are touched.
+// SparseUpdate::kDense gives back the exact dense update of every row (the gradient is first
+// scatter-added into the full tensor), at the dense cost.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +31,7 @@
 #include <vector>
 
 #include "weft/autodiff/tape.h"
+#include "weft/backend/tensor_ops.h"
 #include "weft/core/export.h"
 #include "weft/io/safetensors.h"
 
@@ -26,11 +41,16 @@ namespace weft::train {
 enum class OptimizerKind { kSgd, kAdagrad, kAdam };
 // kL2: g += decay * value before the update. kDecoupled: value -= lr * decay * value.
 enum class WeightDecayMode { kL2, kDecoupled };
+// How a row-sparse gradient updates its parameter: kLazy, only the touched rows (the rows and
+// their state, see above); kDense, every row, exactly as a dense gradient would.
+enum class SparseUpdate { kLazy, kDense };
 
 std::string_view optimizer_kind_name(OptimizerKind kind);  // "sgd", "adagrad", "adam"
 OptimizerKind parse_optimizer_kind(std::string_view name);
 std::string_view weight_decay_mode_name(WeightDecayMode mode);  // "l2", "decoupled"
 WeightDecayMode parse_weight_decay_mode(std::string_view name);
+std::string_view sparse_update_name(SparseUpdate mode);  // "lazy", "dense"
+SparseUpdate parse_sparse_update(std::string_view name);
 
 struct OptimizerSpec {
   OptimizerKind kind = OptimizerKind::kSgd;
@@ -49,6 +69,8 @@ struct OptimizerSpec {
   // the learning rate times its scale (the first matching prefix wins; others use 1). E.g.
   // {"embedding/", 0.1} fine-tunes pretrained word vectors ten times slower than the rest.
   std::vector<std::pair<std::string, double>> learning_rate_scales{};
+  // Row-sparse gradients: lazy (touched rows only) or the exact dense update; see above.
+  SparseUpdate sparse_update = SparseUpdate::kLazy;
 
   // The scale for a parameter name (1 when no prefix matches).
   double learning_rate_scale(const std::string& name) const;
@@ -93,11 +115,11 @@ class Optimizer {
  protected:
   Optimizer(const OptimizerSpec& spec, std::span<const Parameter> parameters,
             std::vector<std::string> slot_names, float slot_initial_value = 0.0f);
-  // Updates `value` in place from `grad` on their device, weight decay included (spec() says
-  // which kind); slots[k] is this parameter's tensor for slot_names[k], on the same device.
-  // `learning_rate` already has the parameter's scale; `step` counts from 1.
-  virtual void update(Tensor& value, const Tensor& grad, std::span<Tensor> slots,
-                      double learning_rate, std::int64_t step) = 0;
+  // The float32 constants of this rule's update at `learning_rate` (which already has the
+  // parameter's scale), weight decay included; `step` counts from 1. The base class applies
+  // them to the whole parameter or to a row-sparse gradient's rows, with the slots in
+  // slot_names order.
+  virtual backend::UpdateArgs update_args(double learning_rate, std::int64_t step) const = 0;
 
  private:
   void update_parameter(std::size_t index, double learning_rate);
@@ -115,7 +137,9 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerSpec& spec,
                                           std::span<const Parameter> parameters);
 
 // The global L2 norm of the trainable parameters' gradients (each gradient's sum of squares is
-// taken on its device; one float per parameter comes back to the host).
+// taken on its device; one float per parameter comes back to the host). A row-sparse gradient
+// counts its rows, duplicates summed, which is the norm of its dense tensor; clipping scales or
+// clamps those rows and leaves the gradient row-sparse.
 double grad_norm(std::span<const Parameter> parameters);
 // When the global norm exceeds max_norm (> 0), scales every trainable gradient by
 // max_norm / norm. Returns the norm before clipping.
