@@ -48,8 +48,8 @@ TEST(IoWordAliases, RejectsMalformedLinesWithFileLineAndColumn) {
                         "found 1"));
   EXPECT_THAT(error("# ok\na an the\n"), HasSubstr("aliases.txt:2:6: expected two fields"));
   EXPECT_THAT(error("a an\n\nb be\n a  the\n"),
-              HasSubstr("aliases.txt:4:2: the word \"a\" already has an alias (line 1)"));
-  EXPECT_THAT(error("not not\n"), HasSubstr("aliases.txt:1:5: the word \"not\" is its own alias"));
+              HasSubstr("aliases.txt:4:2: the word 'a' already has an alias (line 1)"));
+  EXPECT_THAT(error("not not\n"), HasSubstr("aliases.txt:1:5: the word 'not' is its own alias"));
 }
 
 class IoWordAliasFiles : public IoTempDir {};
