@@ -2,6 +2,7 @@
 // (threads merged with Weaver::append in input order), running them, and eval().
 #include "weft/blocks/compiler.h"
 
+#include <algorithm>
 #include <deque>
 #include <exception>
 #include <thread>
@@ -387,7 +388,13 @@ MetricValues BatchResult::metric(const std::string& name) const {
     if (compiled_->metric_names[m] != name) continue;
     const auto& rows = batch_->records_->metrics[m];
     MetricValues out;
-    if (!rows.values.empty()) out.values = loom_->gather(rows.values);
+    const auto replaced = std::find_if(replaced_metrics_.begin(), replaced_metrics_.end(),
+                                       [&](const auto& r) { return r.first == name; });
+    if (replaced != replaced_metrics_.end()) {
+      out.values = replaced->second;
+    } else if (!rows.values.empty()) {
+      out.values = loom_->gather(rows.values);
+    }
     out.examples = rows.examples;
     out.labels = rows.labels;
     return out;
@@ -395,6 +402,33 @@ MetricValues BatchResult::metric(const std::string& name) const {
   std::string known;
   for (const auto& n : compiled_->metric_names) known += (known.empty() ? "'" : ", '") + n + "'";
   fail("blocks", "no metric named '", name, "' (metrics: ", known.empty() ? "none" : known, ")");
+}
+
+namespace {
+
+void check_same_shape(const Var& old_values, const Var& new_values, std::string_view what) {
+  const Shape before = old_values.defined() ? old_values.value().shape() : Shape{};
+  const Shape after = new_values.defined() ? new_values.value().shape() : Shape{};
+  if (before != after)
+    fail("blocks", "cannot replace ", what, ": its values have shape ", before,
+         " but the new ones ", after);
+}
+
+}  // namespace
+
+void BatchResult::replace_output(std::size_t k, Var values) {
+  check_same_shape(output(k), values, "output " + std::to_string(k));
+  outputs_[k] = std::move(values);
+}
+
+void BatchResult::replace_metric(const std::string& name, Var values) {
+  check_same_shape(metric(name).values, values, "metric '" + name + "'");
+  for (auto& [n, v] : replaced_metrics_)
+    if (n == name) {
+      v = std::move(values);
+      return;
+    }
+  replaced_metrics_.emplace_back(name, std::move(values));
 }
 
 // ---- eval ---------------------------------------------------------------------------------

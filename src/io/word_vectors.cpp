@@ -215,6 +215,14 @@ std::optional<std::int32_t> lookup_row(std::string_view word, const WordVectors&
   return std::nullopt;
 }
 
+// The alias `word` takes under `options`, or nullptr.
+const std::string* alias_of(std::string_view word, const EmbeddingOptions& options) {
+  if (options.aliases == nullptr) return nullptr;
+  if (const std::string* alias = options.aliases->find(word)) return alias;
+  if (options.lookup == VectorLookup::kExact) return nullptr;
+  return options.aliases->find(lower_ascii(word));
+}
+
 }  // namespace
 
 WordVectors load_word_vectors(const std::string& path, const WordVectorOptions& options) {
@@ -238,8 +246,13 @@ EmbeddingMatrix build_embedding_matrix(const Vocabulary& vocabulary, const WordV
   for (std::int32_t id = 0; id < vocabulary.size(); ++id) {
     float* row = rows.data() + std::size_t(id) * std::size_t(dim);
     const bool unknown = vocabulary.has_unknown() && id == vocabulary.unknown_id();
-    const auto found =
-        unknown ? std::nullopt : lookup_row(vocabulary.word(id), vectors, options.lookup);
+    const std::string& word = vocabulary.word(id);
+    auto found = unknown ? std::nullopt : lookup_row(word, vectors, options.lookup);
+    const std::string* alias = unknown || found ? nullptr : alias_of(word, options);
+    if (alias != nullptr) {
+      found = lookup_row(*alias, vectors, options.lookup);
+      if (found) out.coverage.aliased.emplace_back(word, *alias);
+    }
     // Draw for every row, found or not, so a row's random values do not depend on coverage.
     for (std::int64_t j = 0; j < dim; ++j)
       row[j] = rng.uniform(-options.init_scale, options.init_scale);
@@ -249,7 +262,7 @@ EmbeddingMatrix build_embedding_matrix(const Vocabulary& vocabulary, const WordV
       out.pretrained[std::size_t(id)] = 1;
       ++out.coverage.found;
     } else if (!unknown) {
-      out.coverage.missing.push_back(vocabulary.word(id));
+      out.coverage.missing.push_back(word);
     }
   }
   out.matrix = Tensor::from_vector(Shape{vocabulary.size(), dim}, rows);

@@ -64,7 +64,7 @@ ModelEntry attention_entry() {
        .min = 1,
        .max = 65536},
   };
-  for (OptionSpec& spec : sst_options(0.25)) entry.options.push_back(std::move(spec));
+  for (OptionSpec& spec : sst_options(0.25, "none")) entry.options.push_back(std::move(spec));
   entry.options.push_back({.name = "bad_records",
                            .kind = OptionKind::kString,
                            .default_value = "skip",
@@ -190,9 +190,10 @@ json AttentionModel::assets() const {
 }
 
 std::vector<std::string> AttentionModel::data_notes() const {
-  if (impl_->skipped.empty()) return {};
-  std::vector<std::string> notes{fmt::format(
-      "attention: skipped {} bad records (--bad-records skip):", impl_->skipped.size())};
+  std::vector<std::string> notes = coverage_notes(impl_->data, "attention");
+  if (impl_->skipped.empty()) return notes;
+  notes.push_back(fmt::format("attention: skipped {} bad records (--bad-records skip):",
+                              impl_->skipped.size()));
   for (const std::string& record : impl_->skipped) notes.push_back("  " + record);
   return notes;
 }

@@ -72,6 +72,7 @@ std::unique_ptr<train::PreparedBatch> BlockModel::prepare_batch(train::Split spl
 
 train::BatchFigures BlockModel::run(const train::Batch& batch, bool training, Rng* rng) {
   if (!compiler_) fail(name(), "the model's root block was never compiled");
+  if (training && !members_.empty()) fail(name(), "an ensemble of checkpoints cannot be trained");
   const blocks::WovenBatch* woven = nullptr;
   if (auto* prepared = dynamic_cast<PreparedWeave*>(batch.prepared)) {
     woven = &prepared->woven;
@@ -83,7 +84,14 @@ train::BatchFigures BlockModel::run(const train::Batch& batch, bool training, Rn
   tape_.set_grad_enabled(training);
   TapeScope scope(tape_);
   nn::ForwardMode mode(training, rng);
-  const blocks::BatchResult result = compiler_->run(*woven, tape_);
+  blocks::BatchResult result = compiler_->run(*woven, tape_);
+  if (!members_.empty()) {
+    const std::span<const nlohmann::json> all = examples(batch.split);
+    std::vector<nlohmann::json> chosen;
+    chosen.reserve(batch.example_ids.size());
+    for (std::size_t id : batch.example_ids) chosen.push_back(all[id]);
+    average_members(result, chosen);
+  }
   return figures(result, batch, training);
 }
 
@@ -102,7 +110,8 @@ std::vector<nlohmann::json> BlockModel::predict(std::span<const nlohmann::json> 
   tape_.set_grad_enabled(false);
   TapeScope scope(tape_);
   nn::ForwardMode mode(false);
-  const blocks::BatchResult result = compiler_->forward(examples, tape_);
+  blocks::BatchResult result = compiler_->forward(examples, tape_);
+  if (!members_.empty()) average_members(result, examples);
   return predictions(result, examples.size());
 }
 
@@ -113,6 +122,8 @@ blocks::WovenBatch BlockModel::weave_examples(std::span<const nlohmann::json> ex
 
 std::vector<nlohmann::json> BlockModel::predict_woven(const blocks::WovenBatch& woven) {
   if (!compiler_) fail(name(), "the model's root block was never compiled");
+  if (!members_.empty())
+    fail(name(), "an ensemble predicts with predict(): each member weaves its own batch");
   if (woven.size() == 0) return {};
   tape_.clear();
   tape_.set_grad_enabled(false);
@@ -120,6 +131,57 @@ std::vector<nlohmann::json> BlockModel::predict_woven(const blocks::WovenBatch& 
   nn::ForwardMode mode(false);
   const blocks::BatchResult result = compiler_->run(woven, tape_);
   return predictions(result, woven.size());
+}
+
+void BlockModel::add_ensemble_member(std::unique_ptr<BlockModel> member) {
+  if (!compiler_ || !member || !member->compiler_)
+    fail(name(), "an ensemble needs compiled models");
+  if (ensemble_averaging() == EnsembleAveraging::kNone)
+    fail(name(), "this model cannot be ensembled: its outputs are not class scores");
+  if (member->name() != name())
+    fail(name(), "cannot ensemble a '", member->name(), "' model with a '", name(), "' model");
+  if (member->compiler_->output_types() != compiler_->output_types())
+    fail(name(), "an ensemble member has other outputs than the lead model");
+  members_.push_back(std::move(member));
+}
+
+void BlockModel::average_members(blocks::BatchResult& result,
+                                 std::span<const nlohmann::json> examples) {
+  // Each model's values as tensors copied off its tape: [model][output or metric].
+  const std::vector<std::string> metrics = result.metric_names();
+  const std::size_t slots = result.num_outputs() + metrics.size();
+  auto read = [&](const blocks::BatchResult& r) {
+    std::vector<Tensor> values;
+    values.reserve(slots);
+    for (std::size_t k = 0; k < r.num_outputs(); ++k) values.push_back(r.output(k).value().clone());
+    for (const std::string& m : metrics) {
+      const Var v = r.metric(m).values;
+      values.push_back(v.defined() ? v.value().clone() : Tensor());
+    }
+    return values;
+  };
+  std::vector<std::vector<Tensor>> all{read(result)};
+  for (const auto& member : members_) {
+    member->tape_.clear();
+    member->tape_.set_grad_enabled(false);
+    TapeScope scope(member->tape_);
+    nn::ForwardMode mode(false);
+    const blocks::BatchResult r = member->compiler_->forward(examples, member->tape_);
+    if (r.metric_names() != metrics)
+      fail(name(), "an ensemble member has other metrics than the lead model");
+    all.push_back(read(r));
+  }
+  for (std::size_t slot = 0; slot < slots; ++slot) {
+    if (!all[0][slot].defined()) continue;
+    std::vector<Tensor> per_model;
+    for (const auto& values : all) per_model.push_back(values[slot]);
+    const Var averaged = tape_.constant(average_softmax(per_model).to(store_.device()));
+    if (slot < result.num_outputs()) {
+      result.replace_output(slot, averaged);
+    } else {
+      result.replace_metric(metrics[slot - result.num_outputs()], averaged);
+    }
+  }
 }
 
 }  // namespace weft::models

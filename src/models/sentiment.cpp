@@ -41,7 +41,7 @@ ModelEntry sentiment_entry() {
   entry.input = "a bracketed SST tree \"(3 (2 a) (4 (3 lovely) (2 film)))\" or its JSON form";
   entry.options = {
       {.name = "hidden", .default_value = 150, .help = "Hidden size", .min = 1, .max = 65536}};
-  for (OptionSpec& spec : sst_options(0.25)) entry.options.push_back(std::move(spec));
+  for (OptionSpec& spec : sst_options(0.25, "sst")) entry.options.push_back(std::move(spec));
   entry.options.push_back({.name = "recurrent_dropout",
                            .kind = OptionKind::kFloat,
                            .default_value = 0.25,
@@ -201,10 +201,7 @@ std::vector<json> SentimentModel::predictions(const blocks::BatchResult& result,
 }
 
 std::vector<std::string> SentimentModel::data_notes() const {
-  const io::EmbeddingCoverage& c = impl_->data.embeddings.coverage;
-  if (c.total == 0) return {};
-  return {fmt::format("sentiment: {} of {} vocabulary words have a pretrained vector", c.found,
-                      c.total)};
+  return coverage_notes(impl_->data, "sentiment");
 }
 
 std::int64_t SentimentModel::vectors_found() const { return impl_->data.embeddings.coverage.found; }

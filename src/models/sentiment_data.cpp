@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "weft/core/error.h"
 #include "weft/io/json_lines.h"
@@ -79,13 +80,19 @@ nlohmann::json sentiment_example_from_text(std::string_view line, std::string_vi
   return to_example(io::sst_tree_from_input(value), vocabulary, where);
 }
 
-std::vector<OptionSpec> sst_options(double dropout_default) {
+std::vector<OptionSpec> sst_options(double dropout_default, const char* aliases_default) {
   return {
       {.name = "embeddings",
        .kind = OptionKind::kString,
        .default_value = "",
        .help = "Word vectors, 'word v1 ... vd' per line (default: "
                "<data_dir>/glove-sst/glove.6B.100d.sst.txt)",
+       .role = OptionRole::kData},
+      {.name = "embedding_aliases",
+       .kind = OptionKind::kString,
+       .default_value = aliases_default,
+       .help = "Aliases for words without a vector, 'word alias' per line: 'sst' (the table "
+               "shipped in resources/word_aliases/sst_glove.txt), 'none', or a file",
        .role = OptionRole::kData},
       {.name = "no_embeddings",
        .kind = OptionKind::kBool,
@@ -123,6 +130,50 @@ io::Vocabulary vocabulary_from_asset(const nlohmann::json& assets, std::string_v
   return vocabulary;
 }
 
+namespace {
+
+void count_tokens(const io::SstTree& tree, const io::Vocabulary& vocabulary,
+                  const std::vector<std::uint8_t>& pretrained, TokenCoverage& out) {
+  if (tree.is_leaf()) {
+    ++out.total;
+    out.found += pretrained[std::size_t(vocabulary.id(tree.word))];
+  }
+  for (const io::SstTree& child : tree.children) count_tokens(child, vocabulary, pretrained, out);
+}
+
+// The alias table an `embedding_aliases` value names, or nothing for "none".
+std::optional<io::WordAliases> read_aliases(const std::string& value) {
+  if (value == "none") return std::nullopt;
+  if (value == "sst")
+    return io::parse_word_aliases(shipped_sst_aliases(), "resources/word_aliases/sst_glove.txt");
+  return io::load_word_aliases(value);
+}
+
+}  // namespace
+
+std::vector<std::string> coverage_notes(const SentimentData& data, std::string_view model) {
+  const io::EmbeddingCoverage& c = data.embeddings.coverage;
+  if (c.total == 0) return {};
+  std::vector<std::string> notes{fmt::format(
+      "{}: {} of {} vocabulary words have a pretrained vector ({:.1f}%), {} of {} SST tokens "
+      "({:.1f}%)",
+      model, c.found, c.total, 100.0 * c.fraction(), data.tokens.found, data.tokens.total,
+      data.tokens.total == 0 ? 0.0
+                             : 100.0 * double(data.tokens.found) / double(data.tokens.total))};
+  if (!data.aliases_source.empty()) {
+    std::string examples;
+    for (std::size_t i = 0; i < c.aliased.size() && i < 6; ++i)
+      examples += fmt::format("{}{} -> {}", i ? ", " : "", c.aliased[i].first, c.aliased[i].second);
+    const char* close = c.aliased.empty() ? "" : c.aliased.size() > 6 ? ", ...)" : ")";
+    notes.push_back(
+        fmt::format("{}: the aliases of {} filled {} of these words with their "
+                    "alias's vector{}{}{}",
+                    model, data.aliases_source, c.aliased.size(), c.aliased.empty() ? "" : " (",
+                    examples, close));
+  }
+  return notes;
+}
+
 SentimentData load_sentiment_data(OptionValues& options, const ModelInit& init) {
   SentimentData data;
   const std::string& dir = options.text("data_dir");
@@ -157,10 +208,18 @@ SentimentData load_sentiment_data(OptionValues& options, const ModelInit& init) 
     } else {
       vectors.vectors = Tensor::zeros({0, options.integer("embedding_dim")});
     }
+    const std::optional<io::WordAliases> aliases =
+        options.flag("no_embeddings") ? std::nullopt
+                                      : read_aliases(options.text("embedding_aliases"));
+    if (aliases) data.aliases_source = aliases->source;
     data.embeddings = io::build_embedding_matrix(
         data.vocabulary, vectors,
         io::EmbeddingOptions{.seed = std::uint64_t(options.integer("seed")),
-                             .lookup = io::VectorLookup::kGloveUncased});
+                             .lookup = io::VectorLookup::kGloveUncased,
+                             .aliases = aliases ? &*aliases : nullptr});
+    for (const auto* split : {&train, &dev, &test})
+      for (const io::SstTree& tree : *split)
+        count_tokens(tree, data.vocabulary, data.embeddings.pretrained, data.tokens);
   } else {
     data.embeddings.matrix =
         Tensor::zeros({data.vocabulary.size(), options.integer("embedding_dim")});

@@ -22,18 +22,33 @@ namespace weft::models {
 constexpr int kSstClasses = 5;
 constexpr int kSstNeutral = 2;
 
-// The options the SST models share: embeddings, no_embeddings, embedding_dim (resolved from the
-// vector file when there is one), dropout.
-std::vector<OptionSpec> sst_options(double dropout_default);
+// The options the SST models share: embeddings, embedding_aliases ("sst": the table shipped in
+// resources/word_aliases/sst_glove.txt; "none"; or a file), no_embeddings, embedding_dim
+// (resolved from the vector file when there is one), dropout.
+std::vector<OptionSpec> sst_options(double dropout_default, const char* aliases_default);
+
+// The shipped SST alias table's text (generated from the resource at build time).
+std::string_view shipped_sst_aliases();
+
+// Word-vector coverage of the SST leaves read (every split), counted per occurrence.
+struct TokenCoverage {
+  std::int64_t found = 0, total = 0;
+};
 
 struct SentimentData {
   io::Vocabulary vocabulary;
   io::EmbeddingMatrix embeddings;  // matrix undefined unless vectors were read (training)
+  TokenCoverage tokens;            // filled when vectors were read
+  std::string aliases_source;      // the alias table used ("" when none)
   std::vector<nlohmann::json> train, dev, test;
 
   const std::vector<nlohmann::json>& split(train::Split which) const;
   std::int64_t embedding_dim() const { return embeddings.matrix.shape()[1]; }
 };
+
+// The data notes of an SST model that read vectors: coverage by type and by token, and how many
+// words the alias table filled.
+std::vector<std::string> coverage_notes(const SentimentData& data, std::string_view model);
 
 // Reads what `init.use` needs (see ModelUse): the trees, unless inferring; the vocabulary from
 // init.assets when given, else built over every split; the vectors only when training. Sets

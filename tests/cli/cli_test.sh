@@ -53,6 +53,33 @@ mkdir "$work/empty"
   --data-dir "$work/no-data") >"$work/empty.out" 2>&1 || { echo "FAIL infer from an empty directory"; cat "$work/empty.out"; failures=$((failures + 1)); }
 cmp -s <(sed -n 2p "$work/infer.out") "$work/empty.out" || { echo "FAIL infer from an empty directory differs"; cat "$work/empty.out"; failures=$((failures + 1)); }
 
+# Ensembles: several checkpoints of one model (repeated or a comma list) average their
+# probabilities; eval says so on stderr and prints the usual JSON.
+"$weft" train calculator --max-train 600 --max-eval 100 --epochs 1 --hidden 12 --seed 2 \
+  --checkpoint "$work/calc2.safetensors" --progress off --no-compare >"$work/train2.out" 2>&1 ||
+  { echo "FAIL train calculator seed 2"; cat "$work/train2.out"; failures=$((failures + 1)); }
+"$weft" eval calculator --max-eval 100 --checkpoint "$work/calc.safetensors,$work/calc2.safetensors" \
+  >"$work/ens.out" 2>"$work/ens.err" || { echo "FAIL eval ensemble"; cat "$work/ens.err"; failures=$((failures + 1)); }
+grep -q '^{"dev":{"accuracy"' "$work/ens.out" && grep -q "an ensemble of 2 checkpoints" "$work/ens.err" ||
+  { echo "FAIL eval ensemble output"; cat "$work/ens.out" "$work/ens.err"; failures=$((failures + 1)); }
+"$weft" infer calculator --checkpoint "$work/calc.safetensors" --checkpoint "$work/calc2.safetensors" \
+  --input "$work/in.jsonl" >"$work/ens-infer.out" 2>&1 ||
+  { echo "FAIL infer ensemble"; cat "$work/ens-infer.out"; failures=$((failures + 1)); }
+[[ $(grep -c '"probabilities"' "$work/ens-infer.out") -eq 2 ]] || { echo "FAIL infer ensemble lines"; cat "$work/ens-infer.out"; failures=$((failures + 1)); }
+
+# The SST models' word-vector aliases: the shipped table by default, a malformed one refused
+# with file:line (only where the SST data is).
+data=${WEFT_DATA_DIR:-}
+if [[ -n $data && -f $data/sst/dev.txt && -f $data/glove-sst/glove.6B.100d.sst.txt ]]; then
+  "$weft" train sentiment --data-dir "$data" --max-train 20 --max-eval 10 --epochs 1 --hidden 8 \
+    --progress off --no-compare >"$work/sst.out" 2>&1 || { echo "FAIL train sentiment"; cat "$work/sst.out"; failures=$((failures + 1)); }
+  grep -q "sentiment: the aliases of resources/word_aliases/sst_glove.txt filled [0-9]* of these words with their alias's vector (" "$work/sst.out" ||
+    { echo "FAIL sentiment alias note"; cat "$work/sst.out"; failures=$((failures + 1)); }
+  printf "n't not\nbad\n" >"$work/aliases.txt"
+  expect_error bad-alias-table "aliases.txt:2:4: expected two fields" "$weft" train sentiment \
+    --data-dir "$data" --max-train 20 --max-eval 10 --epochs 1 --embedding-aliases "$work/aliases.txt"
+fi
+
 # A cosine schedule with warm-up over the whole run (the trainer works out its length).
 "$weft" train calculator --max-train 200 --max-eval 50 --epochs 1 --hidden 8 --schedule cosine \
   --warmup-steps 2 --progress off --no-compare >"$work/cosine.out" 2>&1 ||

@@ -99,7 +99,7 @@ struct TrainOptions {
 
 struct EvalOptions {
   ModelChoice model;
-  std::string checkpoint;
+  std::vector<std::string> checkpoints;  // more than one: an ensemble (models/ensemble.h)
   std::vector<std::string> splits{"dev", "test"};
   std::int64_t batch_size = 256;
   int threads = 1;
@@ -107,8 +107,8 @@ struct EvalOptions {
 
 struct InferOptions {
   ModelChoice model;
-  std::string checkpoint;
-  std::string input = "-";  // a file of one example per line, or - for stdin
+  std::vector<std::string> checkpoints;  // more than one: an ensemble (models/ensemble.h)
+  std::string input = "-";               // a file of one example per line, or - for stdin
   std::int64_t batch_size = 256;
   int threads = 1;
 };

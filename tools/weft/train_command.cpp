@@ -21,6 +21,7 @@
 #include "weft/dist/communicator.h"
 #include "weft/io/input_limits.h"
 #include "weft/io/json_lines.h"
+#include "weft/models/ensemble.h"
 #include "weft/models/registry.h"
 #include "weft/models/saved_model.h"
 
@@ -90,10 +91,13 @@ void report_batching_speedup(models::Model& model, std::size_t batch_size) {
       batched, unbatched, batched / unbatched, examples.size(), batch_size);
 }
 
-void add_checkpoint_flags(CLI::App& cmd, std::string& checkpoint, std::int64_t& batch_size,
-                          int& threads) {
-  cmd.add_option("--checkpoint", checkpoint, "A checkpoint written by weft train")
+void add_checkpoint_flags(CLI::App& cmd, std::vector<std::string>& checkpoints,
+                          std::int64_t& batch_size, int& threads) {
+  cmd.add_option("--checkpoint", checkpoints,
+                 "A checkpoint written by weft train; several (repeated or a comma list) of one "
+                 "model make an ensemble that averages their class probabilities")
       ->required()
+      ->delimiter(',')
       ->check(CLI::ExistingFile);
   cmd.add_option("--batch-size", batch_size, "Examples per batch")
       ->capture_default_str()
@@ -250,7 +254,7 @@ CLI::App* add_eval(CLI::App& app, EvalOptions& o, ModelFlags& models) {
   CLI::App* cmd = app.add_subcommand(
       "eval", "Evaluate a checkpoint on its data; prints a JSON object (weft eval <model> ...)");
   models.bind(*cmd, [&o](CLI::App& model) {
-    add_checkpoint_flags(model, o.checkpoint, o.batch_size, o.threads);
+    add_checkpoint_flags(model, o.checkpoints, o.batch_size, o.threads);
     model.add_option("--splits", o.splits, "Splits to evaluate")
         ->delimiter(',')
         ->capture_default_str();
@@ -262,12 +266,15 @@ int run_eval(const EvalOptions& options) {
   set_num_threads(options.threads);
   std::vector<train::Split> splits;
   for (const std::string& split : options.splits) splits.push_back(parse_split(split));
-  std::unique_ptr<models::Model> model = models::load_model(
-      options.checkpoint, models::ModelUse::kEvaluate, options.model.options, options.model.name);
+  std::unique_ptr<models::Model> model = models::load_ensemble(
+      options.checkpoints, models::ModelUse::kEvaluate, options.model.options, options.model.name);
   train::TrainerOptions recipe;
   recipe.batch_size = std::size_t(options.batch_size);
   recipe.progress = train::ProgressMode::kOff;
   train::Trainer trainer(recipe);
+  if (options.checkpoints.size() > 1)
+    fmt::print(stderr, "{}: an ensemble of {} checkpoints (their probabilities averaged)\n",
+               model->name(), options.checkpoints.size());
   nlohmann::json out = nlohmann::json::object();
   for (train::Split split : splits) {
     out[std::string(train::split_name(split))] =
@@ -283,7 +290,7 @@ CLI::App* add_infer(CLI::App& app, InferOptions& o, ModelFlags& models) {
       "Predict with a checkpoint alone: one example per input line, one JSON line of "
       "predictions per example (weft infer <model> ...)");
   models.bind(*cmd, [&o](CLI::App& model) {
-    add_checkpoint_flags(model, o.checkpoint, o.batch_size, o.threads);
+    add_checkpoint_flags(model, o.checkpoints, o.batch_size, o.threads);
     model.add_option("--input", o.input, "Examples, one per line (- for standard input)")
         ->capture_default_str();
   });
@@ -292,8 +299,8 @@ CLI::App* add_infer(CLI::App& app, InferOptions& o, ModelFlags& models) {
 
 int run_infer(const InferOptions& options) {
   set_num_threads(options.threads);
-  std::unique_ptr<models::Model> model = models::load_model(
-      options.checkpoint, models::ModelUse::kInfer, options.model.options, options.model.name);
+  std::unique_ptr<models::Model> model = models::load_ensemble(
+      options.checkpoints, models::ModelUse::kInfer, options.model.options, options.model.name);
   std::ifstream file;
   std::istream* in = &std::cin;
   const std::string name = options.input == "-" ? "<stdin>" : options.input;

@@ -76,6 +76,11 @@ class BatchResult {
   // A metric by name (throws naming the known metrics when absent).
   MetricValues metric(const std::string& name) const;
   std::vector<std::string> metric_names() const;
+  // Replace an output's or a metric's values with others of the same shape (an ensemble's
+  // averaged logits, models/block_model.h): output(k) and metric(name) return them from then on.
+  // Throws naming the output or metric when it does not exist or the shape differs.
+  void replace_output(std::size_t k, Var values);
+  void replace_metric(const std::string& name, Var values);
   const loom::LoomResult& loom_result() const { return *loom_; }
   const loom::RunStats& stats() const { return loom_->stats(); }
 
@@ -86,6 +91,7 @@ class BatchResult {
   const detail::Compiled* compiled_ = nullptr;
   std::unique_ptr<loom::LoomResult> loom_;
   std::vector<Var> outputs_;
+  std::vector<std::pair<std::string, Var>> replaced_metrics_;
 };
 
 class Compiler {

@@ -10,6 +10,7 @@
 
 #include "weft/core/export.h"
 #include "weft/io/vocabulary.h"
+#include "weft/io/word_aliases.h"
 #include "weft/tensor/tensor.h"
 
 WEFT_API_BEGIN
@@ -55,12 +56,18 @@ struct EmbeddingOptions {
   // Rows without a vector are drawn uniform in [-init_scale, init_scale].
   float init_scale = 0.05f;
   VectorLookup lookup = VectorLookup::kExact;
+  // Consulted for a word the lookup finds no vector for: the word's alias (the exact word's
+  // entry, else, under kGloveUncased, its lower-case form's) is looked up the same way, with no
+  // chains (an alias's own alias is not followed). Not owned; nullptr: no aliases.
+  const WordAliases* aliases = nullptr;
 };
 
 struct EmbeddingCoverage {
-  std::int64_t found = 0;            // vocabulary words that got a pretrained vector
+  std::int64_t found = 0;            // vocabulary words that got a pretrained vector (own or alias)
   std::int64_t total = 0;            // vocabulary words, the unknown token not counted
   std::vector<std::string> missing;  // in vocabulary order
+  // The words of `found` that got their alias's vector, (word, alias) in vocabulary order.
+  std::vector<std::pair<std::string, std::string>> aliased;
   double fraction() const { return total == 0 ? 1.0 : double(found) / double(total); }
 };
 

@@ -14,6 +14,7 @@
 
 #include "weft/blocks/compiler.h"
 #include "weft/core/export.h"
+#include "weft/models/ensemble.h"
 #include "weft/models/model.h"
 #include "weft/nn/parameter_store.h"
 
@@ -41,6 +42,16 @@ class BlockModel : public Model {
   const blocks::Block& root_block() const final { return root_; }
   std::span<const nlohmann::json> examples(train::Split split) const final;
 
+  // Ensembles (models/ensemble.h). How this model's outputs and metrics average: models whose
+  // every output and metric holds class logits return kSoftmax.
+  virtual EnsembleAveraging ensemble_averaging() const { return EnsembleAveraging::kNone; }
+  // Makes this model the lead of an ensemble with `member` (another checkpoint of the same
+  // model): evaluation and predict() then run every member on the same examples and report the
+  // averaged outputs; training and predict_woven refuse. Throws when the model cannot be
+  // ensembled, or the member is another model or has other outputs or metrics.
+  void add_ensemble_member(std::unique_ptr<BlockModel> member);
+  std::size_t ensemble_size() const { return 1 + members_.size(); }
+
  protected:
   // `options` come from the model's registry entry, checked. The parameter store is seeded
   // with their seed and lives on their device, within init's parameter budget.
@@ -64,6 +75,9 @@ class BlockModel : public Model {
 
  private:
   train::BatchFigures run(const train::Batch& batch, bool training, Rng* rng);
+  // Runs the members on `examples` (inference mode) and replaces every output and metric of
+  // `result` (the lead's, on tape_) with the average over the lead and the members.
+  void average_members(blocks::BatchResult& result, std::span<const nlohmann::json> examples);
 
   OptionValues options_;
   nn::ParameterStore store_;
@@ -72,6 +86,7 @@ class BlockModel : public Model {
   std::unique_ptr<blocks::Compiler> compiler_;
   Tape tape_;
   blocks::WovenBatch local_;  // a batch woven on the spot, kept while its result is used
+  std::vector<std::unique_ptr<BlockModel>> members_;  // an ensemble's other models
 };
 
 }  // namespace weft::models

@@ -29,6 +29,8 @@ class CalculatorModel : public BlockModel {
   // An expression as JSON ({"number": 7} / {"op", "left", "right"}), optionally wrapped as
   // {"expression": ..., "sign": k}.
   nlohmann::json parse_example(std::string_view line, std::string_view where) const override;
+  // Every output and metric holds class logits: an ensemble averages their probabilities.
+  EnsembleAveraging ensemble_averaging() const override { return EnsembleAveraging::kSoftmax; }
   std::vector<std::string> split_notes(train::Split split) const override;
   // The share of the majority class in a split (the accuracy to beat).
   double majority_rate(train::Split split) const;

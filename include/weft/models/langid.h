@@ -31,6 +31,8 @@ class LangIdModel : public BlockModel {
   nlohmann::json assets() const override;
   // A sentence as plain text, or a data line "id<TAB>language<TAB>text".
   nlohmann::json parse_example(std::string_view line, std::string_view where) const override;
+  // Every output and metric holds class logits: an ensemble averages their probabilities.
+  EnsembleAveraging ensemble_averaging() const override { return EnsembleAveraging::kSoftmax; }
   std::vector<std::string> data_notes() const override;
 
   const std::vector<std::string>& languages() const;

@@ -17,9 +17,10 @@
 WEFT_API_BEGIN
 namespace weft::models {
 
-// Its registry entry: options hidden (150), embeddings / no_embeddings / freeze_embeddings,
-// embedding_dim, dropout and recurrent_dropout (0.25); the recipe is Tai et al.'s (Adagrad 0.05,
-// batch 25, L2 1e-4, word vectors at 0.1x the rate). Assets: the vocabulary.
+// Its registry entry: options hidden (150), embeddings / embedding_aliases ("sst": the shipped
+// table) / no_embeddings / freeze_embeddings, embedding_dim, dropout and recurrent_dropout (0.25);
+// the recipe is Tai et al.'s (Adagrad 0.05, batch 25, L2 1e-4, word vectors at 0.1x the rate).
+// Assets: the vocabulary.
 ModelEntry sentiment_entry();
 
 class SentimentModel : public BlockModel {
@@ -32,6 +33,8 @@ class SentimentModel : public BlockModel {
   nlohmann::json assets() const override;  // {"vocabulary": [words in id order]}
   // A bracketed SST tree "(3 (2 a) ...)" or its JSON form ({"label", "word"/"children"}).
   nlohmann::json parse_example(std::string_view line, std::string_view where) const override;
+  // Every output and metric holds class logits: an ensemble averages their probabilities.
+  EnsembleAveraging ensemble_averaging() const override { return EnsembleAveraging::kSoftmax; }
   std::vector<std::string> data_notes() const override;
 
   // Vocabulary words with a pretrained vector / all (the unknown token not counted); 0 / 0
