@@ -5,7 +5,8 @@
 #   scripts/fuzz.sh [SECONDS [TARGET...]]
 # An input that crashes, leaks, or runs longer than 1 s fails the run; libFuzzer writes it to
 # build/fuzz/findings/<target>/ (add it to fuzz/corpus/<target>/ once fixed). Prints, per
-# target, the executions, the coverage (edges) and the corpus size reached.
+# target, the executions, the coverage (edges) and the corpus size reached. Warnings are not
+# errors here: the warning policy is GCC's (scripts/test.sh), clang only instruments.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -13,7 +14,7 @@ seconds=${1:-30}
 shift || true
 scripts/install_deps.sh
 CC=clang-14 CXX=clang++-14 cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DWEFT_BUILD_FUZZERS=ON -DWEFT_SANITIZE=ON -DWEFT_WERROR="${WEFT_WERROR:-ON}" \
+  -DWEFT_BUILD_FUZZERS=ON -DWEFT_SANITIZE=ON -DWEFT_WERROR=OFF \
   -DWEFT_BUILD_TESTS=OFF -DWEFT_BUILD_BENCHMARKS=OFF -DWEFT_BUILD_TOOLS=OFF \
   -DWEFT_BUILD_EXAMPLES=OFF -DWEFT_BUILD_PYTHON=OFF -DBUILD_SHARED_LIBS=OFF
 cmake --build build/fuzz --target fuzzers

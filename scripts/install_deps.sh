@@ -10,7 +10,7 @@ packages=(
   ocl-icd-opencl-dev  # oneDNN's CMake package requires OpenCL; only Recommended by libdnnl-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
   clang-format python3 python3-numpy
-  clang-14 libclang-rt-14-dev  # the fuzz targets (fuzz/, scripts/fuzz.sh): clang with libFuzzer
+  clang-14 libclang-rt-14-dev libomp-14-dev  # the fuzz targets (fuzz/, scripts/fuzz.sh): clang, libFuzzer
   libcpp-httplib-dev  # weft serve (HTTP/1.1); wrk, for its benchmark, is installed by hand
   libblis-dev  # only for the GEMM comparison benchmark
   librdkit-dev libboost-dev  # optional: SMILES parsing (weft/io/molecule_graph.h, WEFT_WITH_RDKIT)
