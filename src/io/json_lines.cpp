@@ -30,9 +30,7 @@ std::string parser_message(const Json::exception& e) {
     message.erase(0, colon + 2);
   // The parser quotes the token it stopped at ("last read: '...'"), which can be the whole
   // input; keep the message about a line long.
-  constexpr std::size_t kKeep = 160;
-  if (message.size() > kKeep) message = detail::quoted(message).substr(1) + " (cut)";
-  return message;
+  return detail::shortened(message, 160);
 }
 
 struct JsonFailure {
@@ -90,12 +88,7 @@ nlohmann::json parse_json(std::string_view text, std::string_view where,
 }
 
 std::string json_excerpt(const nlohmann::json& value) {
-  std::string text = value.dump(-1, ' ', false, Json::error_handler_t::replace);
-  constexpr std::size_t kKeep = 60;
-  if (text.size() <= kKeep) return text;
-  std::size_t cut = kKeep;
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
-  return text.substr(0, cut) + "...";
+  return detail::shortened(value.dump(-1, ' ', false, Json::error_handler_t::replace), 60);
 }
 
 bool read_bounded_line(std::istream& in, std::string& line, std::size_t max_bytes, bool& too_long) {

@@ -80,13 +80,14 @@ std::string position(std::string_view file, std::int64_t line_number, std::strin
   return weft::detail::concat_message(file, ":", line_number, ":", utf8_column(line, offset));
 }
 
-std::string quoted(std::string_view text) {
-  constexpr std::size_t kLimit = 40;
-  if (text.size() <= kLimit) return "'" + std::string(text) + "'";
-  std::size_t cut = kLimit;
+std::string shortened(std::string_view text, std::size_t limit) {
+  if (text.size() <= limit) return std::string(text);
+  std::size_t cut = limit;
   while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
-  return "'" + std::string(text.substr(0, cut)) + "...'";
+  return std::string(text.substr(0, cut)) + "...";
 }
+
+std::string quoted(std::string_view text) { return "'" + shortened(text, 40) + "'"; }
 
 std::string_view trim_blanks(std::string_view text) {
   while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);

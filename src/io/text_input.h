@@ -44,6 +44,9 @@ std::int64_t utf8_column(std::string_view line, std::size_t offset);
 std::string position(std::string_view file, std::int64_t line_number, std::string_view line,
                      std::size_t offset);
 
+// `text` cut to at most `limit` bytes (never inside a character), "..." marking a cut.
+std::string shortened(std::string_view text, std::size_t limit);
+
 // `text` quoted for a message, shortened to about 40 characters (never inside a character).
 std::string quoted(std::string_view text);
 
