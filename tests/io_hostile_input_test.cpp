@@ -26,6 +26,7 @@
 namespace weft {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
 
@@ -233,6 +234,33 @@ TEST(HostileSmiles, MoleculesPastTheAtomLimitAreRefusedBeforeRdkitRuns) {
               ThrowsMessage<Error>(HasSubstr("atoms, more than")));
   EXPECT_EQ(io::parse_smiles(std::string(std::size_t(limit), 'C')).atoms.size(),
             std::size_t(limit));
+}
+
+TEST(HostileSmiles, WildcardsInRingsAreBoundedBeforeKekulization) {
+  if (!io::smiles_parser_available()) GTEST_SKIP() << "built without RDKit";
+  const std::int64_t limit = io::input_limits().max_ring_wildcards;
+  // A ring of one carbon and `n` wildcards beside a benzene ring.
+  const auto ring_of = [](std::int64_t n) {
+    return "c1ccccc1C2" + std::string(std::size_t(n), '*') + "2";
+  };
+  EXPECT_EQ(io::parse_smiles(ring_of(limit)).atoms.size(), std::size_t(7 + limit));
+  EXPECT_THAT([&] { io::parse_smiles(ring_of(limit + 1)); },
+              ThrowsMessage<Error>(
+                  AllOf(HasSubstr(std::to_string(limit + 1) + " wildcard atoms (*) in rings"),
+                        HasSubstr("WEFT_LIMIT_RING_WILDCARDS"))));
+  // Wildcards outside rings (a polymer's repeat unit, an attachment point) are not bounded.
+  const std::string chain = "*CC(*)c1ccccc1" + std::string(40, '*');
+  EXPECT_EQ(io::parse_smiles(chain).atoms.size(), 10u + 40u);
+  // The fuzzer's find (fuzz/corpus/smiles/regression-ring-wildcards): 29 wildcards in rings
+  // around two unkekulizable aromatic systems, about 2^19 kekulizations in RDKit.
+  EXPECT_THAT(
+      [] {
+        io::parse_smiles(
+            "C1O~CC3OO~CC3OC(~********************************CC2OC(OC(C#N)c1ccc#cc1)C(O~"
+            "CC3OC(~********O)C(O)C2*********C**********C2OC(OC(C#N)c1ccc#cc1)1C(O)C(O)C2O)C("
+            "O)CO)C(O)C*(O)C3*");
+      },
+      ThrowsMessage<Error>(HasSubstr("WEFT_LIMIT_RING_WILDCARDS")));
 }
 
 TEST_F(HostileFiles, ASaveRemovesTemporariesOfDeadSavesOnly) {

@@ -22,6 +22,7 @@ constexpr LimitField kFields[] = {
     {"max_line_bytes", "WEFT_LIMIT_LINE_BYTES", &InputLimits::max_line_bytes},
     {"max_example_bytes", "WEFT_LIMIT_EXAMPLE_BYTES", &InputLimits::max_example_bytes},
     {"max_molecule_atoms", "WEFT_LIMIT_MOLECULE_ATOMS", &InputLimits::max_molecule_atoms},
+    {"max_ring_wildcards", "WEFT_LIMIT_RING_WILDCARDS", &InputLimits::max_ring_wildcards},
     {"max_sentence_chars", "WEFT_LIMIT_SENTENCE_CHARS", &InputLimits::max_sentence_chars},
     {"max_vector_dim", "WEFT_LIMIT_VECTOR_DIM", &InputLimits::max_vector_dim},
     {"max_tensor_elements", "WEFT_LIMIT_TENSOR_ELEMENTS", &InputLimits::max_tensor_elements},

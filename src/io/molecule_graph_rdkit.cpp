@@ -103,24 +103,14 @@ BondType bond_type(RDKit::Bond::BondType type) {
   }
 }
 
-std::unique_ptr<RDKit::RWMol> parse(const std::string& smiles) {
+// Runs one RDKit step on `smiles`; an RDKit failure (thrown, logged or both) becomes a
+// weft::Error naming the SMILES. `step` returns false when RDKit gave no molecule.
+template <typename Step>
+void rdkit_step(const std::string& smiles, Step step) {
   CapturedRdkitLog log;
   std::string reason;
   try {
-    // What SmilesToMol does by default (remove hydrogens, sanitize) but without its
-    // stereochemistry perception: the features do not use it, and its legacy CIP ranking is
-    // superlinear (5 s for a 1,000-atom chain with it, milliseconds without).
-    RDKit::SmilesParserParams params;
-    params.sanitize = false;
-    params.removeHs = false;
-    params.allowCXSMILES = false;
-    params.parseName = false;
-    std::unique_ptr<RDKit::RWMol> mol(RDKit::SmilesToMol(smiles, params));
-    if (mol) {
-      RDKit::MolOps::removeHs(*mol, /*implicitOnly=*/false, /*updateExplicitCount=*/true,
-                              /*sanitize=*/true);
-      return mol;
-    }
+    if (step()) return;
   } catch (const std::exception& e) {
     reason = e.what();
   }
@@ -129,6 +119,45 @@ std::unique_ptr<RDKit::RWMol> parse(const std::string& smiles) {
   if (reason.empty() || logged.find(reason) != std::string::npos) reason = logged;
   fail("smiles", "cannot parse ", detail::quoted(smiles), ": ",
        reason.empty() ? "invalid SMILES" : reason);
+}
+
+// RDKit tries subsets of the wildcard atoms of an aromatic system it cannot kekulize, one
+// kekulization per subset: exponential in the wildcards in rings, so those are counted (on
+// the unsanitized molecule, whose rings fastFindRings finds in linear time) and bounded first.
+void check_ring_wildcards(RDKit::RWMol& mol, std::string_view text) {
+  RDKit::MolOps::fastFindRings(mol);
+  std::int64_t ring_wildcards = 0;
+  for (const RDKit::Atom* atom : mol.atoms())
+    if (atom->getAtomicNum() == 0 && mol.getRingInfo()->numAtomRings(atom->getIdx()) > 0)
+      ++ring_wildcards;
+  mol.getRingInfo()->reset();  // sanitization finds the rings it wants (SSSR) itself
+  const std::int64_t limit = input_limits().max_ring_wildcards;
+  if (ring_wildcards > limit)
+    fail("smiles", detail::quoted(text), " has ", ring_wildcards,
+         " wildcard atoms (*) in rings, more than ", limit, " ", limit_hint("max_ring_wildcards"));
+}
+
+std::unique_ptr<RDKit::RWMol> parse(const std::string& smiles) {
+  // What SmilesToMol does by default (remove hydrogens, sanitize) but without its
+  // stereochemistry perception: the features do not use it, and its legacy CIP ranking is
+  // superlinear (5 s for a 1,000-atom chain with it, milliseconds without).
+  std::unique_ptr<RDKit::RWMol> mol;
+  rdkit_step(smiles, [&] {
+    RDKit::SmilesParserParams params;
+    params.sanitize = false;
+    params.removeHs = false;
+    params.allowCXSMILES = false;
+    params.parseName = false;
+    mol.reset(RDKit::SmilesToMol(smiles, params));
+    return mol != nullptr;
+  });
+  check_ring_wildcards(*mol, smiles);
+  rdkit_step(smiles, [&] {
+    RDKit::MolOps::removeHs(*mol, /*implicitOnly=*/false, /*updateExplicitCount=*/true,
+                            /*sanitize=*/true);
+    return true;
+  });
+  return mol;
 }
 
 // SMILES is printable ASCII without spaces; anything else (a NUL, a space before a name, a
