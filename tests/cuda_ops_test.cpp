@@ -100,6 +100,16 @@ void add_linear_algebra_cases(std::vector<CudaCase>& cases) {
                      {},
                      [ta, tb](auto& v, auto&) { return matmul(v[0], v[1], ta, tb); }});
   }
+  for (int t = 0; t < 4; ++t) {
+    const bool ta = t & 1, tb = t & 2;
+    Tensor a = random_tensor(ta ? Shape{9, 17, 6} : Shape{9, 6, 17}, 60 + t);
+    Tensor b = random_tensor(tb ? Shape{9, 11, 17} : Shape{9, 17, 11}, 70 + t);
+    cases.push_back({"batch_matmul",
+                     std::string("transposes ") + (ta ? "T" : "N") + (tb ? "T" : "N"),
+                     {a, b},
+                     {},
+                     [ta, tb](auto& v, auto&) { return batch_matmul(v[0], v[1], ta, tb); }});
+  }
   cases.push_back(
       {"linear",
        "tree-lstm shape",

@@ -508,6 +508,59 @@ TEST(LoomExecutor, ConcatenatedInputsEqualSeparateInputs) {
     expect_close(x.parameter_grads[p], y.parameter_grads[p], "parameter gradient");
 }
 
+// Per-example matrices ([2, 3] and [3, 4] TypeShapes): the loom batches them to [n, 2, 3] and
+// [n, 3, 4], and batch_matmul is then each example's own product, gradients included.
+TEST(LoomExecutor, PerExampleMatrixProductsBatchThroughBatchMatmul) {
+  const TypeShape left{DType::kFloat32, {2, 3}, "left"}, right{DType::kFloat32, {3, 4}, "right"};
+  const TypeShape product{DType::kFloat32, {2, 4}, "product"};
+  Parameter scale{"scale", random_tensor({3, 4}, 7)};
+  Loom loom;
+  const OpId times = loom.add_operation(
+      "times", {left, right}, {product},
+      [](std::span<const Var> in) { return std::vector<Var>{batch_matmul(in[0], in[1])}; });
+  const OpId scaled =
+      loom.add_operation("scaled", {left}, {product}, [&scale](std::span<const Var> in) {
+        const std::int64_t n = in[0].shape()[0];
+        const std::vector<Var> copies(static_cast<std::size_t>(n), Var(scale));
+        return std::vector<Var>{batch_matmul(in[0], reshape(concat(copies, 0), {n, 3, 4}))};
+      });
+  const TypeId left_id = loom.type_id(left), right_id = loom.type_id(right);
+  const TypeId product_id = loom.type_id(product);
+  constexpr int kExamples = 5;
+  std::vector<Tensor> lhs, rhs;
+  Weaver weaver(loom);
+  for (int e = 0; e < kExamples; ++e) {
+    lhs.push_back(random_tensor({2, 3}, 100 + e));
+    rhs.push_back(random_tensor({3, 4}, 200 + e));
+    Value l = weaver.constant(left_id, lhs.back());
+    weaver.add_output(weaver.call(times, {l, weaver.constant(right_id, rhs.back())})[0]);
+    weaver.add_output(weaver.call(scaled, {l})[0]);
+  }
+  Tape tape;
+  Executor executor(loom, tape);
+  Var out = executor.run(weaver).outputs(product_id);
+  ASSERT_EQ(out.shape(), (Shape{2 * kExamples, 2, 4}));
+  tape.backward(sum(out));
+  Tape reference;
+  Var reference_scale = reference.constant(scale.value());
+  std::vector<Var> expected;
+  for (int e = 0; e < kExamples; ++e) {
+    Var l = reference.constant(lhs[std::size_t(e)]);
+    expected.push_back(matmul(l, reference.constant(rhs[std::size_t(e)])));
+    expected.push_back(matmul(l, reference_scale));
+  }
+  expect_close(out.value().to_float_vector(), concat(expected, 0).value().to_float_vector(),
+               "per-example products");
+  // d(sum)/d(scale) = sum over examples of leftᵀ · ones.
+  Tensor ones = Tensor::full({2, 4}, 1.0f);
+  Var expected_grad = reference.constant(Tensor::zeros({3, 4}));
+  for (int e = 0; e < kExamples; ++e)
+    expected_grad = expected_grad + matmul(reference.constant(lhs[std::size_t(e)]),
+                                           reference.constant(ones), true, false);
+  expect_close(scale.grad().to_float_vector(), expected_grad.value().to_float_vector(),
+               "parameter gradient");
+}
+
 TEST(LoomExecutor, InferenceModeKeepsNoBackward) {
   TestModel m;
   Weaver w(m.loom);

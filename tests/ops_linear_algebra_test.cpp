@@ -1,4 +1,5 @@
-// matmul (every transpose combination) and linear: reference, gradients, batching, errors.
+// matmul and batch_matmul (every transpose combination) and linear: reference, gradients,
+// batching, errors.
 #include "op_test_util.h"
 
 namespace weft::testing {
@@ -69,6 +70,71 @@ TEST(Op_matmul, EmptyInnerDimensionGivesZeros) {
   Var y = matmul(tape.constant(Tensor::zeros({2, 0})), tape.constant(Tensor::zeros({0, 3})));
   EXPECT_EQ(y.shape(), (Shape{2, 3}));
   for (float v : y.value().to_float_vector()) EXPECT_EQ(v, 0.0f);
+}
+
+// reference_matmul on each [m, k] / [k, n] item of a batch.
+HostArray reference_batch_matmul(const HostArray& a, const HostArray& b, bool ta, bool tb) {
+  const std::int64_t batch = a.shape[0];
+  const std::int64_t a_size = a.shape[1] * a.shape[2], b_size = b.shape[1] * b.shape[2];
+  HostArray y;
+  for (std::int64_t i = 0; i < batch; ++i) {
+    const auto item = [i](const HostArray& x, std::int64_t size) {
+      return HostArray(
+          Shape{x.shape[1], x.shape[2]},
+          std::vector<double>(x.values.begin() + i * size, x.values.begin() + (i + 1) * size));
+    };
+    HostArray c = reference_matmul(item(a, a_size), item(b, b_size), ta, tb);
+    y.shape = Shape{batch, c.shape[0], c.shape[1]};
+    y.values.insert(y.values.end(), c.values.begin(), c.values.end());
+  }
+  return y;
+}
+
+WEFT_OP_TEST(batch_matmul, EveryTransposeAgainstReferenceAndGradients) {
+  for (int t = 0; t < 4; ++t) {
+    const bool ta = t & 1, tb = t & 2;
+    SCOPED_TRACE(std::string("transposes ") + (ta ? "T" : "N") + (tb ? "T" : "N"));
+    const Shape a_shape = ta ? Shape{3, 4, 2} : Shape{3, 2, 4};
+    const Shape b_shape = tb ? Shape{3, 5, 4} : Shape{3, 4, 5};
+    check_op([ta, tb](const std::vector<Var>& v) { return batch_matmul(v[0], v[1], ta, tb); },
+             [ta, tb](const std::vector<HostArray>& h) {
+               return reference_batch_matmul(h[0], h[1], ta, tb);
+             },
+             {random_tensor(a_shape, 11 + t), random_tensor(b_shape, 21 + t)});
+  }
+}
+
+TEST(Op_batch_matmul, EachBatchItemEqualsItsOwnProduct) {
+  check_batched_matches_rows([](const std::vector<Var>& v) { return batch_matmul(v[0], v[1]); },
+                             {random_tensor({6, 2, 3}, 7), random_tensor({6, 3, 4}, 8)},
+                             {true, true});
+}
+
+TEST(Op_batch_matmul, ErrorsNameTheOperands) {
+  Tape tape;
+  Var a = tape.constant(random_tensor({2, 3, 4}, 1));
+  Var b = tape.constant(random_tensor({2, 5, 2}, 2));
+  expect_error([&] { batch_matmul(a, b); },
+               {"[batch_matmul] inner dimensions differ: lhs [2, 3, 4] vs rhs [2, 5, 2]"});
+  Var other_batch = tape.constant(random_tensor({3, 4, 2}, 3));
+  expect_error([&] { batch_matmul(a, other_batch); },
+               {"[batch_matmul] batch sizes differ", "(2 vs 3 matrices)"});
+  Var matrix = tape.constant(random_tensor({4, 2}, 4));
+  expect_error([&] { batch_matmul(a, matrix); },
+               {"[batch_matmul]", "rhs must have rank 3", "float32 [4, 2]"});
+  Var ints = tape.constant(int_tensor({1, 1, 1}, {1}));
+  expect_error([&] { batch_matmul(ints, a); }, {"[batch_matmul]", "must be float32"});
+}
+
+TEST(Op_batch_matmul, EmptyInnerDimensionAndEmptyBatch) {
+  Tape tape;
+  Var y = batch_matmul(tape.constant(Tensor::zeros({2, 3, 0})),
+                       tape.constant(Tensor::zeros({2, 0, 4})));
+  EXPECT_EQ(y.shape(), (Shape{2, 3, 4}));
+  for (float v : y.value().to_float_vector()) EXPECT_EQ(v, 0.0f);
+  Var none = batch_matmul(tape.constant(Tensor::zeros({0, 3, 2})),
+                          tape.constant(Tensor::zeros({0, 2, 4})));
+  EXPECT_EQ(none.shape(), (Shape{0, 3, 4}));
 }
 
 HostArray reference_linear(const std::vector<HostArray>& h) {

@@ -183,6 +183,9 @@ parameters; clear() drops every node (Vars from before become invalid).)doc")
       "The names of every differentiable op (ops.def).");
   m.def("matmul", &matmul, py::arg("a"), py::arg("b"), py::arg("transpose_a") = false,
         py::arg("transpose_b") = false, "y = op(a) @ op(b) for 2-D a, b.");
+  m.def("batch_matmul", &batch_matmul, py::arg("a"), py::arg("b"), py::arg("transpose_a") = false,
+        py::arg("transpose_b") = false,
+        "y[i] = op(a[i]) @ op(b[i]) for a [n, m, k] and b [n, k, p] batch of matrices.");
   m.def("linear", &linear, py::arg("x"), py::arg("weight"), py::arg("bias"), "y = x @ W + b.");
   m.def("add", &add, "y = a + b (row broadcast)");
   m.def("sub", &sub, "y = a - b (row broadcast)");

@@ -49,6 +49,7 @@ def test_gradients_match_finite_differences():
     check_grad(lambda a: weft.sum(weft.tanh(a) * a), (3, 4))
     check_grad(lambda a, w, b: weft.sum(weft.sigmoid(weft.linear(a, w, b))), (2, 3), (3, 4), (4,))
     check_grad(lambda a, b: weft.sum(weft.matmul(a, b, transpose_b=True)), (2, 3), (4, 3))
+    check_grad(lambda a, b: weft.sum(weft.batch_matmul(a, b, transpose_a=True)), (2, 3, 2), (2, 3, 4))
     check_grad(lambda a: weft.mean(weft.softmax_cross_entropy(a, [0, 2, 1])), (3, 4))
     check_grad(lambda a, b: weft.sum(a / (weft.exp(b) + 1.0)), (2, 3), (2, 3))
     check_grad(lambda g, c: weft.sum(weft.lstm_cell_state(g, c)), (2, 16), (2, 8))

@@ -1,4 +1,5 @@
-// Matrix products: matmul with optional transposes, and linear (x · W + b). Forward and
+// Matrix products: matmul with optional transposes, its batched form (one product per batch
+// item) and linear (x · W + b). Forward and
 // backward are all GEMMs through the backend; gradients accumulate with beta = 1.
 #include "../backend/kernels.h"
 #include "op_checks.h"
@@ -7,6 +8,7 @@
 namespace weft {
 namespace {
 
+using backend::batch_gemm;
 using backend::gemm;
 
 // y = op(a) · op(b): dA' = dy · op(b)ᵀ and dB' = op(a)ᵀ · dy, transposed back when the
@@ -55,6 +57,58 @@ Var matmul(Var a, Var b, bool transpose_a, bool transpose_b) {
   Tensor y = Tensor::empty(Shape{m, n}, DType::kFloat32, va.device());
   gemm(va, transpose_a, vb, transpose_b, 1.0f, 0.0f, y);
   Var out = a.tape().record(std::move(y), {a, b}, matmul_backward);
+  out.tape().node(out.id()).int_attrs[0] = transpose_a;
+  out.tape().node(out.id()).int_attrs[1] = transpose_b;
+  return out;
+}
+
+namespace {
+
+// The same gradients as matmul_backward, one product per batch item.
+void batch_matmul_backward(Tape& tape, std::uint32_t id) {
+  const TapeNode& node = tape.node(id);
+  const bool ta = node.int_attrs[0] != 0, tb = node.int_attrs[1] != 0;
+  const Tensor& dy = node.grad;
+  const Tensor& a = tape.node(tape.input(id, 0)).value;
+  const Tensor& b = tape.node(tape.input(id, 1)).value;
+  if (Tensor* da = tape.grad_of(tape.input(id, 0))) {
+    if (!ta)
+      batch_gemm(dy, false, b, !tb, 1.0f, 1.0f, *da);
+    else
+      batch_gemm(b, tb, dy, true, 1.0f, 1.0f, *da);
+  }
+  if (Tensor* db = tape.grad_of(tape.input(id, 1))) {
+    if (!tb)
+      batch_gemm(a, !ta, dy, false, 1.0f, 1.0f, *db);
+    else
+      batch_gemm(dy, true, a, ta, 1.0f, 1.0f, *db);
+  }
+}
+
+}  // namespace
+
+Var batch_matmul(Var a, Var b, bool transpose_a, bool transpose_b) {
+  const Tensor& va = a.value();
+  const Tensor& vb = b.value();
+  detail::require_float("batch_matmul", "lhs", va);
+  detail::require_float("batch_matmul", "rhs", vb);
+  detail::require_rank("batch_matmul", "lhs", va, 3);
+  detail::require_rank("batch_matmul", "rhs", vb, 3);
+  detail::require_same_device("batch_matmul", va, vb);
+  if (va.shape()[0] != vb.shape()[0])
+    fail("batch_matmul", "batch sizes differ: lhs ", va.shape(), " vs rhs ", vb.shape(), " (",
+         va.shape()[0], " vs ", vb.shape()[0], " matrices)");
+  const std::int64_t batch = va.shape()[0];
+  const std::int64_t m = transpose_a ? va.shape()[2] : va.shape()[1];
+  const std::int64_t k = transpose_a ? va.shape()[1] : va.shape()[2];
+  const std::int64_t kb = transpose_b ? vb.shape()[2] : vb.shape()[1];
+  const std::int64_t n = transpose_b ? vb.shape()[1] : vb.shape()[2];
+  if (k != kb)
+    fail("batch_matmul", "inner dimensions differ: lhs ", va.shape(), transpose_a ? "ᵀ" : "",
+         " vs rhs ", vb.shape(), transpose_b ? "ᵀ" : "", " (", k, " vs ", kb, ")");
+  Tensor y = Tensor::empty(Shape{batch, m, n}, DType::kFloat32, va.device());
+  batch_gemm(va, transpose_a, vb, transpose_b, 1.0f, 0.0f, y);
+  Var out = a.tape().record(std::move(y), {a, b}, batch_matmul_backward);
   out.tape().node(out.id()).int_attrs[0] = transpose_a;
   out.tape().node(out.id()).int_attrs[1] = transpose_b;
   return out;

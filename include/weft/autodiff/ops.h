@@ -22,6 +22,10 @@ std::span<const std::string_view> op_names();
 
 // y = op(a) · op(b) for 2-D a, b; op transposes when asked.
 Var matmul(Var a, Var b, bool transpose_a = false, bool transpose_b = false);
+// y[i] = op(a[i]) · op(b[i]) for each i of a batch of matrices: a [b, m, k], b [b, k, n]
+// (before the optional transposes of each matrix) give y [b, m, n]. In a loom operation over
+// per-example matrices (TypeShapes [m, k] and [k, n]) this is the per-example product.
+Var batch_matmul(Var a, Var b, bool transpose_a = false, bool transpose_b = false);
 // y = x · W + b; x [B, in], W [in, out], b [out].
 Var linear(Var x, Var weight, Var bias);
 

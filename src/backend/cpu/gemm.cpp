@@ -96,22 +96,17 @@ std::string_view cpu_backend_summary() { return settings().summary; }
 
 namespace backend::cpu {
 
-void gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, float alpha,
-          float beta, Tensor& c) {
-  const std::int64_t m = c.rows(), n = c.row_size();
-  const std::int64_t k = transpose_a ? a.rows() : a.row_size();
-  WEFT_ASSERT((transpose_a ? a.row_size() : a.rows()) == m);
-  WEFT_ASSERT((transpose_b ? b.rows() : b.row_size()) == n);
-  WEFT_ASSERT((transpose_b ? b.row_size() : b.rows()) == k);
+namespace {
+
+// out[m, n] = alpha * op(a) · op(b) + beta * out, row-major with leading dimensions.
+void sgemm(bool transpose_a, bool transpose_b, std::int64_t m, std::int64_t n, std::int64_t k,
+           float alpha, const float* pa, std::int64_t lda, const float* pb, std::int64_t ldb,
+           float beta, float* out, std::int64_t ldc) {
   if (m == 0 || n == 0) return;
-  float* out = c.data<float>();
   if (k == 0) {  // an empty sum: c = beta * c
     for (std::int64_t i = 0; i < m * n; ++i) out[i] = beta == 0.0f ? 0.0f : beta * out[i];
     return;
   }
-  const float* pa = a.data<float>();
-  const float* pb = b.data<float>();
-  const std::int64_t lda = a.row_size(), ldb = b.row_size(), ldc = n;
 #ifdef WEFT_HAVE_ONEDNN
   if (settings().provider == GemmProvider::kOneDnn) {
     dnnl_status_t status = dnnl_sgemm(transpose_a ? 'T' : 'N', transpose_b ? 'T' : 'N', m, n, k,
@@ -123,6 +118,39 @@ void gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, 
   cblas_sgemm(CblasRowMajor, transpose_a ? CblasTrans : CblasNoTrans,
               transpose_b ? CblasTrans : CblasNoTrans, int(m), int(n), int(k), alpha, pa, int(lda),
               pb, int(ldb), beta, out, int(ldc));
+}
+
+}  // namespace
+
+void gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, float alpha,
+          float beta, Tensor& c) {
+  const std::int64_t m = c.rows(), n = c.row_size();
+  const std::int64_t k = transpose_a ? a.rows() : a.row_size();
+  WEFT_ASSERT((transpose_a ? a.row_size() : a.rows()) == m);
+  WEFT_ASSERT((transpose_b ? b.rows() : b.row_size()) == n);
+  WEFT_ASSERT((transpose_b ? b.row_size() : b.rows()) == k);
+  if (m == 0 || n == 0) return;
+  sgemm(transpose_a, transpose_b, m, n, k, alpha, a.data<float>(), a.row_size(), b.data<float>(),
+        b.row_size(), beta, c.data<float>(), n);
+}
+
+void batch_gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, float alpha,
+                float beta, Tensor& c) {
+  WEFT_ASSERT(a.rank() == 3 && b.rank() == 3 && c.rank() == 3);
+  const std::int64_t batch = c.shape()[0], m = c.shape()[1], n = c.shape()[2];
+  const std::int64_t a_rows = a.shape()[1], a_cols = a.shape()[2];
+  const std::int64_t b_rows = b.shape()[1], b_cols = b.shape()[2];
+  const std::int64_t k = transpose_a ? a_rows : a_cols;
+  WEFT_ASSERT(a.shape()[0] == batch && b.shape()[0] == batch);
+  WEFT_ASSERT((transpose_a ? a_cols : a_rows) == m);
+  WEFT_ASSERT((transpose_b ? b_rows : b_cols) == n);
+  WEFT_ASSERT((transpose_b ? b_cols : b_rows) == k);
+  const float* pa = a.data<float>();
+  const float* pb = b.data<float>();
+  float* out = c.data<float>();
+  for (std::int64_t i = 0; i < batch; ++i)
+    sgemm(transpose_a, transpose_b, m, n, k, alpha, pa + i * a_rows * a_cols, a_cols,
+          pb + i * b_rows * b_cols, b_cols, beta, out + i * m * n, n);
 }
 
 }  // namespace backend::cpu

@@ -82,4 +82,36 @@ void gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, 
                "cublasSgemm");
 }
 
+void batch_gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, float alpha,
+                float beta, Tensor& c) {
+  WEFT_ASSERT(a.rank() == 3 && b.rank() == 3 && c.rank() == 3);
+  const std::int64_t batch = c.shape()[0], m = c.shape()[1], n = c.shape()[2];
+  const std::int64_t a_rows = a.shape()[1], a_cols = a.shape()[2];
+  const std::int64_t b_rows = b.shape()[1], b_cols = b.shape()[2];
+  const std::int64_t k = transpose_a ? a_rows : a_cols;
+  WEFT_ASSERT((transpose_a ? a_cols : a_rows) == m);
+  WEFT_ASSERT((transpose_b ? b_rows : b_cols) == n);
+  WEFT_ASSERT((transpose_b ? b_cols : b_rows) == k);
+  if (batch == 0 || m == 0 || n == 0) return;
+  float* out = c.data<float>();
+  if (k == 0) {  // an empty sum: c = beta * c
+    if (beta == 0.0f) {
+      fill(c, 0.0f);
+    } else {
+      check_cublas(cublasSscal(handle(), as_int(batch * m * n, "size"), &beta, out, 1),
+                   "cublasSscal");
+    }
+    return;
+  }
+  // Row-major c = op(a) · op(b) is column-major cᵀ = op(b)ᵀ · op(a)ᵀ, per batch item.
+  const cublasOperation_t op_a = transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_b = transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  check_cublas(cublasSgemmStridedBatched(handle(), op_b, op_a, as_int(n, "n"), as_int(m, "m"),
+                                         as_int(k, "k"), &alpha, b.data<float>(),
+                                         as_int(b_cols, "ldb"), b_rows * b_cols, a.data<float>(),
+                                         as_int(a_cols, "lda"), a_rows * a_cols, &beta, out,
+                                         as_int(n, "ldc"), m * n, as_int(batch, "batch")),
+               "cublasSgemmStridedBatched");
+}
+
 }  // namespace weft::backend::cuda
