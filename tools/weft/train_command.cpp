@@ -24,6 +24,7 @@
 #include "weft/models/ensemble.h"
 #include "weft/models/registry.h"
 #include "weft/models/saved_model.h"
+#include "weft/models/streaming_inference.h"
 
 namespace weft::tool {
 namespace {
@@ -135,6 +136,15 @@ int relaunch_under_mpirun(int procs, int argc, char** argv) {
        " needs mpirun (Debian's openmpi-bin), which could not "
        "be started: ",
        std::strerror(errno));
+}
+
+// The value of `field` in an input line that is a JSON object (weft infer --key).
+nlohmann::json line_key(std::string_view line, const std::string& field, std::string_view where) {
+  const nlohmann::json value = io::parse_json(line, where, "weft infer");
+  if (!value.is_object() || !value.contains(field))
+    fail("weft infer", where, ": --key ", field, " needs a JSON object with a '", field,
+         "' field on every line");
+  return value[field];
 }
 
 }  // namespace
@@ -293,6 +303,14 @@ CLI::App* add_infer(CLI::App& app, InferOptions& o, ModelFlags& models) {
     add_checkpoint_flags(model, o.checkpoints, o.batch_size, o.threads);
     model.add_option("--input", o.input, "Examples, one per line (- for standard input)")
         ->capture_default_str();
+    model
+        .add_option("--weave-threads", o.weave_threads,
+                    "Threads that weave the next batches while one runs (0: none)")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 64));
+    model.add_option("--key", o.key,
+                     "A field of each (JSON-object) input line, copied into its prediction as "
+                     "\"key\"");
   });
   return cmd;
 }
@@ -309,27 +327,35 @@ int run_infer(const InferOptions& options) {
     if (!file) fail("weft infer", "cannot read '", options.input, "'");
     in = &file;
   }
-  std::vector<nlohmann::json> batch;
-  auto flush = [&] {
-    for (const nlohmann::json& prediction : model->predict(batch)) {
-      std::cout << prediction.dump() << "\n";
-    }
-    batch.clear();
-  };
   // One example per line, each at most max_example_bytes: a longer line is skipped unread
-  // and refused, so no input can make infer buffer more than that.
+  // and refused, so no input can make infer buffer more than that, and the driver holds at
+  // most (weave threads + 1) batches: memory does not grow with the input.
   const std::size_t max_bytes = std::size_t(io::input_limits().max_example_bytes);
   std::string line;
   bool too_long = false;
-  for (std::int64_t number = 1; io::read_bounded_line(*in, line, max_bytes, too_long); ++number) {
-    if (too_long)
-      fail("weft infer", name, ":", number, ": an example longer than ", max_bytes, " bytes ",
-           io::limit_hint("max_example_bytes"));
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    batch.push_back(model->parse_example(line, fmt::format("{}:{}", name, number)));
-    if (std::int64_t(batch.size()) == options.batch_size) flush();
-  }
-  if (!batch.empty()) flush();
+  std::int64_t number = 0;
+  const models::ExampleSource source = [&](models::StreamExample& next) {
+    for (;;) {
+      if (!io::read_bounded_line(*in, line, max_bytes, too_long)) return false;
+      ++number;
+      if (too_long)
+        fail("weft infer", name, ":", number, ": an example longer than ", max_bytes, " bytes ",
+             io::limit_hint("max_example_bytes"));
+      if (line.find_first_not_of(" \t\r") != std::string::npos) break;
+    }
+    const std::string where = fmt::format("{}:{}", name, number);
+    next.example = model->parse_example(line, where);
+    if (!options.key.empty()) next.key = line_key(line, options.key, where);
+    return true;
+  };
+  const models::PredictionSink sink = [&](models::StreamedPrediction& out) {
+    if (!options.key.empty()) out.prediction["key"] = std::move(out.key);
+    std::cout << out.prediction.dump() << "\n";
+  };
+  models::StreamingOptions streaming;
+  streaming.batch_size = options.batch_size;
+  streaming.weave_threads = options.weave_threads;
+  models::predict_stream(*model, source, sink, streaming);
   return 0;
 }
 
