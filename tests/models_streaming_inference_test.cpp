@@ -1,7 +1,7 @@
 // The streaming inference driver (models/streaming_inference.h): predictions equal one
 // predict() over the whole input, in input order, for every batch size and number of weave
 // threads; keys come from the source or the key function; memory stays within
-// (weave_threads + 1) batches on a long stream; an ensemble streams too; and an error in the
+// (batches_ahead + 1) batches on a long stream; an ensemble streams too; and an error in the
 // source or in a batch reaches the caller after the predictions before it.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -67,10 +67,10 @@ TEST(StreamingInference, PredictionsEqualOnePredictInInputOrder) {
   const std::vector<json> expected = model->predict(examples);
   for (const int threads : {0, 1, 3}) {
     for (const std::int64_t batch : {1, 7, 64}) {
-      SCOPED_TRACE("weave_threads " + std::to_string(threads) + ", batch " + std::to_string(batch));
+      SCOPED_TRACE("batches_ahead " + std::to_string(threads) + ", batch " + std::to_string(batch));
       StreamingOptions options;
       options.batch_size = batch;
-      options.weave_threads = threads;
+      options.batches_ahead = threads;
       Collected out;
       const StreamingStats stats =
           predict_stream(*model, cycling(examples, examples.size()), out.sink(), options);
@@ -118,7 +118,7 @@ TEST(StreamingInference, ALongStreamIsHeldAFewBatchesAtATime) {
   const std::vector<json> expected = model->predict(examples);
   StreamingOptions options;
   options.batch_size = 8;
-  options.weave_threads = 2;
+  options.batches_ahead = 2;
   std::int64_t seen = 0;
   const PredictionSink check = [&](StreamedPrediction& p) {
     ASSERT_EQ(p.index, seen);
@@ -130,7 +130,7 @@ TEST(StreamingInference, ALongStreamIsHeldAFewBatchesAtATime) {
   EXPECT_EQ(seen, 4000);
   EXPECT_EQ(stats.examples, 4000);
   EXPECT_EQ(stats.batches, 500);
-  EXPECT_LE(stats.most_examples_held, (options.weave_threads + 1) * options.batch_size);
+  EXPECT_LE(stats.most_examples_held, (options.batches_ahead + 1) * options.batch_size);
   EXPECT_GE(stats.most_examples_held, options.batch_size);
 }
 
@@ -141,7 +141,7 @@ TEST(StreamingInference, ErrorsArriveAfterThePredictionsBeforeThem) {
   options.batch_size = 5;
   // The source fails at its 13th example: the 12 before it are predicted first.
   for (const int threads : {0, 2}) {
-    options.weave_threads = threads;
+    options.batches_ahead = threads;
     std::size_t next = 0;
     const ExampleSource failing = [&](StreamExample& out) {
       if (next == 12) fail("test", "line 13 is unreadable");
@@ -151,18 +151,18 @@ TEST(StreamingInference, ErrorsArriveAfterThePredictionsBeforeThem) {
     Collected out;
     EXPECT_THAT([&] { predict_stream(*model, failing, out.sink(), options); },
                 ThrowsMessage<Error>(HasSubstr("line 13 is unreadable")));
-    EXPECT_EQ(out.predictions.size(), 12u) << "weave_threads " << threads;
+    EXPECT_EQ(out.predictions.size(), 12u) << "batches_ahead " << threads;
   }
   // An example the model cannot weave, in the second batch: the first batch is predicted.
   std::vector<json> with_bad(examples.begin(), examples.begin() + 12);
   with_bad[7] = json{{"expression", "not an expression"}, {"sign", 1}};
   for (const int threads : {0, 2}) {
-    options.weave_threads = threads;
+    options.batches_ahead = threads;
     Collected out;
     EXPECT_THAT(
         [&] { predict_stream(*model, cycling(with_bad, with_bad.size()), out.sink(), options); },
         ThrowsMessage<Error>(HasSubstr("calculator: the batch of examples 6-10 (counted from 1)")));
-    EXPECT_EQ(out.predictions.size(), 5u) << "weave_threads " << threads;
+    EXPECT_EQ(out.predictions.size(), 5u) << "batches_ahead " << threads;
   }
 }
 
@@ -175,9 +175,9 @@ TEST(StreamingInference, BadOptionsAreNamed) {
   EXPECT_THAT([&] { predict_stream(*model, cycling(examples, 3), out.sink(), options); },
               ThrowsMessage<Error>(HasSubstr("batch_size must be at least 1, got 0")));
   options.batch_size = 4;
-  options.weave_threads = -1;
+  options.batches_ahead = -1;
   EXPECT_THAT([&] { predict_stream(*model, cycling(examples, 3), out.sink(), options); },
-              ThrowsMessage<Error>(HasSubstr("weave_threads must be 0 or more, got -1")));
+              ThrowsMessage<Error>(HasSubstr("batches_ahead must be 0 or more, got -1")));
 }
 
 class StreamingEnsembles : public weft::testing::IoTempDir {};
@@ -193,7 +193,7 @@ TEST_F(StreamingEnsembles, AnEnsembleStreamsItsAveragedPredictions) {
   const std::vector<json> expected = ensemble->predict(examples);
   StreamingOptions options;
   options.batch_size = 6;
-  options.weave_threads = 2;  // an ensemble runs whole batches: no weaving ahead
+  options.batches_ahead = 2;  // an ensemble runs whole batches: no weaving ahead
   Collected out;
   predict_stream(*ensemble, cycling(examples, examples.size()), out.sink(), options);
   ASSERT_EQ(out.predictions.size(), expected.size());

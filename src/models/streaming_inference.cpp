@@ -1,5 +1,5 @@
 // predict_stream: read a batch, weave it on a worker thread while earlier batches run, run the
-// oldest on the calling thread and emit its predictions in order; at most weave_threads batches
+// oldest on the calling thread and emit its predictions in order; at most batches_ahead batches
 // wait woven (or weaving) behind the running one.
 #include "weft/models/streaming_inference.h"
 
@@ -35,13 +35,13 @@ StreamingStats predict_stream(Model& model, const ExampleSource& source, const P
                               const StreamingOptions& options) {
   if (options.batch_size < 1)
     fail("predict_stream", "batch_size must be at least 1, got ", options.batch_size);
-  if (options.weave_threads < 0)
-    fail("predict_stream", "weave_threads must be 0 or more, got ", options.weave_threads);
+  if (options.batches_ahead < 0)
+    fail("predict_stream", "batches_ahead must be 0 or more, got ", options.batches_ahead);
   if (!source || !sink) fail("predict_stream", "needs an example source and a prediction sink");
   // Weaving apart from running needs the two-step predict of a single BlockModel.
   auto* block = dynamic_cast<BlockModel*>(&model);
   const bool weaves_apart = block != nullptr && block->ensemble_size() == 1;
-  const int ahead = weaves_apart ? options.weave_threads : 0;
+  const int ahead = weaves_apart ? options.batches_ahead : 0;
 
   StreamingStats stats;
   std::deque<PendingBatch> pending;

@@ -53,6 +53,25 @@ mkdir "$work/empty"
   --data-dir "$work/no-data") >"$work/empty.out" 2>&1 || { echo "FAIL infer from an empty directory"; cat "$work/empty.out"; failures=$((failures + 1)); }
 cmp -s <(sed -n 2p "$work/infer.out") "$work/empty.out" || { echo "FAIL infer from an empty directory differs"; cat "$work/empty.out"; failures=$((failures + 1)); }
 
+# --key copies a field of each line into its prediction, in input order with small batches
+# woven ahead; the predictions equal one batch run without weaving ahead.
+for i in 1 2 3 4 5 6 7; do
+  printf '{"id": "ex%d", "expression": {"op": "-", "left": {"number": %d}, "right": {"number": 4}}}\n' "$i" "$i"
+done >"$work/keyed.jsonl"
+"$weft" infer calculator --checkpoint "$work/calc.safetensors" --input "$work/keyed.jsonl" --key id \
+  --batch-size 2 --batches-ahead 3 >"$work/keyed.out" 2>&1 || { echo "FAIL infer --key"; cat "$work/keyed.out"; failures=$((failures + 1)); }
+"$weft" infer calculator --checkpoint "$work/calc.safetensors" --input "$work/keyed.jsonl" \
+  --batch-size 64 --batches-ahead 0 >"$work/unkeyed.out" 2>&1 || { echo "FAIL infer one batch"; cat "$work/unkeyed.out"; failures=$((failures + 1)); }
+python3 - "$work/keyed.out" "$work/unkeyed.out" <<'PY' || { echo "FAIL infer --key output"; cat "$work/keyed.out"; failures=$((failures + 1)); }
+import json, sys
+keyed = [json.loads(l) for l in open(sys.argv[1])]
+plain = [json.loads(l) for l in open(sys.argv[2])]
+assert [k.pop("key") for k in keyed] == ["ex%d" % i for i in range(1, 8)], keyed
+assert len(keyed) == len(plain) == 7
+for a, b in zip(keyed, plain):
+    assert a["sign"] == b["sign"] and all(abs(x - y) < 1e-5 for x, y in zip(a["probabilities"], b["probabilities"])), (a, b)
+PY
+
 # Ensembles: several checkpoints of one model (repeated or a comma list) average their
 # probabilities; eval says so on stderr and prints the usual JSON.
 "$weft" train calculator --max-train 600 --max-eval 100 --epochs 1 --hidden 12 --seed 2 \
@@ -108,6 +127,9 @@ expect_error bad-example "bad.jsonl:2" \
 printf '{"number": \n' >"$work/broken.jsonl"
 expect_error broken-json "broken.jsonl:1" \
   "$weft" infer calculator --checkpoint "$work/calc.safetensors" --input "$work/broken.jsonl"
+printf '{"id": 1, "number": 3}\n{"number": 4}\n' >"$work/unkeyed.jsonl"
+expect_error missing-key "unkeyed.jsonl:2: --key id needs a JSON object with a 'id' field" \
+  "$weft" infer calculator --checkpoint "$work/calc.safetensors" --input "$work/unkeyed.jsonl" --key id
 expect_error missing-data "no-such-dir" "$weft" train sentiment --data-dir "$work/no-such-dir"
 expect_error bad-option-value "option 'hidden' must be an integer" "$weft" train calculator --hidden 2.5
 expect_error bad-resume "does-not-exist" "$weft" train calculator --resume "$work/does-not-exist"

@@ -111,7 +111,7 @@ struct InferOptions {
   std::string input = "-";               // a file of one example per line, or - for stdin
   std::int64_t batch_size = 256;
   int threads = 1;
-  int weave_threads = 1;  // batches woven ahead of the running one (models/streaming_inference.h)
+  int batches_ahead = 1;  // batches woven ahead of the running one (models/streaming_inference.h)
   std::string key;        // a field of JSON-object lines copied into each prediction as "key"
 };
 

@@ -304,8 +304,8 @@ CLI::App* add_infer(CLI::App& app, InferOptions& o, ModelFlags& models) {
     model.add_option("--input", o.input, "Examples, one per line (- for standard input)")
         ->capture_default_str();
     model
-        .add_option("--weave-threads", o.weave_threads,
-                    "Threads that weave the next batches while one runs (0: none)")
+        .add_option("--batches-ahead", o.batches_ahead,
+                    "Batches woven ahead, each on a worker thread, while one runs (0: none)")
         ->capture_default_str()
         ->check(CLI::Range(0, 64));
     model.add_option("--key", o.key,
@@ -329,7 +329,7 @@ int run_infer(const InferOptions& options) {
   }
   // One example per line, each at most max_example_bytes: a longer line is skipped unread
   // and refused, so no input can make infer buffer more than that, and the driver holds at
-  // most (weave threads + 1) batches: memory does not grow with the input.
+  // most (batches ahead + 1) batches: memory does not grow with the input.
   const std::size_t max_bytes = std::size_t(io::input_limits().max_example_bytes);
   std::string line;
   bool too_long = false;
@@ -354,7 +354,7 @@ int run_infer(const InferOptions& options) {
   };
   models::StreamingOptions streaming;
   streaming.batch_size = options.batch_size;
-  streaming.weave_threads = options.weave_threads;
+  streaming.batches_ahead = options.batches_ahead;
   models::predict_stream(*model, source, sink, streaming);
   return 0;
 }

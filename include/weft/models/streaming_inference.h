@@ -2,7 +2,7 @@
 // of examples of any length, in bounded memory. Examples are pulled from a source in batches;
 // while one batch runs on the calling thread (which owns the model), the next ones are woven on
 // worker threads; predictions come out in input order, each with its index and, when asked, a
-// key computed from its example. At most weave_threads + 1 batches are held at any time, so
+// key computed from its example. At most batches_ahead + 1 batches are held at any time, so
 // memory does not grow with the stream (`weft infer` reads a file of any size this way).
 #pragma once
 
@@ -30,10 +30,11 @@ struct StreamedPrediction {
 
 struct StreamingOptions {
   std::int64_t batch_size = 64;
-  // Threads that weave batches ahead of the running one (0: weave on the calling thread).
+  // Batches woven ahead of the running one, each on a worker thread (0: weave on the calling
+  // thread). Each weave may itself use the model's weave_threads option.
   // Models that cannot weave apart from running (ensembles, models other than BlockModel)
   // run each batch whole on the calling thread.
-  int weave_threads = 1;
+  int batches_ahead = 1;
   // Computes a key for examples whose source gave none (TensorFlow Fold's key_fn).
   std::function<nlohmann::json(const nlohmann::json& example, std::int64_t index)> key;
 };
@@ -42,7 +43,7 @@ struct StreamingStats {
   std::int64_t examples = 0;
   std::int64_t batches = 0;
   // The most examples held at once (read, being woven or running): at most
-  // (weave_threads + 1) * batch_size, whatever the stream's length.
+  // (batches_ahead + 1) * batch_size, whatever the stream's length.
   std::int64_t most_examples_held = 0;
 };
 
