@@ -31,8 +31,10 @@ std::vector<std::int64_t> slice_positions(std::optional<std::int64_t> start,
 
 // The user-data input of a block, or a clear error when the value is not an Input.
 const Input& input_of(const std::string& block, const WeaveValue& value);
-// The items of a tuple, sequence or Input array as weave values (Input elements are views).
+// The items of a tuple, sequence or Input array as weave values (Input elements are views):
+// a copy to transform, or the value's own items shared (O(1)) to read.
 std::vector<WeaveValue> elements_of(const std::string& block, const WeaveValue& value);
+WeaveItems shared_elements_of(const std::string& block, const WeaveValue& value);
 
 // A value of `type`: when the type is Input (a tuple or sequence of user data is user data) and
 // the value was built as a tuple or sequence, its items become one Input array (kept for the

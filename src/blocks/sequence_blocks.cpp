@@ -314,13 +314,12 @@ class ZipImpl : public detail::BlockImpl {
       user_lists = WeaveValue::of(Type::Kind::kTuple, internal::elements_of(describe(), given));
     const WeaveValue& input = given.kind == Type::Kind::kInput ? user_lists : given;
     // Input lists become their elements; sequences and broadcasts are used as they are.
-    std::vector<std::vector<WeaveValue>> lists(input.items.size());
+    std::vector<WeaveItems> lists(input.items.size());
     std::size_t n = SIZE_MAX;
     for (std::size_t k = 0; k < input.items.size(); ++k) {
       const WeaveValue& s = input.items[k];
-      if (s.kind == Type::Kind::kInput) lists[k] = internal::elements_of(describe(), s);
-      const std::vector<WeaveValue>& items = s.kind == Type::Kind::kInput ? lists[k] : s.items;
-      if (s.kind != Type::Kind::kBroadcast) n = std::min(n, items.size());
+      lists[k] = internal::shared_elements_of(describe(), s);
+      if (s.kind != Type::Kind::kBroadcast) n = std::min(n, lists[k].size());
     }
     const bool infinite = n == SIZE_MAX;
     const std::size_t count = infinite ? 1 : n;
@@ -328,12 +327,8 @@ class ZipImpl : public detail::BlockImpl {
     for (std::size_t i = 0; i < count; ++i) {
       rows[i].kind = Type::Kind::kTuple;
       for (std::size_t k = 0; k < input.items.size(); ++k) {
-        const WeaveValue& s = input.items[k];
-        if (s.kind == Type::Kind::kInput) {
-          rows[i].items.push_back(lists[k][i]);
-        } else {
-          rows[i].items.push_back(s.kind == Type::Kind::kBroadcast ? s.items[0] : s.items[i]);
-        }
+        const bool broadcast = input.items[k].kind == Type::Kind::kBroadcast;
+        rows[i].items.push_back(lists[k][broadcast ? 0 : i]);
       }
     }
     return internal::as_type(
@@ -361,7 +356,7 @@ class NGramsImpl : public detail::BlockImpl {
               state, out()->type().element(),
               WeaveValue::of(Type::Kind::kTuple,
                              std::vector<WeaveValue>(std::size_t(n_), input.items[0])))});
-    std::vector<WeaveValue> items = internal::elements_of(describe(), input);
+    const WeaveItems items = internal::shared_elements_of(describe(), input);
     std::vector<WeaveValue> grams;
     for (std::size_t i = 0; i + std::size_t(n_) <= items.size(); ++i)
       grams.push_back(WeaveValue::of(
@@ -389,10 +384,10 @@ class NthImpl : public detail::BlockImpl {
     const Input& index = internal::input_of(describe(), input.items[1]);
     if (!index.is_number_integer())
       fail("blocks", describe(), ": the index must be an integer, got ", describe_input(index));
-    std::vector<WeaveValue> items = internal::elements_of(describe(), input.items[0]);
+    const WeaveItems items = internal::shared_elements_of(describe(), input.items[0]);
     const auto i =
         internal::python_index(describe(), index.get<std::int64_t>(), std::int64_t(items.size()));
-    return std::move(items[std::size_t(i)]);
+    return items[std::size_t(i)];
   }
 };
 

@@ -113,6 +113,11 @@ const Block& required(const Block& block, const std::string& kind, const std::st
 }
 
 std::vector<WeaveValue> elements_of(const std::string& block, const WeaveValue& value) {
+  if (value.kind != Type::Kind::kInput) return value.items.vector();
+  return shared_elements_of(block, value).vector();
+}
+
+WeaveItems shared_elements_of(const std::string& block, const WeaveValue& value) {
   if (value.kind != Type::Kind::kInput) return value.items;
   const Input& in = *value.input;
   if (!in.is_array())

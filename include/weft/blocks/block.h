@@ -54,13 +54,45 @@ void derive(const SlotPtr& target, std::vector<SlotPtr> sources,
 void expect_kind(const std::string& block, const Type& type,
                  std::initializer_list<Type::Kind> kinds);
 
+struct WeaveValue;
+
+// The items of a WeaveValue (tuple items, sequence elements, the broadcast element), shared by
+// the copies of a value: copying a value costs O(1) whatever its length, so a Broadcast handing
+// a sequence to every row of a Zip, or a Composition reading a wire twice, does not copy the
+// sequence (which made a molecule's weave quadratic in its atoms). Writing to shared items
+// copies them first (copy-on-write); reading never does.
+class WeaveItems {
+ public:
+  using const_iterator = std::vector<WeaveValue>::const_iterator;
+
+  WeaveItems() = default;
+  WeaveItems(std::vector<WeaveValue> items);  // NOLINT: implicit, as the vector it replaces
+
+  std::size_t size() const;
+  bool empty() const { return size() == 0; }
+  const WeaveValue& operator[](std::size_t i) const;
+  const_iterator begin() const;
+  const_iterator end() const;
+  // The items as a vector (read-only).
+  const std::vector<WeaveValue>& vector() const;
+
+  void push_back(WeaveValue value);
+  void reserve(std::size_t n);
+  // Item i, writable (copies the items first when they are shared).
+  WeaveValue& mutable_at(std::size_t i);
+
+ private:
+  std::vector<WeaveValue>& writable();
+  std::shared_ptr<std::vector<WeaveValue>> items_;
+};
+
 // A value at weave time: a loom value (tensor), the user's data (input), or a tuple,
 // sequence or broadcast of values.
 struct WeaveValue {
   Type::Kind kind = Type::Kind::kVoid;
   loom::Value tensor = 0;
   const Input* input = nullptr;
-  std::vector<WeaveValue> items;  // tuple items, sequence elements, the broadcast element
+  WeaveItems items;  // tuple items, sequence elements, the broadcast element
 
   static WeaveValue of_tensor(loom::Value v) {
     WeaveValue w;
@@ -77,10 +109,32 @@ struct WeaveValue {
   static WeaveValue of(Type::Kind kind, std::vector<WeaveValue> items) {
     WeaveValue w;
     w.kind = kind;
-    w.items = std::move(items);
+    w.items = WeaveItems(std::move(items));
     return w;
   }
 };
+
+inline WeaveItems::WeaveItems(std::vector<WeaveValue> items)
+    : items_(items.empty() ? nullptr
+                           : std::make_shared<std::vector<WeaveValue>>(std::move(items))) {}
+inline const std::vector<WeaveValue>& WeaveItems::vector() const {
+  static const std::vector<WeaveValue> kNone;
+  return items_ ? *items_ : kNone;
+}
+inline std::size_t WeaveItems::size() const { return items_ ? items_->size() : 0; }
+inline const WeaveValue& WeaveItems::operator[](std::size_t i) const { return (*items_)[i]; }
+inline WeaveItems::const_iterator WeaveItems::begin() const { return vector().begin(); }
+inline WeaveItems::const_iterator WeaveItems::end() const { return vector().end(); }
+inline std::vector<WeaveValue>& WeaveItems::writable() {
+  if (!items_)
+    items_ = std::make_shared<std::vector<WeaveValue>>();
+  else if (items_.use_count() > 1)
+    items_ = std::make_shared<std::vector<WeaveValue>>(*items_);
+  return *items_;
+}
+inline void WeaveItems::push_back(WeaveValue value) { writable().push_back(std::move(value)); }
+inline void WeaveItems::reserve(std::size_t n) { writable().reserve(n); }
+inline WeaveValue& WeaveItems::mutable_at(std::size_t i) { return writable()[i]; }
 
 // What a Function-like block registers with the loom: one operation per block instance.
 struct OperationSpec {
