@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -47,21 +48,22 @@ io::TensorMap sample() {
   return {{"weights", Tensor::from_vector(Shape{2, 3}, std::vector<float>{1, 2, 3, 4, 5, -6.5f})},
           {"ids", Tensor::from_vector(Shape{4}, std::vector<std::int32_t>{7, -1, 0, 42})},
           {"scalar", Tensor::scalar(3.25f)},
-          {"empty", Tensor::zeros(Shape{0, 5})}};
+          {"empty", Tensor::zeros(Shape{0, 5})},
+          {"wide", Tensor::from_vector(Shape{2}, std::vector<double>{0.1, -1e300})},
+          {"big", Tensor::from_vector(Shape{2}, std::vector<std::int64_t>{(1LL << 62) + 1, -3})},
+          {"flags", Tensor::from_bools(Shape{3}, {true, false, true})}};
 }
 
 TEST_F(Safetensors, RoundTripKeepsDtypesShapesValuesAndMetadata) {
   io::save_safetensors(path("a.safetensors"), sample(), {{"format", "pt"}, {"step", "12"}});
   const io::SafetensorsContents back = io::load_safetensors(path("a.safetensors"));
-  ASSERT_EQ(back.tensors.size(), 4u);
+  ASSERT_EQ(back.tensors.size(), 7u);
   for (const auto& [name, tensor] : sample()) {
     const Tensor& t = back.tensors.at(name);
     EXPECT_EQ(t.shape(), tensor.shape()) << name;
     EXPECT_EQ(t.dtype(), tensor.dtype()) << name;
-    if (t.dtype() == DType::kFloat32)
-      EXPECT_EQ(t.to_float_vector(), tensor.to_float_vector()) << name;
-    else
-      EXPECT_EQ(t.to_int_vector(), tensor.to_int_vector()) << name;
+    ASSERT_EQ(t.nbytes(), tensor.nbytes()) << name;
+    EXPECT_EQ(std::memcmp(t.raw_data(), tensor.raw_data(), t.nbytes()), 0) << name;
   }
   EXPECT_EQ(back.metadata.at("step"), "12");
   // Layout: 8-byte length, a space-padded header of a multiple of 8 bytes, then the data.
@@ -71,7 +73,7 @@ TEST_F(Safetensors, RoundTripKeepsDtypesShapesValuesAndMetadata) {
   std::uint64_t length = 0;
   for (int i = 0; i < 8; ++i) length |= std::uint64_t(prefix[i]) << (8 * i);
   EXPECT_EQ(length % 8, 0u);
-  EXPECT_EQ(fs::file_size(path("a.safetensors")), 8 + length + 24 + 16 + 4);
+  EXPECT_EQ(fs::file_size(path("a.safetensors")), 8 + length + 24 + 16 + 4 + 16 + 16 + 3);
 }
 
 TEST_F(Safetensors, FailedSaveKeepsThePreviousFile) {
@@ -82,7 +84,7 @@ TEST_F(Safetensors, FailedSaveKeepsThePreviousFile) {
                {"[safetensors] cannot save '",
                 "keep.safetensors': invalid tensor name "
                 "'__metadata__'"});
-  EXPECT_EQ(io::load_safetensors(path("keep.safetensors")).tensors.size(), 4u);
+  EXPECT_EQ(io::load_safetensors(path("keep.safetensors")).tensors.size(), 7u);
   expect_error([&] { io::save_safetensors(path("no/such/dir/x.safetensors"), sample()); },
                {"cannot save '", "no/such/dir/x.safetensors': creating a temporary file"});
   std::size_t files = 0;
@@ -119,7 +121,19 @@ TEST_F(Safetensors, CorruptFilesAreRejectedByName) {
         io::load_safetensors(
             raw_file(R"({"t":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}})", 4));
       },
-      {"tensor 't' has dtype \"F16\"; only F32 and I32 are supported"});
+      {"tensor 't' has dtype \"F16\"; only F32, F64, I32, I64 and BOOL are supported"});
+  // A BOOL element is a byte holding 0 or 1; anything else is refused, naming the element.
+  {
+    const std::string p = path("bool.safetensors");
+    const std::string header = R"({"b":{"dtype":"BOOL","shape":[3],"data_offsets":[0,3]}})";
+    std::ofstream out(p, std::ios::binary);
+    for (int i = 0; i < 8; ++i) out.put(char(header.size() >> (8 * i)));
+    out << header << std::string("\x01\x00\x02", 3);
+    out.close();
+    expect_error(
+        [&] { io::load_safetensors(p); },
+        {"tensor 'b' (BOOL) holds the byte 2 at element 2; a BOOL element must be 0 or 1"});
+  }
   expect_error(
       [&] {
         io::load_safetensors(
@@ -164,12 +178,15 @@ TEST_F(Safetensors, NumPyReadsTheFileWithTheStandardLibrary) {
       "h = json.loads(raw[8:8 + n])\n"
       "def get(k):\n"
       "    e = h[k]; b, t = e['data_offsets']\n"
-      "    dt = {'F32': '<f4', 'I32': '<i4'}[e['dtype']]\n"
+      "    dt = {'F32': '<f4', 'I32': '<i4', 'F64': '<f8', 'I64': '<i8', 'BOOL': '?'}[e['dtype']]\n"
       "    return np.frombuffer(raw[8 + n + b:8 + n + t], dtype=dt).reshape(e['shape'])\n"
       "assert get('weights').tolist() == [[1, 2, 3], [4, 5, -6.5]], get('weights')\n"
       "assert get('ids').tolist() == [7, -1, 0, 42]\n"
       "assert get('scalar').shape == () and float(get('scalar')) == 3.25\n"
-      "assert get('empty').shape == (0, 5)\n";
+      "assert get('empty').shape == (0, 5)\n"
+      "assert get('wide').tolist() == [0.1, -1e300]\n"
+      "assert get('big').tolist() == [2**62 + 1, -3]\n"
+      "assert get('flags').tolist() == [True, False, True]\n";
   std::ofstream(path("check.py")) << script;
   const std::string command = python + " " + path("check.py") + " " + path("np.safetensors");
   EXPECT_EQ(std::system(command.c_str()), 0) << command;

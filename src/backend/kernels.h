@@ -10,8 +10,16 @@
 
 namespace weft::backend {
 
-enum class UnaryOp : std::uint8_t { kNeg, kRelu, kSigmoid, kTanh, kExp, kLog, kSoftplus };
-enum class BinaryOp : std::uint8_t { kAdd, kSub, kMul, kDiv };
+enum class UnaryOp : std::uint8_t { kNeg, kRelu, kSigmoid, kTanh, kExp, kLog, kSoftplus, kAbs };
+enum class BinaryOp : std::uint8_t { kAdd, kSub, kMul, kDiv, kMinimum, kMaximum };
+enum class CompareOp : std::uint8_t {
+  kEqual,
+  kNotEqual,
+  kLess,
+  kLessEqual,
+  kGreater,
+  kGreaterEqual
+};
 enum class ReduceOp : std::uint8_t { kSum, kMax };
 enum class ReduceAllOp : std::uint8_t { kSum, kSumSquares };
 

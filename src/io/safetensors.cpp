@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <utility>
 #include <vector>
 
 #include "weft/core/error.h"
@@ -33,7 +34,18 @@ using Json = nlohmann::json;
 
 constexpr std::uint64_t kMaxHeaderBytes = 100u << 20;  // the reference implementation's limit
 
-const char* dtype_tag(DType dtype) { return dtype == DType::kFloat32 ? "F32" : "I32"; }
+// The format's dtype names for the dtypes a Tensor can have.
+constexpr std::pair<DType, const char*> kDTypeTags[] = {{DType::kFloat32, "F32"},
+                                                        {DType::kInt32, "I32"},
+                                                        {DType::kFloat64, "F64"},
+                                                        {DType::kInt64, "I64"},
+                                                        {DType::kBool, "BOOL"}};
+
+const char* dtype_tag(DType dtype) {
+  for (const auto& [d, tag] : kDTypeTags)
+    if (d == dtype) return tag;
+  return "?";
+}
 
 std::string header_json(const TensorMap& tensors, const Metadata& metadata,
                         const std::string& path) {
@@ -163,13 +175,16 @@ Entry parse_entry(const std::string& name, const Json& info, const std::string& 
          "' needs an object with dtype, shape and data_offsets, got ", json_excerpt(info));
   Entry e{name, DType::kFloat32, Shape{}, 0, 0};
   const Json& dtype = info["dtype"];
-  if (dtype == "F32")
-    e.dtype = DType::kFloat32;
-  else if (dtype == "I32")
-    e.dtype = DType::kInt32;
-  else
+  bool known = false;
+  for (const auto& [d, tag] : kDTypeTags) {
+    if (dtype == tag) {
+      e.dtype = d;
+      known = true;
+    }
+  }
+  if (!known)
     fail("safetensors", "'", path, "': tensor '", name, "' has dtype ", json_excerpt(dtype),
-         "; only F32 and I32 are supported");
+         "; only F32, F64, I32, I64 and BOOL are supported");
   const Json& shape = info["shape"];
   if (!shape.is_array() || shape.size() > std::size_t(Shape::kMaxRank))
     fail("safetensors", "'", path, "': tensor '", name, "' shape must be an array of at most ",
@@ -275,6 +290,14 @@ SafetensorsContents load_safetensors(const std::string& path) {
   const char* data = bytes.data() + 8 + length;
   for (const Entry& e : entries) {
     Tensor t = Tensor::empty(e.shape, e.dtype);
+    if (e.dtype == DType::kBool) {
+      // A bool is 0 or 1; any other byte would be undefined behaviour once read as bool.
+      for (std::uint64_t i = e.begin; i < e.end; ++i)
+        if (static_cast<unsigned char>(data[i]) > 1)
+          fail("safetensors", "'", path, "': tensor '", e.name, "' (BOOL) holds the byte ",
+               int(static_cast<unsigned char>(data[i])), " at element ", i - e.begin,
+               "; a BOOL element must be 0 or 1");
+    }
     if (e.end > e.begin) std::memcpy(t.raw_data(), data + e.begin, e.end - e.begin);
     contents.tensors.emplace(e.name, std::move(t));
   }

@@ -3,6 +3,7 @@
 
 #include <cstring>
 #include <sstream>
+#include <type_traits>
 
 #include "../backend/device_memory.h"
 #include "../backend/kernels.h"
@@ -99,6 +100,25 @@ Tensor Tensor::from_vector(const Shape& shape, const std::vector<std::int32_t>& 
   return from_host(shape, values, device);
 }
 
+Tensor Tensor::from_vector(const Shape& shape, const std::vector<double>& values, Device device) {
+  return from_host(shape, values, device);
+}
+
+Tensor Tensor::from_vector(const Shape& shape, const std::vector<std::int64_t>& values,
+                           Device device) {
+  return from_host(shape, values, device);
+}
+
+Tensor Tensor::from_bools(const Shape& shape, const std::vector<bool>& values, Device device) {
+  if (std::int64_t(values.size()) != shape.numel())
+    fail("from_bools", values.size(), " values do not fill shape ", shape, " (", shape.numel(),
+         " elements)");
+  std::vector<std::uint8_t> bytes(values.begin(), values.end());
+  Tensor t = Tensor::empty(shape, DType::kBool, device);
+  backend::copy_bytes(t.raw_data(), device, bytes.data(), Device::kCpu, bytes.size());
+  return t;
+}
+
 Tensor Tensor::scalar(float value, Device device) { return full(Shape{}, value, device); }
 
 Device Tensor::device() const { return block_ ? block_->device : Device::kCpu; }
@@ -111,6 +131,9 @@ const T* Tensor::data() const {
 }
 template const float* Tensor::data<float>() const;
 template const std::int32_t* Tensor::data<std::int32_t>() const;
+template const double* Tensor::data<double>() const;
+template const std::int64_t* Tensor::data<std::int64_t>() const;
+template const bool* Tensor::data<bool>() const;
 
 void* Tensor::raw_data() { return const_cast<void*>(std::as_const(*this).raw_data()); }
 
@@ -166,6 +189,18 @@ std::vector<std::int32_t> Tensor::to_int_vector() const {
   return out;
 }
 
+std::vector<double> Tensor::to_double_vector() const {
+  std::vector<double> out(static_cast<std::size_t>(numel()));
+  if (out.empty()) return out;
+  const Tensor host = to(Device::kCpu);
+  visit_dtype(dtype_, [&](auto type) {
+    using T = decltype(type);
+    const T* values = host.data<T>();
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = double(values[i]);
+  });
+  return out;
+}
+
 float Tensor::item() const {
   if (numel() != 1) fail("item", "expected a one-element tensor, got ", describe());
   return to_float_vector()[0];
@@ -182,13 +217,18 @@ std::string Tensor::to_string() const {
   out << "Tensor(" << dtype_name(dtype_) << ", " << shape_ << ", " << device_name(device());
   if (defined() && numel() <= 32) {
     out << ", {";
-    if (dtype_ == DType::kFloat32) {
-      auto values = to_float_vector();
-      for (std::size_t i = 0; i < values.size(); ++i) out << (i ? ", " : "") << values[i];
-    } else {
-      auto values = to_int_vector();
-      for (std::size_t i = 0; i < values.size(); ++i) out << (i ? ", " : "") << values[i];
-    }
+    const Tensor host = to(Device::kCpu);
+    visit_dtype(dtype_, [&](auto type) {
+      using T = decltype(type);
+      const T* values = host.data<T>();
+      for (std::int64_t i = 0; i < numel(); ++i) {
+        out << (i ? ", " : "");
+        if constexpr (std::is_same_v<T, bool>)
+          out << (values[i] ? "true" : "false");
+        else
+          out << values[i];
+      }
+    });
     out << "}";
   }
   out << ")";

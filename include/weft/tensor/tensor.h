@@ -35,6 +35,12 @@ class Tensor {
                             Device device = Device::kCpu);
   static Tensor from_vector(const Shape& shape, const std::vector<std::int32_t>& values,
                             Device device = Device::kCpu);
+  static Tensor from_vector(const Shape& shape, const std::vector<double>& values,
+                            Device device = Device::kCpu);
+  static Tensor from_vector(const Shape& shape, const std::vector<std::int64_t>& values,
+                            Device device = Device::kCpu);
+  static Tensor from_bools(const Shape& shape, const std::vector<bool>& values,
+                           Device device = Device::kCpu);
   static Tensor scalar(float value, Device device = Device::kCpu);
   // A tensor over memory owned elsewhere (contiguous, row-major, aligned to the dtype); no copy.
   // `release(context)` runs when the last handle to it goes (the Python bindings keep the
@@ -72,6 +78,8 @@ class Tensor {
   // Host copies of the contents, for tests and I/O.
   std::vector<float> to_float_vector() const;
   std::vector<std::int32_t> to_int_vector() const;
+  // Any dtype's values as doubles (exact but for int64 beyond 2^53).
+  std::vector<double> to_double_vector() const;
   // The single element of a one-element float tensor.
   float item() const;
 

@@ -14,13 +14,16 @@ void gather_chunk_rows(std::span<const Tensor> chunks, const Tensor& refs, Tenso
   const std::int64_t n = refs.rows();
   const std::int64_t dst_row = dst.row_size();
   char* out = static_cast<char*>(dst.raw_data());
+  const std::int64_t bytes = std::int64_t(dtype_size(dst.dtype()));
   for (std::int64_t i = 0; i < n; ++i) {
     const Tensor& chunk = chunks[std::size_t(r[2 * i])];
     const std::int64_t width = chunk.row_size();
     WEFT_ASSERT(r[2 * i + 1] < chunk.rows() && column + width <= dst_row);
-    std::memcpy(out + (i * dst_row + column) * 4,
-                static_cast<const char*>(chunk.raw_data()) + std::int64_t(r[2 * i + 1]) * width * 4,
-                std::size_t(width) * 4);
+    WEFT_ASSERT(chunk.dtype() == dst.dtype());
+    std::memcpy(
+        out + (i * dst_row + column) * bytes,
+        static_cast<const char*>(chunk.raw_data()) + std::int64_t(r[2 * i + 1]) * width * bytes,
+        std::size_t(width * bytes));
   }
 }
 

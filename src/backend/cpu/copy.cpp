@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "../kernels.h"
+#include "typed_elementwise.h"
 #include "weft/core/error.h"
 
 namespace weft::backend::cpu {
@@ -45,13 +46,11 @@ void copy_blocks(const Tensor& src, std::int64_t src_offset, std::int64_t src_st
   if (blocks == 0 || block_size == 0) return;
   WEFT_ASSERT(blocks_fit(src.numel(), src_offset, src_stride, blocks, block_size));
   WEFT_ASSERT(blocks_fit(dst.numel(), dst_offset, dst_stride, blocks, block_size));
-  if (src.dtype() == DType::kFloat32) {
-    copy_typed(src.data<float>() + src_offset, src_stride, dst.data<float>() + dst_offset,
-               dst_stride, blocks, block_size, accumulate);
-  } else {
-    copy_typed(src.data<std::int32_t>() + src_offset, src_stride,
-               dst.data<std::int32_t>() + dst_offset, dst_stride, blocks, block_size, accumulate);
-  }
+  if (src.dtype() != DType::kFloat32)
+    return typed::copy_blocks(src, src_offset, src_stride, dst, dst_offset, dst_stride, blocks,
+                              block_size, accumulate);
+  copy_typed(src.data<float>() + src_offset, src_stride, dst.data<float>() + dst_offset, dst_stride,
+             blocks, block_size, accumulate);
 }
 
 }  // namespace weft::backend::cpu

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "../kernels.h"
+#include "typed_elementwise.h"
 #include "weft/core/error.h"
 
 namespace weft::backend::cpu {
@@ -36,11 +37,8 @@ void for_each_period(std::int64_t n, std::int64_t p, Fn fn) {
 }  // namespace
 
 void fill(Tensor& y, float value) {
-  if (y.dtype() == DType::kInt32) {
-    std::fill_n(y.data<std::int32_t>(), y.numel(), std::int32_t(value));
-  } else {
-    std::fill_n(y.data<float>(), y.numel(), value);
-  }
+  if (y.dtype() != DType::kFloat32) return typed::fill(y, value);
+  std::fill_n(y.data<float>(), y.numel(), value);
 }
 
 void add_into(const Tensor& x, float scale, Tensor& y) {
@@ -57,6 +55,7 @@ void add_into(const Tensor& x, float scale, Tensor& y) {
 
 void unary(UnaryOp op, const Tensor& x, Tensor& y) {
   WEFT_ASSERT(x.numel() == y.numel());
+  if (x.dtype() != DType::kFloat32) return typed::unary(op, x, y);
   auto in = array_of(x);
   auto out = array_of(y);
   switch (op) {
@@ -80,6 +79,9 @@ void unary(UnaryOp op, const Tensor& x, Tensor& y) {
       break;
     case UnaryOp::kSoftplus:
       out = in.unaryExpr([](float v) { return softplus_of(v); });
+      break;
+    case UnaryOp::kAbs:
+      out = in.abs();
       break;
   }
 }
@@ -111,6 +113,9 @@ void unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& 
       break;
     case UnaryOp::kSoftplus:
       grad_in += grad_out * in.logistic();
+      break;
+    case UnaryOp::kAbs:  // sign(x), 0 at 0
+      grad_in += (in > 0.0f).select(grad_out, (in < 0.0f).select(-grad_out, 0.0f));
       break;
   }
 }
@@ -162,6 +167,7 @@ void binary_backward_with(const Tensor& a, const Tensor& b, const Tensor& dy, Te
 }  // namespace
 
 void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& y) {
+  if (y.dtype() != DType::kFloat32) return typed::binary(op, a, b, y);
   switch (op) {
     case BinaryOp::kAdd:
       return binary_with(a, b, y, [](float u, float v) { return u + v; });
@@ -171,6 +177,10 @@ void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& y) {
       return binary_with(a, b, y, [](float u, float v) { return u * v; });
     case BinaryOp::kDiv:
       return binary_with(a, b, y, [](float u, float v) { return u / v; });
+    case BinaryOp::kMinimum:
+      return binary_with(a, b, y, [](float u, float v) { return std::min(u, v); });
+    case BinaryOp::kMaximum:
+      return binary_with(a, b, y, [](float u, float v) { return std::max(u, v); });
   }
 }
 
@@ -191,6 +201,15 @@ void binary_backward(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor
       return binary_backward_with(
           a, b, dy, da, db, [](float, float v) { return 1.0f / v; },
           [](float u, float v) { return -u / (v * v); });
+    // Ties send the gradient to a, as TensorFlow's Minimum and Maximum do.
+    case BinaryOp::kMinimum:
+      return binary_backward_with(
+          a, b, dy, da, db, [](float u, float v) { return u <= v ? 1.0f : 0.0f; },
+          [](float u, float v) { return u <= v ? 0.0f : 1.0f; });
+    case BinaryOp::kMaximum:
+      return binary_backward_with(
+          a, b, dy, da, db, [](float u, float v) { return u >= v ? 1.0f : 0.0f; },
+          [](float u, float v) { return u >= v ? 0.0f : 1.0f; });
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include "../kernels.h"
 #include "cuda_context.h"
+#include "typed_elementwise.h"
 #include "weft/core/error.h"
 #include "weft/core/rng.h"
 
@@ -46,6 +47,8 @@ __device__ inline float unary_of(UnaryOp op, float v) {
       return logf(v);
     case UnaryOp::kSoftplus:
       return softplus_of(v);
+    case UnaryOp::kAbs:
+      return fabsf(v);
   }
   return 0.0f;
 }
@@ -67,6 +70,8 @@ __device__ inline float unary_derivative(UnaryOp op, float x, float y) {
       return 1.0f / x;
     case UnaryOp::kSoftplus:
       return sigmoid_of(x);
+    case UnaryOp::kAbs:
+      return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : 0.0f);
   }
   return 0.0f;
 }
@@ -90,6 +95,10 @@ __device__ inline float binary_of(BinaryOp op, float u, float v) {
       return u * v;
     case BinaryOp::kDiv:
       return u / v;
+    case BinaryOp::kMinimum:
+      return fminf(u, v);
+    case BinaryOp::kMaximum:
+      return fmaxf(u, v);
   }
   return 0.0f;
 }
@@ -105,6 +114,11 @@ __device__ inline float2 binary_partials(BinaryOp op, float u, float v) {
       return {v, u};
     case BinaryOp::kDiv:
       return {1.0f / v, -u / (v * v)};
+    // Ties send the gradient to u, as on the CPU.
+    case BinaryOp::kMinimum:
+      return u <= v ? float2{1.0f, 0.0f} : float2{0.0f, 1.0f};
+    case BinaryOp::kMaximum:
+      return u >= v ? float2{1.0f, 0.0f} : float2{0.0f, 1.0f};
   }
   return {0.0f, 0.0f};
 }
@@ -209,15 +223,11 @@ __global__ void lstm_cell_state_backward_kernel(const float* gates, const float*
 }  // namespace
 
 void fill(Tensor& y, float value) {
+  if (y.dtype() != DType::kFloat32) return typed::fill(y, value);
   const std::int64_t n = y.numel();
   if (n == 0) return;
   std::uint32_t bits = 0;
-  if (y.dtype() == DType::kInt32) {
-    const std::int32_t v = std::int32_t(value);
-    std::memcpy(&bits, &v, 4);
-  } else {
-    std::memcpy(&bits, &value, 4);
-  }
+  std::memcpy(&bits, &value, 4);
   fill_kernel<<<grid_for(n), kThreads, 0, stream()>>>(static_cast<std::uint32_t*>(y.raw_data()), n,
                                                       bits);
   check_launch("fill");
@@ -234,6 +244,7 @@ void add_into(const Tensor& x, float scale, Tensor& y) {
 
 void unary(UnaryOp op, const Tensor& x, Tensor& y) {
   WEFT_ASSERT(x.numel() == y.numel());
+  if (x.dtype() != DType::kFloat32) return typed::unary(op, x, y);
   const std::int64_t n = y.numel();
   if (n == 0) return;
   unary_kernel<<<grid_for(n), kThreads, 0, stream()>>>(op, x.data<float>(), y.data<float>(), n);
@@ -250,6 +261,7 @@ void unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& 
 }
 
 void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& y) {
+  if (y.dtype() != DType::kFloat32) return typed::binary(op, a, b, y);
   const std::int64_t n = y.numel();
   if (n == 0) return;
   WEFT_ASSERT(a.numel() == n || b.numel() == n);
@@ -298,15 +310,12 @@ void copy_blocks(const Tensor& src, std::int64_t src_offset, std::int64_t src_st
   if (n == 0) return;
   WEFT_ASSERT(src_offset + (blocks - 1) * src_stride + block_size <= src.numel());
   WEFT_ASSERT(dst_offset + (blocks - 1) * dst_stride + block_size <= dst.numel());
-  if (src.dtype() == DType::kFloat32) {
-    copy_blocks_kernel<<<grid_for(n), kThreads, 0, stream()>>>(
-        src.data<float>() + src_offset, src_stride, dst.data<float>() + dst_offset, dst_stride,
-        block_size, n, accumulate);
-  } else {
-    copy_blocks_kernel<<<grid_for(n), kThreads, 0, stream()>>>(
-        src.data<std::int32_t>() + src_offset, src_stride, dst.data<std::int32_t>() + dst_offset,
-        dst_stride, block_size, n, accumulate);
-  }
+  if (src.dtype() != DType::kFloat32)
+    return typed::copy_blocks(src, src_offset, src_stride, dst, dst_offset, dst_stride, blocks,
+                              block_size, accumulate);
+  copy_blocks_kernel<<<grid_for(n), kThreads, 0, stream()>>>(
+      src.data<float>() + src_offset, src_stride, dst.data<float>() + dst_offset, dst_stride,
+      block_size, n, accumulate);
   check_launch("copy_blocks");
 }
 

@@ -20,8 +20,10 @@ namespace {
   for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
        i += std::int64_t(gridDim.x) * blockDim.x)
 
-__global__ void gather_rows_kernel(const std::uint32_t* x, const std::int32_t* idx,
-                                   std::uint32_t* y, std::int64_t row, std::int64_t n) {
+// Words of a dtype's size (1, 4 or 8 bytes): gathers copy words whatever the dtype.
+template <typename Word>
+__global__ void gather_rows_kernel(const Word* x, const std::int32_t* idx, Word* y,
+                                   std::int64_t row, std::int64_t n) {
   WEFT_GRID_STRIDE(e, n * row) {
     const std::int64_t i = e / row, j = e % row;
     y[e] = x[std::int64_t(idx[i]) * row + j];
@@ -43,21 +45,21 @@ __global__ void find_bad_index_kernel(const std::int32_t* idx, std::int64_t n, s
   }
 }
 
-// A chunk as the kernels see it: its data and row width in 4-byte words.
+// A chunk as the kernels see it: its data and row width in elements.
 struct ChunkEntry {
   void* data;
   std::int64_t width;
 };
 
+template <typename Word>
 __global__ void gather_chunk_rows_kernel(const ChunkEntry* chunks, const std::int32_t* refs,
-                                         std::uint32_t* dst, std::int64_t dst_row,
-                                         std::int64_t column, std::int64_t max_width,
-                                         std::int64_t n) {
+                                         Word* dst, std::int64_t dst_row, std::int64_t column,
+                                         std::int64_t max_width, std::int64_t n) {
   WEFT_GRID_STRIDE(e, n * max_width) {
     const std::int64_t i = e / max_width, j = e % max_width;
     const ChunkEntry chunk = chunks[refs[2 * i]];
     if (j >= chunk.width) continue;
-    const auto* src = static_cast<const std::uint32_t*>(chunk.data);
+    const auto* src = static_cast<const Word*>(chunk.data);
     dst[i * dst_row + column + j] = src[std::int64_t(refs[2 * i + 1]) * chunk.width + j];
   }
 }
@@ -98,6 +100,19 @@ StagedRefs stage(const std::vector<ChunkEntry>& table, const Tensor& refs) {
   return staged;
 }
 
+// Calls fn(Word{}) with the unsigned word type of dtype's size.
+template <typename Fn>
+void with_word(DType dtype, Fn&& fn) {
+  switch (dtype_size(dtype)) {
+    case 1:
+      return fn(std::uint8_t{});
+    case 8:
+      return fn(std::uint64_t{});
+    default:
+      return fn(std::uint32_t{});
+  }
+}
+
 }  // namespace
 
 void gather_rows(const Tensor& x, const Tensor& indices, Tensor& y) {
@@ -106,9 +121,12 @@ void gather_rows(const Tensor& x, const Tensor& indices, Tensor& y) {
   const std::int64_t n = indices.numel(), row = x.row_size();
   WEFT_ASSERT(y.rows() == n && y.row_size() == row);
   if (n == 0 || row == 0) return;
-  gather_rows_kernel<<<grid_for(n * row), kThreads, 0, stream()>>>(
-      static_cast<const std::uint32_t*>(x.raw_data()), indices.data<std::int32_t>(),
-      static_cast<std::uint32_t*>(y.raw_data()), row, n);
+  with_word(x.dtype(), [&](auto word) {
+    using Word = decltype(word);
+    gather_rows_kernel<<<grid_for(n * row), kThreads, 0, stream()>>>(
+        static_cast<const Word*>(x.raw_data()), indices.data<std::int32_t>(),
+        static_cast<Word*>(y.raw_data()), row, n);
+  });
   check_launch("gather_rows");
 }
 
@@ -146,15 +164,18 @@ void gather_chunk_rows(std::span<const Tensor> chunks, const Tensor& refs, Tenso
   table.reserve(chunks.size());
   std::int64_t max_width = 0;
   for (const Tensor& chunk : chunks) {
-    WEFT_ASSERT(chunk.device() == Device::kCuda && dtype_size(chunk.dtype()) == 4);
+    WEFT_ASSERT(chunk.device() == Device::kCuda && chunk.dtype() == dst.dtype());
     table.push_back({const_cast<void*>(chunk.raw_data()), chunk.row_size()});
     max_width = std::max(max_width, chunk.row_size());
   }
   if (max_width == 0) return;
   StagedRefs staged = stage(table, refs);
-  gather_chunk_rows_kernel<<<grid_for(n * max_width), kThreads, 0, stream()>>>(
-      staged.table, staged.refs, static_cast<std::uint32_t*>(dst.raw_data()), dst.row_size(),
-      column, max_width, n);
+  with_word(dst.dtype(), [&](auto word) {
+    using Word = decltype(word);
+    gather_chunk_rows_kernel<<<grid_for(n * max_width), kThreads, 0, stream()>>>(
+        staged.table, staged.refs, static_cast<Word*>(dst.raw_data()), dst.row_size(), column,
+        max_width, n);
+  });
   check_launch("gather_chunk_rows");
 }
 
