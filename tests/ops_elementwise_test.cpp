@@ -1,4 +1,5 @@
 // Unary functions and broadcasting arithmetic: reference, gradients, batching, errors.
+#include <algorithm>
 #include <cmath>
 
 #include "op_test_util.h"
@@ -107,6 +108,54 @@ WEFT_OP_TEST(mul, BroadcastCases) {
 WEFT_OP_TEST(div, BroadcastCases) {
   check_binary(div, [](double a, double b) { return a / b; });
 }
+WEFT_OP_TEST(minimum, BroadcastCases) {
+  check_binary(minimum, [](double a, double b) { return std::min(a, b); });
+}
+WEFT_OP_TEST(maximum, BroadcastCases) {
+  check_binary(maximum, [](double a, double b) { return std::max(a, b); });
+}
+WEFT_OP_TEST(abs, ReferenceGradientBatch) {
+  // Values kept away from the kink at 0.
+  Tensor x = Tensor::from_vector({2, 3}, std::vector<float>{-1.5f, 0.7f, -0.2f, 2.0f, 0.3f, -0.9f});
+  check_op([](const std::vector<Var>& v) { return abs(v[0]); },
+           unary_reference([](double v) { return std::abs(v); }), {x});
+  check_batched_matches_rows([](const std::vector<Var>& v) { return abs(v[0]); },
+                             {random_tensor({5, 7}, 24)}, {true});
+}
+
+TEST(Op_minimum, TiesSendTheGradientToTheFirstOperand) {
+  Tape tape;
+  Var a = tape.variable(Tensor::from_vector({2}, std::vector<float>{1, 2}));
+  Var b = tape.variable(Tensor::from_vector({2}, std::vector<float>{1, 1}));
+  tape.backward(sum(minimum(a, b) + maximum(a, b) * 10.0f));
+  EXPECT_EQ(a.grad().to_float_vector(), (std::vector<float>{11, 10}));
+  EXPECT_EQ(b.grad().to_float_vector(), (std::vector<float>{0, 1}));
+}
+
+WEFT_OP_TEST(where, ReferenceGradientBatch) {
+  // The condition is data (bool), not differentiated; a and b are, in every broadcast form.
+  const std::vector<bool> pattern{true, false, false, true,  true, false,
+                                  true, true,  false, false, true, false};
+  const Tensor cond = Tensor::from_bools({4, 3}, pattern);
+  const std::vector<std::pair<Shape, Shape>> cases = {
+      {{4, 3}, {4, 3}}, {{4, 3}, {3}}, {{1, 3}, {4, 3}}, {{}, {4, 3}}};
+  std::uint64_t seed = 60;
+  for (const auto& [sa, sb] : cases) {
+    SCOPED_TRACE("a " + sa.to_string() + " b " + sb.to_string());
+    check_op(
+        [&](const std::vector<Var>& v) { return where(v[0].tape().constant(cond), v[0], v[1]); },
+        [&](const std::vector<HostArray>& h) {
+          HostArray y(Shape{4, 3}, std::vector<double>(12));
+          for (std::size_t i = 0; i < 12; ++i)
+            y[i] = pattern[i] ? h[0][i % h[0].size()] : h[1][i % h[1].size()];
+          return y;
+        },
+        {random_tensor(sa, seed++), random_tensor(sb, seed++)});
+  }
+  check_batched_matches_rows(
+      [&](const std::vector<Var>& v) { return where(greater(v[0], v[1]), v[0] * 2.0f, v[1]); },
+      {random_tensor({5, 2}, 70), random_tensor({2}, 71)}, {true, false});
+}
 
 TEST(Op_add, OperatorsWithNumbersMatchOps) {
   Tape tape;
@@ -129,8 +178,9 @@ TEST(Op_add, ShapesThatDoNotBroadcastAreRejected) {
       [&] { add(a, b); },
       {"[add] shapes do not broadcast: lhs float32 [4, 3] vs rhs float32 [4]", "[3] or [1, 3]"});
   Var ints = tape.constant(int_tensor({4, 3}, std::vector<std::int32_t>(12, 1)));
-  expect_error([&] { mul(a, ints); }, {"[mul] rhs must be float32, got int32 [4, 3]"});
-  expect_error([&] { tanh(ints); }, {"[tanh] input must be float32"});
+  expect_error([&] { mul(a, ints); },
+               {"[mul] operands have different dtypes: lhs float32 [4, 3] vs rhs int32 [4, 3]"});
+  expect_error([&] { tanh(ints); }, {"[tanh] input must be float32 or float64, got int32 [4, 3]"});
 }
 
 TEST(Op_add, SharedOperandReceivesSummedGradient) {

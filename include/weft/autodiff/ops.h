@@ -29,19 +29,26 @@ Var batch_matmul(Var a, Var b, bool transpose_a = false, bool transpose_b = fals
 // y = x · W + b; x [B, in], W [in, out], b [out].
 Var linear(Var x, Var weight, Var bias);
 
-// Elementwise arithmetic. b (or a) may also be one row (shape = the other's per-row shape,
-// or [1, ...]) broadcast over every row, or a single number.
+// Elementwise arithmetic on any number dtype (float32, float64, int32, int64; both operands
+// of one dtype, else an error naming both). b (or a) may also be one row (shape = the other's
+// per-row shape, or [1, ...]) broadcast over every row, or a single number. Integers wrap
+// around on overflow; integer division floors (as Python's //) and a zero divisor is an
+// error. Only float32 results carry gradients. minimum / maximum send the gradient of a tie
+// to a, as TensorFlow does.
 Var add(Var a, Var b);
 Var sub(Var a, Var b);
 Var mul(Var a, Var b);
 Var div(Var a, Var b);
+Var minimum(Var a, Var b);
+Var maximum(Var a, Var b);
 Var neg(Var x);
+Var abs(Var x);  // d|x|/dx = sign(x), 0 at 0
 inline Var operator+(Var a, Var b) { return add(a, b); }
 inline Var operator-(Var a, Var b) { return sub(a, b); }
 inline Var operator*(Var a, Var b) { return mul(a, b); }
 inline Var operator/(Var a, Var b) { return div(a, b); }
 inline Var operator-(Var x) { return neg(x); }
-// With a number: a constant of one element on the Var's tape.
+// With a number: a constant of one element of the Var's dtype on the Var's tape.
 Var operator+(Var a, float b);
 Var operator-(Var a, float b);
 Var operator*(Var a, float b);
@@ -50,13 +57,29 @@ Var operator+(float a, Var b);
 Var operator-(float a, Var b);
 Var operator*(float a, Var b);
 
-// Elementwise functions.
+// Elementwise functions: float32 and float64 (relu also on integers).
 Var relu(Var x);
 Var sigmoid(Var x);
 Var tanh(Var x);
 Var exp(Var x);
 Var log(Var x);
 Var softplus(Var x);
+
+// Comparisons, broadcasting as the arithmetic does: a bool tensor, no gradient. Both operands
+// of one dtype (any, bool included for equal / not_equal and the orderings false < true).
+Var equal(Var a, Var b);
+Var not_equal(Var a, Var b);
+Var less(Var a, Var b);
+Var less_equal(Var a, Var b);
+Var greater(Var a, Var b);
+Var greater_equal(Var a, Var b);
+// y = cond ? a : b, elementwise: cond is bool and gives the shape; a and b (one dtype, any) are
+// its shape, one row of it or one number. Gradients reach a where cond holds and b elsewhere.
+Var where(Var cond, Var a, Var b);
+// x converted to `dtype` (x itself when it has it): float to integer truncates toward zero and
+// saturates at the integer's range (NaN gives 0), integer narrowing wraps, and anything to
+// bool is x != 0. No gradient flows through a cast between different dtypes.
+Var cast(Var x, DType dtype);
 
 // Concatenation and its inverse along an axis (default 1, the feature axis of [B, F]).
 Var concat(std::span<const Var> parts, int axis = 1);
