@@ -15,6 +15,52 @@ TEST(BlocksBasic, TensorsFromData) {
   EXPECT_EQ(max_depth(Vector(3), {1, 2, 3}), 0);
 }
 
+TEST(BlocksBasic, TensorsOfEveryDtypeFromData) {
+  const EvalValue big = eval(Vector(2, DType::kInt64), {9007199254740993LL, -4});
+  ASSERT_EQ(big.tensor.dtype(), DType::kInt64);
+  EXPECT_EQ(big.tensor.data<std::int64_t>()[0], 9007199254740993LL);  // 2^53 + 1, exactly
+  EXPECT_EQ(eval(Scalar(DType::kFloat64), 0.1).tensor.to_double_vector()[0], 0.1);
+  EXPECT_EQ(eval(Vector(3, DType::kBool), {true, false, 1}).tensor.to_string(),
+            "Tensor(bool, [3], cpu, {true, false, true})");
+  // Exact: no value is narrowed or reinterpreted on the way in.
+  expect_error([] { eval(Scalar(DType::kInt32), 3000000000LL); },
+               {"3000000000 is out of range for int32"});
+  expect_error([] { eval(Scalar(DType::kInt64), 1.5); }, {"expects an integer, got 1.5"});
+  expect_error(
+      [] {
+        eval(Vector(2, DType::kBool), {true, 2});
+      },
+      {"expects a boolean (true, false, 0 or 1), got 2"});
+  // Constants, one-hots and lengths in the other dtypes.
+  const weft::Tensor ids = weft::Tensor::from_vector({2}, std::vector<std::int64_t>{5, -6});
+  EXPECT_EQ(eval(FromTensor(ids)).tensor.to_string(), ids.to_string());
+  EXPECT_EQ(eval(OneHot(3, std::nullopt, DType::kBool), 1).tensor.to_string(),
+            "Tensor(bool, [3], cpu, {false, true, false})");
+  EXPECT_EQ(eval(Length(DType::kInt64), {4, 5, 6}).tensor.to_string(),
+            "Tensor(int64, [], cpu, {3})");
+}
+
+TEST(BlocksBasic, FunctionsComputeInEveryDtypeAndBatch) {
+  // int64 arithmetic, a comparison giving bool and a where, over a sequence woven as one batch.
+  Function clip("clip", {Type::scalar(DType::kInt64)}, [](std::span<const Var> x) {
+    Var limit = x[0].tape().constant(weft::Tensor::from_vector({}, std::vector<std::int64_t>{10}));
+    return where(greater(x[0], limit), limit, x[0] * 2.0f);
+  });
+  EXPECT_EQ(*clip.output_type(), Type::scalar(DType::kInt64));
+  const EvalValue v = eval(Map(Scalar(DType::kInt64) >> clip), {3, 40, -7});
+  ASSERT_EQ(v.size(), 3u);
+  EXPECT_EQ(v[0].tensor.to_string(), "Tensor(int64, [], cpu, {6})");
+  EXPECT_EQ(v[1].tensor.to_string(), "Tensor(int64, [], cpu, {10})");
+  EXPECT_EQ(v[2].tensor.to_string(), "Tensor(int64, [], cpu, {-14})");
+  Function positive("positive", {Type::vector(2, DType::kFloat64)}, [](std::span<const Var> x) {
+    Var zero = x[0].tape().constant(weft::Tensor::from_vector({}, std::vector<double>{0}));
+    return greater(x[0], zero);
+  });
+  EXPECT_EQ(*positive.output_type(), Type::vector(2, DType::kBool));
+  EXPECT_EQ(eval(Vector(2, DType::kFloat64) >> positive, {1e-300, -1e-300}).tensor.to_string(),
+            "Tensor(bool, [2], cpu, {true, false})");
+}
+
 TEST(BlocksBasic, FunctionIsOneCallDeep) {
   Function twice("twice", {Type::vector(2)}, [](std::span<const Var> x) { return x[0] * 2.0f; });
   EXPECT_EQ(*twice.output_type(), Type::vector(2));

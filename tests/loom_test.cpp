@@ -1,6 +1,6 @@
-// The loom's guarantee: for random DAGs (several operations and types, multiple outputs,
-// shared sub-graphs, arguments from far-apart depths, parameters and fed batch rows), the
-// batched strategies give the same outputs and gradients as unbatched execution. Plus the
+// The loom's guarantee: for random DAGs (several operations and types of every dtype, multiple
+// outputs, shared sub-graphs, arguments from far-apart depths, parameters and fed batch rows),
+// the batched strategies give the same outputs and gradients as unbatched execution. Plus the
 // exact schedule shape of known inputs, merging, and every misuse by message.
 #include "weft/loom/executor.h"
 
@@ -29,12 +29,16 @@ using loom::Weaver;
 const TypeShape kHidden{DType::kFloat32, {4}, "hidden"};
 const TypeShape kWord{DType::kFloat32, {3}, "word"};
 const TypeShape kPair{DType::kFloat32, {2}, "pair"};
+const TypeShape kCount{DType::kInt64, {4}, "count"};
+const TypeShape kFlag{DType::kBool, {4}, "flag"};
+const TypeShape kWide{DType::kFloat64, {4}, "wide"};
 
-// A loom with five operations over three types, and the parameters their bodies use.
+// A loom with nine operations over six types (float32, int64, bool and float64), and the
+// parameters their bodies use.
 struct TestModel {
   Loom loom;
-  TypeId hidden, word, pair;
-  OpId embed, combine, combine_concat, split, mix;
+  TypeId hidden, word, pair, count, flag, wide;
+  OpId embed, combine, combine_concat, split, mix, tally, measure, gate, widen;
   Parameter we{"we", random_tensor({3, 4}, 101)}, be{"be", random_tensor({4}, 102)};
   Parameter wc{"wc", random_tensor({8, 4}, 103)}, bc{"bc", random_tensor({4}, 104)};
   Parameter wp{"wp", random_tensor({4, 2}, 105)}, bp{"bp", random_tensor({2}, 106)};
@@ -63,9 +67,27 @@ struct TestModel {
         "mix", {kPair, kHidden, kWord}, {kHidden}, [this](std::span<const Var> in) {
           return std::vector<Var>{tanh(linear(concat({in[0], in[1], in[2]}), wm, bm))};
         });
+    // int64 arithmetic that wraps, a comparison giving bool, a where differentiable in
+    // float32, and float64 arithmetic from float32 values.
+    tally = loom.add_operation("tally", {kCount, kCount}, {kCount}, [](std::span<const Var> in) {
+      return std::vector<Var>{in[0] * 3.0f - in[1]};
+    });
+    measure =
+        loom.add_operation("measure", {kHidden, kCount}, {kFlag}, [](std::span<const Var> in) {
+          return std::vector<Var>{greater(in[0], cast(in[1], DType::kFloat32) * 0.25f)};
+        });
+    gate = loom.add_operation(
+        "gate", {kFlag, kHidden, kHidden}, {kHidden},
+        [](std::span<const Var> in) { return std::vector<Var>{where(in[0], in[1], tanh(in[2]))}; });
+    widen = loom.add_operation("widen", {kHidden, kWide}, {kWide}, [](std::span<const Var> in) {
+      return std::vector<Var>{cast(in[0], DType::kFloat64) * 2.0f + in[1]};
+    });
     hidden = loom.type_id(kHidden);
     word = loom.type_id(kWord);
     pair = loom.type_id(kPair);
+    count = loom.type_id(kCount);
+    flag = loom.type_id(kFlag);
+    wide = loom.type_id(kWide);
   }
   std::vector<Parameter> parameters() const { return {we, be, wc, bc, wp, bp, wm, bm, h0}; }
 };
@@ -75,8 +97,11 @@ struct TestModel {
 // constant, a fed row, the shared parameter h0, or a call of an operation on earlier values
 // (any earlier value of the right type: far-apart arguments and shared sub-graphs).
 struct DagStep {
-  enum Kind { kConstant, kFed, kParameter, kCall } kind = kConstant;
-  float values[3] = {0, 0, 0};
+  enum Kind { kConstant, kFed, kParameter, kCall, kCountConstant, kFlagConstant, kWideConstant };
+  Kind kind = kConstant;
+  float values[3] = {0, 0, 0};            // a word constant
+  std::int64_t counts[4] = {0, 0, 0, 0};  // a count constant (a flag constant: 0 / 1)
+  double wides[4] = {0, 0, 0, 0};         // a wide constant
   std::int64_t row = 0;
   OpId op = 0;
   std::vector<int> args;
@@ -98,7 +123,7 @@ int values_of(const TestModel& m, const DagStep& s) {
 
 DagExample random_example(TestModel& m, Rng& rng, std::int64_t batch_rows) {
   DagExample ex;
-  std::vector<int> by_type[3];
+  std::vector<std::vector<int>> by_type(m.loom.num_types());
   int next = 0;
   auto add = [&](DagStep step, std::initializer_list<TypeId> types) {
     ex.steps.push_back(std::move(step));
@@ -118,11 +143,26 @@ DagExample random_example(TestModel& m, Rng& rng, std::int64_t batch_rows) {
   DagStep h0;
   h0.kind = DagStep::kParameter;
   add(h0, {m.hidden});
-  const int calls = 1 + int(rng.below(8));
+  // Counts small or huge (so that tally's arithmetic wraps), flags, wide values.
+  DagStep count;
+  count.kind = DagStep::kCountConstant;
+  for (std::int64_t& v : count.counts)
+    v = rng.below(4) ? std::int64_t(rng.below(9)) - 4
+                     : std::int64_t(rng.next_u64() >> 1) * (rng.below(2) ? 1 : -1);
+  add(count, {m.count});
+  DagStep flag;
+  flag.kind = DagStep::kFlagConstant;
+  for (std::int64_t& v : flag.counts) v = std::int64_t(rng.below(2));
+  add(flag, {m.flag});
+  DagStep wide;
+  wide.kind = DagStep::kWideConstant;
+  for (double& v : wide.wides) v = double(rng.uniform(-1, 1)) * 1e10 + double(rng.uniform(-1, 1));
+  add(wide, {m.wide});
+  const int calls = 1 + int(rng.below(10));
   for (int c = 0; c < calls; ++c) {
     DagStep s;
     s.kind = DagStep::kCall;
-    switch (rng.below(5)) {
+    switch (rng.below(9)) {
       case 0:
         s.op = m.embed;
         s.args = {pick(m.word)};
@@ -140,10 +180,30 @@ DagExample random_example(TestModel& m, Rng& rng, std::int64_t batch_rows) {
         s.args = {pick(m.hidden)};
         add(s, {m.hidden, m.pair});
         continue;
-      default:
+      case 4:
         if (by_type[m.pair].empty()) continue;
         s.op = m.mix;
         s.args = {pick(m.pair), pick(m.hidden), pick(m.word)};
+        break;
+      case 5:
+        s.op = m.tally;
+        s.args = {pick(m.count), pick(m.count)};
+        add(s, {m.count});
+        continue;
+      case 6:
+        s.op = m.measure;
+        s.args = {pick(m.hidden), pick(m.count)};
+        add(s, {m.flag});
+        continue;
+      case 7:
+        s.op = m.gate;
+        s.args = {pick(m.flag), pick(m.hidden), pick(m.hidden)};
+        break;
+      default:
+        s.op = m.widen;
+        s.args = {pick(m.hidden), pick(m.wide)};
+        add(s, {m.wide});
+        continue;
     }
     add(s, {m.hidden});
   }
@@ -151,6 +211,8 @@ DagExample random_example(TestModel& m, Rng& rng, std::int64_t batch_rows) {
   const int more = int(rng.below(3));
   for (int k = 0; k < more; ++k) ex.outputs.push_back(pick(m.hidden));
   if (!by_type[m.pair].empty() && rng.below(2)) ex.outputs.push_back(pick(m.pair));
+  for (TypeId t : {m.count, m.flag, m.wide})
+    if (rng.below(2)) ex.outputs.push_back(pick(t));
   return ex;
 }
 
@@ -178,6 +240,18 @@ void weave_dag(TestModel& m, const Dag& dag, Weaver& all) {
           break;
         case DagStep::kParameter:
           values.push_back(w.parameter(m.hidden, m.h0));
+          break;
+        case DagStep::kCountConstant:
+          values.push_back(w.constant(m.count, std::span<const std::int64_t>(s.counts)));
+          break;
+        case DagStep::kFlagConstant: {
+          const std::uint8_t bits[4] = {std::uint8_t(s.counts[0]), std::uint8_t(s.counts[1]),
+                                        std::uint8_t(s.counts[2]), std::uint8_t(s.counts[3])};
+          values.push_back(w.bool_constant(m.flag, bits));
+          break;
+        }
+        case DagStep::kWideConstant:
+          values.push_back(w.constant(m.wide, std::span<const double>(s.wides)));
           break;
         case DagStep::kCall: {
           std::vector<Value> args;
@@ -223,6 +297,16 @@ std::string describe_dag(const TestModel& m, const Dag& dag) {
         case DagStep::kParameter:
           out << " = parameter(hidden, h0)";
           break;
+        case DagStep::kCountConstant:
+        case DagStep::kFlagConstant:
+          out << " = constant(" << (s.kind == DagStep::kFlagConstant ? "flag" : "count") << ", {"
+              << s.counts[0] << ", " << s.counts[1] << ", " << s.counts[2] << ", " << s.counts[3]
+              << "})";
+          break;
+        case DagStep::kWideConstant:
+          out << " = constant(wide, {" << s.wides[0] << ", " << s.wides[1] << ", " << s.wides[2]
+              << ", " << s.wides[3] << "})";
+          break;
         case DagStep::kCall:
           out << " = " << m.loom.operation(s.op).name << "(";
           for (std::size_t a = 0; a < s.args.size(); ++a) out << (a ? ", v" : "v") << s.args[a];
@@ -239,6 +323,7 @@ std::string describe_dag(const TestModel& m, const Dag& dag) {
 
 struct RunOutcome {
   std::vector<float> hidden_out, pair_out, batch_grad;
+  std::vector<double> count_out, flag_out, wide_out;  // outputs of the other dtypes
   std::vector<std::vector<float>> parameter_grads;
   std::uint32_t levels = 0;
   std::int64_t batched_calls = 0;
@@ -260,6 +345,13 @@ RunOutcome run_strategy(TestModel& m, const Weaver& w, const Tensor& batch, Stra
     Var p = result.outputs(m.pair);
     loss = loss + sum(p * tape.constant(random_tensor(p.shape(), 8)));
     outcome.pair_out = p.value().to_float_vector();
+  }
+  for (auto [type, out] :
+       {std::pair{m.count, &outcome.count_out}, std::pair{m.flag, &outcome.flag_out},
+        std::pair{m.wide, &outcome.wide_out}}) {
+    bool has = false;
+    for (Value v : w.outputs()) has = has || w.type_of(v) == type;
+    if (has) *out = result.outputs(type).value().to_double_vector();
   }
   tape.backward(loss);
   outcome.hidden_out = h.value().to_float_vector();
@@ -294,6 +386,15 @@ std::string first_mismatch(TestModel& m, const Dag& dag) {
                std::to_string(b[i]) + " unbatched";
     return "";
   };
+  auto differs_wide = [](const std::vector<double>& a, const std::vector<double>& b) {
+    if (a.size() != b.size())
+      return "sizes " + std::to_string(a.size()) + " and " + std::to_string(b.size());
+    for (std::size_t i = 0; i < a.size(); ++i)
+      if (!(std::abs(a[i] - b[i]) <= 1e-4 + 1e-12 * std::abs(b[i])))
+        return "element " + std::to_string(i) + ": " + std::to_string(a[i]) + " vs " +
+               std::to_string(b[i]) + " unbatched";
+    return std::string();
+  };
   for (Strategy s : {Strategy::kByDepth, Strategy::kAgenda}) {
     const RunOutcome batched = run_strategy(m, all, batch, s);
     const std::string where = "strategy " + std::string(loom::strategy_name(s)) + ", ";
@@ -301,6 +402,11 @@ std::string first_mismatch(TestModel& m, const Dag& dag) {
       return where + "hidden outputs, " + d;
     if (auto d = differs(batched.pair_out, reference.pair_out); !d.empty())
       return where + "pair outputs, " + d;
+    // int64 and bool exactly; float64 (computed from float32 values) to float32's tolerance.
+    if (batched.count_out != reference.count_out) return where + "count (int64) outputs differ";
+    if (batched.flag_out != reference.flag_out) return where + "flag (bool) outputs differ";
+    if (auto d = differs_wide(batched.wide_out, reference.wide_out); !d.empty())
+      return where + "wide (float64) outputs, " + d;
     if (auto d = differs(batched.batch_grad, reference.batch_grad); !d.empty())
       return where + "fed batch gradient, " + d;
     for (std::size_t p = 0; p < reference.parameter_grads.size(); ++p)

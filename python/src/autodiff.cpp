@@ -191,7 +191,27 @@ parameters; clear() drops every node (Vars from before become invalid).)doc")
   m.def("sub", &sub, "y = a - b (row broadcast)");
   m.def("mul", &mul, "y = a * b (row broadcast)");
   m.def("div", &div, "y = a / b (row broadcast)");
+  m.def("minimum", &minimum, "y = min(a, b) (row broadcast)");
+  m.def("maximum", &maximum, "y = max(a, b) (row broadcast)");
   m.def("neg", &neg, "y = -x");
+  m.def("abs", py::overload_cast<Var>(&weft::abs), "y = |x|");
+  m.def("where", &where, py::arg("cond"), py::arg("a"), py::arg("b"),
+        "y = cond ? a : b (cond bool; row broadcast)");
+  m.def("equal", &equal, "a == b as bool (no gradient)");
+  m.def("not_equal", &not_equal, "a != b as bool (no gradient)");
+  m.def("less", &less, "a < b as bool (no gradient)");
+  m.def("less_equal", &less_equal, "a <= b as bool (no gradient)");
+  m.def("greater", &greater, "a > b as bool (no gradient)");
+  m.def("greater_equal", &greater_equal, "a >= b as bool (no gradient)");
+  m.def(
+      "cast",
+      [](Var x, const std::string& dtype) {
+        for (DType d : kAllDTypes)
+          if (dtype_name(d) == dtype) return weft::cast(x, d);
+        fail("cast", "unknown dtype '", dtype, "': float32, float64, int32, int64 or bool");
+      },
+      py::arg("x"), py::arg("dtype"),
+      "x converted to dtype (float to integer truncates and saturates; no gradient across dtypes)");
   m.def("relu", &relu, "y = max(x, 0)");
   m.def("sigmoid", &sigmoid, "y = 1 / (1 + exp(-x))");
   m.def("tanh", py::overload_cast<Var>(&weft::tanh), "y = tanh(x)");

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <sstream>
 
 #include "common.h"
@@ -21,12 +22,25 @@ struct DLDevice {
   std::int32_t device_type;
   std::int32_t device_id;
 };
-enum DLDataTypeCode : std::uint8_t { kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4 };
+enum DLDataTypeCode : std::uint8_t {
+  kDLInt = 0,
+  kDLUInt = 1,
+  kDLFloat = 2,
+  kDLBfloat = 4,
+  kDLBool = 6
+};
 struct DLDataType {
   std::uint8_t code;
   std::uint8_t bits;
   std::uint16_t lanes;
 };
+
+// A Weft dtype in DLPack's terms.
+DLDataType dlpack_dtype(DType dtype) {
+  const std::uint8_t code =
+      dtype == DType::kBool ? kDLBool : (is_floating(dtype) ? kDLFloat : kDLInt);
+  return {code, std::uint8_t(8 * dtype_size(dtype)), 1};
+}
 struct DLTensor {
   void* data;
   DLDevice device;
@@ -87,21 +101,35 @@ Shape shape_of(const std::int64_t* dims, int ndim, const char* where) {
   return Shape(std::span<const std::int64_t>(dims, std::size_t(ndim)));
 }
 
+constexpr const char* kDTypeList = "float32, float64, int32, int64 or bool";
+
+// The Weft dtype of a NumPy dtype kind ('f', 'i', 'b') and item size, if any.
+std::optional<DType> dtype_of_numpy(char kind, py::ssize_t itemsize) {
+  for (DType d : kAllDTypes) {
+    const char k = d == DType::kBool ? 'b' : (is_floating(d) ? 'f' : 'i');
+    if (k == kind && py::ssize_t(dtype_size(d)) == itemsize) return d;
+  }
+  return std::nullopt;
+}
+
+// A dtype named in Python ("float32", ..., "bool").
+DType dtype_named(const std::string& name, const char* where) {
+  for (DType d : kAllDTypes)
+    if (dtype_name(d) == name) return d;
+  fail(where, "unsupported dtype '", name, "': Weft tensors are ", kDTypeList);
+}
+
 }  // namespace
 
-// A view of a C-contiguous float32 or int32 NumPy array: no copy; the array stays alive while
+// A view of a C-contiguous NumPy array of a Weft dtype: no copy; the array stays alive while
 // the tensor (or any view of it) does, and writes through either are seen by both.
 weft::Tensor tensor_from_numpy(const py::array& array) {
   const py::dtype dt = array.dtype();
-  DType dtype;
-  if (dt.is(py::dtype::of<float>()) || (dt.kind() == 'f' && dt.itemsize() == 4))
-    dtype = DType::kFloat32;
-  else if (dt.kind() == 'i' && dt.itemsize() == 4)
-    dtype = DType::kInt32;
-  else
-    fail("from_numpy", "unsupported dtype ", dtype_text(dt),
-         ": Weft tensors are float32 or int32 (convert first, e.g. a.astype(np.float32), or use "
-         "weft.tensor(a), which copies)");
+  const std::optional<DType> found = dtype_of_numpy(dt.kind(), dt.itemsize());
+  if (!found)
+    fail("from_numpy", "unsupported dtype ", dtype_text(dt), ": Weft tensors are ", kDTypeList,
+         " (convert first, e.g. a.astype(np.float32), or use weft.tensor(a), which copies)");
+  const DType dtype = *found;
   if (dt.attr("byteorder").cast<std::string>() == ">")
     fail("from_numpy", "dtype ", dtype_text(dt), " is big-endian; Weft needs native byte order");
   if (!(array.flags() & py::array::c_style))
@@ -109,8 +137,9 @@ weft::Tensor tensor_from_numpy(const py::array& array) {
          py::str(array.attr("shape")).cast<std::string>(), ", strides ",
          py::str(array.attr("strides")).cast<std::string>(),
          "): pass np.ascontiguousarray(a), or use weft.tensor(a), which copies");
-  if (reinterpret_cast<std::uintptr_t>(array.data()) % 4 != 0)
-    fail("from_numpy", "the array's data is not 4-byte aligned; use weft.tensor(a), which copies");
+  if (reinterpret_cast<std::uintptr_t>(array.data()) % dtype_size(dtype) != 0)
+    fail("from_numpy", "the array's data is not ", dtype_size(dtype),
+         "-byte aligned; use weft.tensor(a), which copies");
   std::vector<std::int64_t> dims(array.shape(), array.shape() + array.ndim());
   const Shape shape = shape_of(dims.data(), int(dims.size()), "from_numpy");
   PyObject* owner = array.ptr();
@@ -128,9 +157,7 @@ weft::Tensor tensor_copy(py::handle data, const std::optional<std::string>& dtyp
   py::array a = np.attr("asarray")(source);
   std::string target;
   if (dtype_name) {
-    target = *dtype_name;
-    if (target != "float32" && target != "int32")
-      fail("tensor", "unsupported dtype '", target, "': Weft tensors are float32 or int32");
+    target = std::string(weft::dtype_name(dtype_named(*dtype_name, "tensor")));
   } else {
     const char kind = a.dtype().kind();
     if (kind == 'f' || kind == 'b')
@@ -141,21 +168,26 @@ weft::Tensor tensor_copy(py::handle data, const std::optional<std::string>& dtyp
       fail("tensor", "cannot make a tensor of dtype ", dtype_text(a.dtype()),
            ": Weft tensors are float32 or int32");
   }
-  if (target == "int32" && a.dtype().kind() != 'i' && a.dtype().kind() != 'u' && a.size() > 0) {
+  const DType dtype = dtype_named(target, "tensor");
+  const char kind = a.dtype().kind();
+  if (is_integer(dtype) && kind != 'i' && kind != 'u' && kind != 'b' && a.size() > 0) {
     // Refuse silent truncation of fractional values.
     py::object frac = np.attr("any")(np.attr("not_equal")(a, np.attr("floor")(a)));
-    if (frac.cast<bool>()) fail("tensor", "int32 requested for values that are not whole numbers");
+    if (frac.cast<bool>())
+      fail("tensor", target, " requested for values that are not whole numbers");
   }
-  if (target == "int32" && (a.dtype().kind() == 'i' || a.dtype().kind() == 'u') && a.size() > 0) {
-    const long long lo = np.attr("min")(a).cast<long long>();
-    const long long hi = np.attr("max")(a).cast<long long>();
-    if (lo < INT32_MIN || hi > INT32_MAX)
-      fail("tensor", "integer values [", lo, ", ", hi, "] do not fit int32");
+  if (is_integer(dtype) && (kind == 'i' || kind == 'u') && a.size() > 0) {
+    // Refuse silent wrapping: the values must fit (uint64 beyond int64 included).
+    const py::object lo = np.attr("min")(a), hi = np.attr("max")(a);
+    const py::object info = np.attr("iinfo")(np.attr(target.c_str()));
+    if (lo.attr("__lt__")(info.attr("min")).cast<bool>() ||
+        hi.attr("__gt__")(info.attr("max")).cast<bool>())
+      fail("tensor", "integer values [", py::str(lo).cast<std::string>(), ", ",
+           py::str(hi).cast<std::string>(), "] do not fit ", target);
   }
   py::array converted = np.attr("ascontiguousarray")(a, py::arg("dtype") = np.attr(target.c_str()));
   std::vector<std::int64_t> dims(converted.shape(), converted.shape() + converted.ndim());
-  weft::Tensor out = weft::Tensor::empty(shape_of(dims.data(), int(dims.size()), "tensor"),
-                                         target == "float32" ? DType::kFloat32 : DType::kInt32);
+  weft::Tensor out = weft::Tensor::empty(shape_of(dims.data(), int(dims.size()), "tensor"), dtype);
   if (out.numel() > 0) std::memcpy(out.raw_data(), converted.data(), out.nbytes());
   return out;
 }
@@ -186,14 +218,15 @@ weft::Tensor from_dlpack(py::object producer) {
   else
     fail("from_dlpack", "unsupported device type ", t.device.device_type, " (id ",
          t.device.device_id, "): Weft takes CPU tensors and CUDA device 0");
-  DType dtype;
-  if (t.dtype.code == kDLFloat && t.dtype.bits == 32 && t.dtype.lanes == 1)
-    dtype = DType::kFloat32;
-  else if (t.dtype.code == kDLInt && t.dtype.bits == 32 && t.dtype.lanes == 1)
-    dtype = DType::kInt32;
-  else
+  std::optional<DType> found;
+  for (DType d : kAllDTypes)
+    if (dlpack_dtype(d).code == t.dtype.code && dlpack_dtype(d).bits == t.dtype.bits &&
+        t.dtype.lanes == 1)
+      found = d;
+  if (!found)
     fail("from_dlpack", "unsupported dtype (code ", int(t.dtype.code), ", ", int(t.dtype.bits),
-         " bits, ", t.dtype.lanes, " lanes): Weft tensors are float32 or int32");
+         " bits, ", t.dtype.lanes, " lanes): Weft tensors are ", kDTypeList);
+  const DType dtype = *found;
   const Shape shape = shape_of(t.shape, t.ndim, "from_dlpack");
   if (t.strides) {
     std::int64_t expected = 1;
@@ -218,7 +251,7 @@ py::capsule to_dlpack(const weft::Tensor& tensor) {
   t.data = const_cast<void*>(tensor.raw_data());
   t.device = {tensor.device() == Device::kCpu ? kDLCPU : kDLCUDA, 0};
   t.ndim = tensor.rank();
-  t.dtype = {std::uint8_t(tensor.dtype() == DType::kFloat32 ? kDLFloat : kDLInt), 32, 1};
+  t.dtype = dlpack_dtype(tensor.dtype());
   t.shape = exported->shape.data();
   t.strides = nullptr;  // compact row-major
   t.byte_offset = 0;
@@ -229,7 +262,8 @@ py::capsule to_dlpack(const weft::Tensor& tensor) {
 
 void init_tensor(py::module_& m) {
   py::class_<weft::Tensor>(m, "Tensor", py::buffer_protocol(), R"doc(
-A dense, row-major float32 or int32 array (leading axis: the batch). Copies share storage.
+A dense, row-major array of float32, float64, int32, int64 or bool (leading axis: the batch).
+Copies share storage.
 
 np.asarray(t) and t.numpy() are views of the same memory (no copy); weft.from_numpy(a) and
 weft.from_dlpack(x) make tensors over NumPy / DLPack memory without copying; weft.tensor(data)
@@ -244,16 +278,16 @@ copies and converts.)doc")
           fail("numpy", "tensor is on ", device_name(t.device()), "; copy it to the CPU first");
         std::vector<py::ssize_t> shape(t.shape().dims().begin(), t.shape().dims().end());
         std::vector<py::ssize_t> strides(shape.size());
-        py::ssize_t stride = 4;
+        const py::ssize_t item = py::ssize_t(dtype_size(t.dtype()));
+        py::ssize_t stride = item;
         for (int d = int(shape.size()) - 1; d >= 0; --d) {
           strides[std::size_t(d)] = stride;
           stride *= shape[std::size_t(d)];
         }
-        const bool is_float = t.dtype() == DType::kFloat32;
-        return py::buffer_info(t.raw_data(), 4,
-                               is_float ? py::format_descriptor<float>::format()
-                                        : py::format_descriptor<std::int32_t>::format(),
-                               py::ssize_t(shape.size()), shape, strides);
+        const std::string format = visit_dtype(
+            t.dtype(), [](auto type) { return py::format_descriptor<decltype(type)>::format(); });
+        return py::buffer_info(t.raw_data(), item, format, py::ssize_t(shape.size()), shape,
+                               strides);
       })
       .def_property_readonly("shape",
                              [](const weft::Tensor& t) {

@@ -57,6 +57,24 @@ def test_gradients_match_finite_differences():
     check_grad(lambda a: weft.sum(weft.concat(weft.split(a, 2)[::-1]) * a), (2, 6))
 
 
+def test_dtypes_compare_select_and_cast():
+    tape = weft.Tape()
+    a = tape.constant(weft.tensor([5, -7, 2**40], dtype="int64"))
+    b = tape.constant(weft.tensor([2, 2, 3], dtype="int64"))
+    assert np.asarray((a / b).value).tolist() == [2, -4, 2**40 // 3]  # floor division
+    mask = weft.greater(a, b)
+    assert mask.value.dtype == "bool"
+    assert np.asarray(mask.value).tolist() == [True, False, True]
+    assert np.asarray(weft.where(mask, a, b).value).tolist() == [5, 2, 2**40]
+    wide = weft.cast(a, "float64")
+    assert np.asarray(wide.value).dtype == np.float64
+    with pytest.raises(weft.Error, match="operands have different dtypes"):
+        weft.add(a, wide)
+    check_grad(lambda x, y: weft.sum(weft.where(weft.greater(x, y), x * 2.0, weft.minimum(x, y))),
+               (3, 4), (3, 4))
+    check_grad(lambda x: weft.sum(weft.abs(x) * weft.maximum(x, x * 0.5)), (2, 5))
+
+
 def test_parameters_accumulate_and_share_numpy_memory():
     w_array = np.ones((3, 2), dtype=np.float32)
     w = weft.Parameter("w", w_array)

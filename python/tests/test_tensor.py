@@ -30,11 +30,25 @@ def test_from_numpy_is_a_view_and_keeps_the_array_alive():
     assert weft.from_numpy(i).dtype == "int32" and weft.from_numpy(i).data_ptr == i.ctypes.data
 
 
+def test_from_numpy_takes_every_weft_dtype_without_a_copy():
+    for dtype, name in [(np.float64, "float64"), (np.int64, "int64"), (np.bool_, "bool")]:
+        a = np.array([[1, 0], [0, 1]], dtype=dtype)
+        t = weft.from_numpy(a)
+        assert t.dtype == name and t.data_ptr == a.ctypes.data
+        back = np.asarray(t)
+        assert back.dtype == a.dtype and back.ctypes.data == a.ctypes.data
+        np.testing.assert_array_equal(back, a)
+    big = np.array([2**62 + 1, -3], dtype=np.int64)
+    assert np.asarray(weft.tensor(big, dtype="int64")).tolist() == [2**62 + 1, -3]
+    d = np.array([0.1, 2**60], dtype=np.float64)
+    assert np.from_dlpack(weft.from_dlpack(d)).tolist() == [0.1, 2**60]
+
+
 def test_from_numpy_refuses_other_dtypes_and_layouts():
-    with pytest.raises(weft.TypeError, match=r"\[from_numpy\] unsupported dtype float64"):
-        weft.from_numpy(np.zeros((2, 2)))
+    with pytest.raises(weft.TypeError, match=r"\[from_numpy\] unsupported dtype float16"):
+        weft.from_numpy(np.zeros((2, 2), dtype=np.float16))
     with pytest.raises(TypeError):  # also a builtins.TypeError
-        weft.from_numpy(np.zeros(3, dtype=np.int64))
+        weft.from_numpy(np.zeros(3, dtype=np.uint16))
     with pytest.raises(weft.Error, match="not C-contiguous"):
         weft.from_numpy(np.zeros((4, 4), dtype=np.float32)[:, ::2])
     with pytest.raises(weft.Error, match="not C-contiguous"):
@@ -53,6 +67,8 @@ def test_tensor_copies_and_converts():
     assert weft.tensor(np.zeros((4, 4), np.float32)[:, ::2]).shape == (4, 2)
     with pytest.raises(weft.Error, match="do not fit int32"):
         weft.tensor(np.array([2**40]))
+    with pytest.raises(weft.Error, match="do not fit int64"):
+        weft.tensor(np.array([2**64 - 1], dtype=np.uint64), dtype="int64")
     with pytest.raises(weft.Error, match="not whole numbers"):
         weft.tensor([0.5], dtype="int32")
     with pytest.raises(weft.Error, match="unsupported dtype 'float16'"):
@@ -68,7 +84,7 @@ def test_dlpack_with_numpy():
     u = weft.from_dlpack(b)
     assert u.data_ptr == b.ctypes.data and u.dtype == "int32"
     with pytest.raises(weft.TypeError, match="unsupported dtype"):
-        weft.from_dlpack(np.zeros(3, dtype=np.float64))
+        weft.from_dlpack(np.zeros(3, dtype=np.float16))
 
 
 def test_dlpack_with_torch():
@@ -87,5 +103,7 @@ def test_dlpack_with_torch():
     np.testing.assert_array_equal(np.asarray(u), np.arange(8, dtype=np.float32).reshape(2, 4))
     with pytest.raises(weft.Error, match="not contiguous"):
         weft.from_dlpack(torch.zeros(4, 4).t())
+    ids = weft.from_dlpack(torch.tensor([2**40, -1], dtype=torch.int64))
+    assert ids.dtype == "int64" and torch.from_dlpack(ids).tolist() == [2**40, -1]
     with pytest.raises(weft.TypeError, match="unsupported dtype"):
-        weft.from_dlpack(torch.zeros(3, dtype=torch.float64))
+        weft.from_dlpack(torch.zeros(3, dtype=torch.float16))

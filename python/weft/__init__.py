@@ -24,9 +24,16 @@ from ._weft import (  # noqa: F401  (the public API)
     Tensor,
     TypeError,
     Var,
+    cast,
     current_tape,
+    equal,
     from_dlpack,
     from_numpy,
+    greater,
+    greater_equal,
+    less,
+    less_equal,
+    not_equal,
     op_names,
     tensor,
     zeros,
@@ -40,7 +47,8 @@ del _name
 
 __all__ = ["Error", "TypeError", "Tensor", "Parameter", "Var", "Tape", "Rng", "tensor",
            "from_numpy", "from_dlpack", "zeros", "current_tape", "op_names", "blocks", "nn",
-           "train", "models", "forward_mode"] + list(_weft.op_names())
+           "train", "models", "forward_mode", "cast", "equal", "not_equal", "less", "less_equal",
+           "greater", "greater_equal"] + list(_weft.op_names())
 
 # `import weft.blocks` and `from weft.blocks import Map` work like ordinary subpackages.
 for _sub in ("blocks", "nn", "train", "models"):

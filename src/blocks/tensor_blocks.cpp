@@ -2,7 +2,9 @@
 // Vector), FromTensor, Zeros, OneHot, OneHotFromList, Length; and the shared helpers of
 // internal.h (zero values, flattening, indices).
 #include <cmath>
+#include <limits>
 #include <map>
+#include <type_traits>
 
 #include "internal.h"
 
@@ -132,17 +134,38 @@ WeaveItems shared_elements_of(const std::string& block, const WeaveValue& value)
 
 namespace {
 
+// One element of user data as T, exactly: an integer in T's range for int32 and int64, true /
+// false (or 0 / 1) for bool (stored as a byte), any number for the floats.
+template <typename T>
+T element_of(const std::string& block, const Input& value) {
+  if constexpr (std::is_same_v<T, std::uint8_t>) {
+    if (value.is_boolean()) return value.get<bool>() ? 1 : 0;
+    if (value.is_number_integer() && (value == 0 || value == 1)) return T(value.get<int>());
+    fail("blocks", block, " expects a boolean (true, false, 0 or 1), got ", describe_input(value));
+  } else if constexpr (std::is_integral_v<T>) {
+    if (!value.is_number_integer())
+      fail("blocks", block, " expects an integer, got ", describe_input(value));
+    const bool in_range =
+        value.is_number_unsigned()
+            ? value.get<std::uint64_t>() <= std::uint64_t(std::numeric_limits<T>::max())
+            : value.get<std::int64_t>() >= std::int64_t(std::numeric_limits<T>::min()) &&
+                  value.get<std::int64_t>() <= std::int64_t(std::numeric_limits<T>::max());
+    if (!in_range)
+      fail("blocks", block, ": ", describe_input(value), " is out of range for ",
+           dtype_name(dtype_of<T>()));
+    return T(value.get<std::int64_t>());
+  } else {
+    if (!value.is_number()) fail("blocks", block, " expects a number, got ", describe_input(value));
+    return value.get<T>();
+  }
+}
+
 // Reads a number or nested arrays of `shape` into `out` (row-major), checking everything.
 template <typename T>
 void read_tensor(const std::string& block, const Input& value, const Shape& shape, int axis,
                  std::vector<T>& out) {
   if (axis == shape.rank()) {
-    if (!value.is_number()) fail("blocks", block, " expects a number, got ", describe_input(value));
-    if constexpr (std::is_same_v<T, std::int32_t>) {
-      if (!value.is_number_integer())
-        fail("blocks", block, " expects an integer, got ", describe_input(value));
-    }
-    out.push_back(value.get<T>());
+    out.push_back(element_of<T>(block, value));
     return;
   }
   if (!value.is_array() || std::int64_t(value.size()) != shape[axis])
@@ -162,24 +185,25 @@ class AsTensorImpl : public detail::BlockImpl {
     const Input& value = internal::input_of(describe(), input);
     const Type& type = out()->type();
     const loom::TypeId id = state.type_id(type);
-    if (type.dtype() == DType::kInt32) {
-      if (type.shape().rank() == 0 && value.is_number_integer()) {
-        const std::int64_t key = value.get<std::int64_t>();
-        return WeaveValue::of_tensor(state.memoized(this, key, [&] {
-          const std::int32_t v = std::int32_t(key);
-          return state.weaver().constant(id, std::span<const std::int32_t>(&v, 1));
-        }));
-      }
-      thread_local std::vector<std::int32_t> ints;
-      ints.clear();
-      read_tensor(describe(), value, type.shape(), 0, ints);
-      return WeaveValue::of_tensor(
-          state.weaver().constant(id, std::span<const std::int32_t>(ints)));
+    if (type.dtype() == DType::kInt32 && type.shape().rank() == 0 && value.is_number_integer()) {
+      // Integer scalars (ids) repeat: one constant row per distinct value.
+      const std::int32_t v = element_of<std::int32_t>(describe(), value);
+      return WeaveValue::of_tensor(state.memoized(this, v, [&] {
+        return state.weaver().constant(id, std::span<const std::int32_t>(&v, 1));
+      }));
     }
-    thread_local std::vector<float> floats;
-    floats.clear();
-    read_tensor(describe(), value, type.shape(), 0, floats);
-    return WeaveValue::of_tensor(state.weaver().constant(id, std::span<const float>(floats)));
+    return visit_dtype(type.dtype(), [&](auto dtype_value) {
+      using T = decltype(dtype_value);
+      using Stored = std::conditional_t<std::is_same_v<T, bool>, std::uint8_t, T>;
+      thread_local std::vector<Stored> elements;
+      elements.clear();
+      read_tensor(describe(), value, type.shape(), 0, elements);
+      if constexpr (std::is_same_v<T, bool>)
+        return WeaveValue::of_tensor(
+            state.weaver().bool_constant(id, std::span<const std::uint8_t>(elements)));
+      else
+        return WeaveValue::of_tensor(state.weaver().constant(id, std::span<const T>(elements)));
+    });
   }
 };
 
@@ -227,23 +251,23 @@ class ZerosImpl : public detail::BlockImpl {
   }
 };
 
+// A constant of `type` (any dtype) with every element 0 but element `index` (if >= 0), which
+// is `value`.
+loom::Value constant_with_element(WeaveState& state, const Type& type, std::int64_t index,
+                                  double value) {
+  weft::Tensor t = weft::Tensor::zeros(type.shape(), type.dtype());
+  if (index >= 0)
+    visit_dtype(type.dtype(), [&](auto dtype_value) {
+      using T = decltype(dtype_value);
+      t.data<T>()[index] = T(value);
+    });
+  return state.weaver().constant(state.type_id(type), t);
+}
+
 // A one-hot row for index i of n, memoized per index.
 loom::Value one_hot_row(WeaveState& state, const detail::BlockImpl* block, const Type& type,
                         std::int64_t index) {
-  return state.memoized(block, index, [&] {
-    const loom::TypeId id = state.type_id(type);
-    const std::int64_t n = type.shape()[0];
-    if (type.dtype() == DType::kInt32) {
-      thread_local std::vector<std::int32_t> row;
-      row.assign(std::size_t(n), 0);
-      if (index >= 0) row[std::size_t(index)] = 1;
-      return state.weaver().constant(id, std::span<const std::int32_t>(row));
-    }
-    thread_local std::vector<float> row;
-    row.assign(std::size_t(n), 0.0f);
-    if (index >= 0) row[std::size_t(index)] = 1.0f;
-    return state.weaver().constant(id, std::span<const float>(row));
-  });
+  return state.memoized(block, index, [&] { return constant_with_element(state, type, index, 1); });
 }
 
 class OneHotImpl : public detail::BlockImpl {
@@ -313,15 +337,8 @@ class LengthImpl : public detail::BlockImpl {
       n = std::int64_t(input.items.size());
     }
     const Type& type = out()->type();
-    return WeaveValue::of_tensor(state.memoized(this, n, [&] {
-      const loom::TypeId id = state.type_id(type);
-      if (type.dtype() == DType::kInt32) {
-        const std::int32_t v = std::int32_t(n);
-        return state.weaver().constant(id, std::span<const std::int32_t>(&v, 1));
-      }
-      const float v = float(n);
-      return state.weaver().constant(id, std::span<const float>(&v, 1));
-    }));
+    return WeaveValue::of_tensor(
+        state.memoized(this, n, [&] { return constant_with_element(state, type, 0, double(n)); }));
   }
 };
 

@@ -118,8 +118,8 @@ void StepRunner::place_depth_zero(Tape& tape, const std::vector<Var>& fed, Devic
     if (rows == 0) continue;
     const TypeShape& ts = loom_.type(t);
     Tensor block = Tensor::empty(ts.shape.prepend(rows), ts.dtype);
-    auto words = weaver_.constant_words(t);
-    std::memcpy(block.raw_data(), words.data(), words.size() * sizeof(std::uint32_t));
+    const auto bytes = weaver_.constant_bytes(t);
+    std::memcpy(block.raw_data(), bytes.data(), bytes.size());
     constant_chunk[t] = add_chunk(tape.constant(block.to(device)));
   }
   std::vector<std::uint32_t> parameter_chunk;

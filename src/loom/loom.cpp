@@ -44,9 +44,10 @@ OpId Loom::add_operation(std::string name, const std::vector<TypeShape>& inputs,
     if (existing.name == name) fail("loom", "an operation named '", name, "' already exists");
   if (options.concat_inputs)
     for (std::size_t i = 0; i < inputs.size(); ++i)
-      if (inputs[i].dtype != DType::kFloat32 || inputs[i].shape.rank() != 1)
-        fail("loom", "operation '", name, "' concatenates its inputs, so each must be float32 of ",
-             "rank 1, but input ", i, " is ", inputs[i].to_string());
+      if (inputs[i].dtype != inputs[0].dtype || inputs[i].shape.rank() != 1)
+        fail("loom", "operation '", name, "' concatenates its inputs, so each must be of rank 1 ",
+             "and of one dtype, but input ", i, " is ", inputs[i].to_string(), " and input 0 ",
+             inputs[0].to_string());
   Operation op{std::move(name), {}, {}, std::move(body), options};
   for (const TypeShape& t : inputs) op.inputs.push_back(add_type(t));
   for (const TypeShape& t : outputs) op.outputs.push_back(add_type(t));

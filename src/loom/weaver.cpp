@@ -36,7 +36,7 @@ Value Weaver::raw_constant(TypeId type, DType dtype, const void* values, std::si
   if (ts.dtype != dtype || std::int64_t(count) != ts.shape.numel())
     fail("weaver", "constant of ", count, " ", dtype_name(dtype), " values does not match type ",
          ts.to_string());
-  std::memcpy(new_constant_row(type), values, count * sizeof(std::uint32_t));
+  std::memcpy(new_constant_row(type), values, count * dtype_size(dtype));
   return add_value(type, 0, ValueKind::kConstant, constants_[type].rows - 1);
 }
 
@@ -46,6 +46,21 @@ Value Weaver::constant(TypeId type, std::span<const float> values) {
 
 Value Weaver::constant(TypeId type, std::span<const std::int32_t> values) {
   return raw_constant(type, DType::kInt32, values.data(), values.size());
+}
+
+Value Weaver::constant(TypeId type, std::span<const double> values) {
+  return raw_constant(type, DType::kFloat64, values.data(), values.size());
+}
+
+Value Weaver::constant(TypeId type, std::span<const std::int64_t> values) {
+  return raw_constant(type, DType::kInt64, values.data(), values.size());
+}
+
+Value Weaver::bool_constant(TypeId type, std::span<const std::uint8_t> values) {
+  for (std::size_t i = 0; i < values.size(); ++i)
+    if (values[i] > 1)
+      fail("weaver", "bool constant value ", int(values[i]), " at ", i, " is neither 0 nor 1");
+  return raw_constant(type, DType::kBool, values.data(), values.size());
 }
 
 Value Weaver::constant(TypeId type, const Tensor& value) {
@@ -124,18 +139,19 @@ std::span<const Value> Weaver::call_args(std::uint32_t call) const {
   return std::span<const Value>(args_).subspan(c.first_arg, loom_->operation(c.op).inputs.size());
 }
 
-std::uint32_t* Weaver::new_constant_row(TypeId type) {
+unsigned char* Weaver::new_constant_row(TypeId type) {
   if (constants_.size() < loom_->num_types()) constants_.resize(loom_->num_types());
   Constants& c = constants_[type];
-  const std::size_t start = c.words.size();
-  c.words.resize(start + std::size_t(loom_->type(type).shape.numel()));
+  const TypeShape& ts = loom_->type(type);
+  const std::size_t start = c.bytes.size();
+  c.bytes.resize(start + std::size_t(ts.shape.numel()) * dtype_size(ts.dtype));
   ++c.rows;
-  return c.words.data() + start;
+  return c.bytes.data() + start;
 }
 
-std::span<const std::uint32_t> Weaver::constant_words(TypeId type) const {
+std::span<const unsigned char> Weaver::constant_bytes(TypeId type) const {
   if (type >= constants_.size()) return {};
-  return constants_[type].words;
+  return constants_[type].bytes;
 }
 
 std::int64_t Weaver::constant_rows(TypeId type) const {
@@ -156,8 +172,8 @@ Value Weaver::append(const Weaver& other) {
   std::vector<std::uint32_t> row_offset(constants_.size(), 0);
   for (TypeId t = 0; t < other.constants_.size(); ++t) {
     row_offset[t] = constants_[t].rows;
-    constants_[t].words.insert(constants_[t].words.end(), other.constants_[t].words.begin(),
-                               other.constants_[t].words.end());
+    constants_[t].bytes.insert(constants_[t].bytes.end(), other.constants_[t].bytes.begin(),
+                               other.constants_[t].bytes.end());
     constants_[t].rows += other.constants_[t].rows;
   }
   std::vector<std::uint32_t> slot_map;

@@ -31,6 +31,10 @@ class Weaver {
   // fast path for weaving, with no tensor made per value.
   Value constant(TypeId type, std::span<const float> values);
   Value constant(TypeId type, std::span<const std::int32_t> values);
+  Value constant(TypeId type, std::span<const double> values);
+  Value constant(TypeId type, std::span<const std::int64_t> values);
+  // bool values as bytes, each 0 or 1 (std::vector<bool> has no contiguous storage).
+  Value bool_constant(TypeId type, std::span<const std::uint8_t> values);
   // A parameter / shared tensor whose shape is the type's shape; differentiable. Used any
   // number of times, it is one row of the type's value buffer.
   Value parameter(TypeId type, const Parameter& parameter);
@@ -76,18 +80,18 @@ class Weaver {
   std::span<const Value> args() const { return args_; }
   std::span<const Value> call_args(std::uint32_t call) const;
   std::span<const Parameter> parameters() const { return parameters_; }
-  // Raw 4-byte words of every constant of a type, row after row.
-  std::span<const std::uint32_t> constant_words(TypeId type) const;
+  // The raw bytes of every constant of a type (in its dtype), row after row.
+  std::span<const unsigned char> constant_bytes(TypeId type) const;
   std::int64_t constant_rows(TypeId type) const;
 
  private:
   struct Constants {
-    std::vector<std::uint32_t> words;
+    std::vector<unsigned char> bytes;
     std::uint32_t rows = 0;
   };
   Value add_value(TypeId type, std::uint32_t depth, ValueKind kind, std::uint32_t index);
   void check_type(TypeId type, const char* what) const;
-  std::uint32_t* new_constant_row(TypeId type);
+  unsigned char* new_constant_row(TypeId type);
   Value raw_constant(TypeId type, DType dtype, const void* values, std::size_t count);
   std::uint32_t parameter_slot(const Parameter& parameter);
 
