@@ -5,6 +5,7 @@
 // usable device every test but the case-coverage check skips with "no CUDA device".
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <string>
 
 #include "../src/backend/kernels.h"
@@ -42,9 +43,9 @@ Tensor ids(const std::vector<std::int32_t>& values) {
 
 void add_unary_cases(std::vector<CudaCase>& cases) {
   using Fn = Var (*)(Var);
-  const std::pair<const char*, Fn> unary[] = {{"neg", neg},         {"relu", relu},
-                                              {"sigmoid", sigmoid}, {"tanh", tanh},
-                                              {"exp", exp},         {"softplus", softplus}};
+  const std::pair<const char*, Fn> unary[] = {
+      {"neg", neg}, {"relu", relu},         {"sigmoid", sigmoid}, {"tanh", tanh},
+      {"exp", exp}, {"softplus", softplus}, {"abs", abs}};
   for (auto [name, fn] : unary) {
     cases.push_back({name, "small", {random_tensor({5, 7}, 1, -3, 3)}, {}, [fn](auto& v, auto&) {
                        return fn(v[0]);
@@ -62,8 +63,9 @@ void add_unary_cases(std::vector<CudaCase>& cases) {
 
 void add_binary_cases(std::vector<CudaCase>& cases) {
   using Fn = Var (*)(Var, Var);
-  const std::pair<const char*, Fn> binary[] = {
-      {"add", add}, {"sub", sub}, {"mul", mul}, {"div", div}};
+  const std::pair<const char*, Fn> binary[] = {{"add", add},         {"sub", sub},
+                                               {"mul", mul},         {"div", div},
+                                               {"minimum", minimum}, {"maximum", maximum}};
   for (auto [name, fn] : binary) {
     auto body = [fn](auto& v, auto&) { return fn(v[0], v[1]); };
     cases.push_back({name,
@@ -251,6 +253,12 @@ const std::vector<CudaCase>& all_cases() {
     add_indexing_cases(c);
     add_reduce_cases(c);
     add_loss_and_cell_cases(c);
+    // where: a full and a broadcast operand, the condition from a comparison on the device.
+    c.push_back({"where",
+                 "row broadcast",
+                 {random_tensor({300, 70}, 12), random_tensor({70}, 13)},
+                 {},
+                 [](auto& v, auto&) { return where(greater(v[0], v[1]), v[0] * 2.0f, v[1]); }});
     return c;
   }();
   return cases;
@@ -359,6 +367,36 @@ TEST(CudaBackend, CopiesRoundTripEveryDtypeAndSize) {
   EXPECT_EQ(Tensor::zeros({3}, DType::kInt32, Device::kCuda).to_int_vector(),
             (std::vector<std::int32_t>{0, 0, 0}));
   EXPECT_NE(ints.to_string().find(", cuda, {-7, 0, 7"), std::string::npos) << ints.to_string();
+}
+
+TEST(CudaBackend, DtypeKernelsEqualTheCpuExactly) {
+  WEFT_REQUIRE_CUDA();
+  // Integer arithmetic (wrapping, floor division), comparisons, where and casts of every dtype:
+  // the CUDA results equal the CPU's bit for bit.
+  const std::int64_t lo = std::numeric_limits<std::int64_t>::min();
+  const Tensor a = Tensor::from_vector({6}, std::vector<std::int64_t>{7, -7, lo, 5, 0, 1LL << 62});
+  const Tensor b = Tensor::from_vector({6}, std::vector<std::int64_t>{2, 2, -1, -3, 4, 4});
+  const Tensor wide = Tensor::from_vector({6}, std::vector<double>{0.1, -2.9, 1e300, -1e300, 0, 3});
+  auto run = [&](Device device) {
+    Tape tape;
+    Var x = tape.constant(a.to(device)), y = tape.constant(b.to(device));
+    Var w = tape.constant(wide.to(device));
+    std::vector<Tensor> out;
+    for (Var r :
+         {x + y, x - y, x * y, x / y, minimum(x, y), maximum(x, y), abs(x), -x,
+          cast(less(x, y), DType::kInt64), where(greater(w, cast(y, DType::kFloat64)), x, y),
+          cast(w, DType::kInt64), cast(cast(w, DType::kInt32), DType::kInt64),
+          cast(cast(w, DType::kBool), DType::kInt64), cast(tanh(w) * 1e6f, DType::kInt64)})
+      out.push_back(r.value().to(Device::kCpu));
+    return out;
+  };
+  const std::vector<Tensor> cpu = run(Device::kCpu), gpu = run(Device::kCuda);
+  ASSERT_EQ(cpu.size(), gpu.size());
+  for (std::size_t i = 0; i < cpu.size(); ++i) {
+    ASSERT_EQ(cpu[i].dtype(), gpu[i].dtype()) << "result " << i;
+    EXPECT_EQ(cpu[i].to_string(), gpu[i].to_string()) << "result " << i;
+  }
+  cuda_synchronize();
 }
 
 TEST(CudaBackend, ThePoolReusesFreedDeviceBlocks) {
