@@ -18,9 +18,9 @@ namespace {
 using namespace weft::blocks;
 
 DType parse_dtype(const std::string& name) {
-  if (name == "float32") return DType::kFloat32;
-  if (name == "int32") return DType::kInt32;
-  fail("blocks", "unknown dtype '", name, "' (float32, int32)");
+  for (DType d : kAllDTypes)
+    if (dtype_name(d) == name) return d;
+  fail("blocks", "unknown dtype '", name, "' (float32, float64, int32, int64, bool)");
 }
 
 std::vector<std::int64_t> dims_of(const Shape& s) { return {s.dims().begin(), s.dims().end()}; }

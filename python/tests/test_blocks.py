@@ -18,7 +18,7 @@ def test_type_errors_are_raised_at_composition():
     with pytest.raises(weft.TypeError, match="Tensor\\(\\[4\\], float32\\).*Tensor\\(\\[3\\], float32\\)|Tensor\\(\\[3\\], float32\\).*Tensor\\(\\[4\\], float32\\)"):
         td.Vector(4) >> cell
     with pytest.raises(weft.Error, match="dtype"):
-        td.Scalar("float64")
+        td.Scalar("float16")
 
 
 def test_eval_of_simple_blocks():
@@ -32,6 +32,20 @@ def test_eval_of_simple_blocks():
     one_of = td.OneOf(lambda x: isinstance(x, list), {True: td.Map(td.Scalar()) >> td.Sum(), False: td.Scalar()})
     assert one_of.eval([1, 2]) == 3 and one_of.eval(7) == 7
     assert (td.InputTransform(lambda s: len(s)) >> td.Scalar()).eval("hello") == 5
+
+
+def test_blocks_in_every_dtype():
+    big = td.Vector(2, "int64").eval([2**53 + 1, -4])
+    assert big.dtype == np.int64 and big.tolist() == [2**53 + 1, -4]
+    assert td.Scalar("float64").eval(0.1).item() == 0.1
+    flags = td.Vector(3, "bool").eval([True, False, 1])
+    assert flags.dtype == np.bool_ and flags.tolist() == [True, False, True]
+    clip = td.Function("clip", [Type.scalar("int64")],
+                       lambda x: weft.where(weft.greater(x, x * 0 + 10), x * 0 + 10, x * 2))
+    out = td.Map(td.Scalar("int64") >> clip).eval([3, 40, -7])
+    assert [int(v) for v in out] == [6, 10, -14]
+    with pytest.raises(weft.Error, match="out of range for int32"):
+        td.Scalar("int32").eval(2**40)
 
 
 def tree(depth, rng):
