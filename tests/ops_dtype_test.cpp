@@ -197,6 +197,25 @@ TEST(Dtypes, GradientsStopAtValuesThatAreNotFloat32) {
   EXPECT_EQ(where_x.grad().to_float_vector(), (std::vector<float>{1, 1, 3}));
 }
 
+TEST(Dtypes, ShapeAndIndexingOpsMoveEveryDtype) {
+  Tape tape;
+  Var big = tape.constant(
+      Tensor::from_vector({3, 2}, std::vector<std::int64_t>{kMax64, 1, -2, 3, kMin64, 5}));
+  Var flags = tape.constant(Tensor::from_bools({3, 2}, {true, false, false, true, true, true}));
+  Var wide = tape.constant(Tensor::from_vector({3, 1}, std::vector<double>{0.1, 0.2, 0.3}));
+  const Tensor rows = int_tensor({4}, {2, 0, 2, 1});
+  EXPECT_EQ(int64s(gather_rows(big, rows)),
+            (std::vector<std::int64_t>{kMin64, 5, kMax64, 1, kMin64, 5, -2, 3}));
+  EXPECT_EQ(bools(gather_rows(flags, rows)),
+            (std::vector<bool>{true, true, true, false, true, true, false, true}));
+  EXPECT_EQ(gather_rows(wide, rows).value().to_double_vector(),
+            (std::vector<double>{0.3, 0.1, 0.3, 0.2}));
+  EXPECT_EQ(int64s(concat({big, big}, 1)),
+            (std::vector<std::int64_t>{kMax64, 1, kMax64, 1, -2, 3, -2, 3, kMin64, 5, kMin64, 5}));
+  EXPECT_EQ(bools(slice(flags, 1, 1, 1)), (std::vector<bool>{false, true, true}));
+  EXPECT_EQ(reshape(wide, {3}).value().to_double_vector(), (std::vector<double>{0.1, 0.2, 0.3}));
+}
+
 TEST(Dtypes, MixedOrUnsupportedDtypesAreErrorsNamingBoth) {
   Tape tape;
   Var i32 = tape.constant(int_tensor({2}, {1, 2}));

@@ -28,7 +28,9 @@ namespace weft::blocks {
 // ---- Tensors from data and constants (depth 0) ---------------------------------------------
 
 // Input -> Tensor(shape, dtype): a number or nested arrays of exactly shape's elements, as a
-// loom constant. Scalar ints are memoized per (block, value) within one weave. (TF Fold's
+// loom constant, in any dtype, read exactly: int32 / int64 take integers in their range, bool
+// takes true / false (or 0 / 1), float64 keeps every digit. Scalar int32s are memoized per
+// (block, value) within one weave. (TF Fold's
 // td.Tensor; renamed so it does not hide weft::Tensor.)
 class AsTensor : public Block {
  public:
