@@ -11,9 +11,11 @@ namespace {
 using backend::batch_gemm;
 using backend::gemm;
 
-// y = op(a) · op(b): dA' = dy · op(b)ᵀ and dB' = op(a)ᵀ · dy, transposed back when the
-// operand was stored transposed.
-void matmul_backward(Tape& tape, std::uint32_t id) {
+// y = op(a) · op(b), with `product` gemm or (per batch item) batch_gemm: dA' = dy · op(b)ᵀ and
+// dB' = op(a)ᵀ · dy, transposed back when the operand was stored transposed.
+using Product = void (*)(const Tensor&, bool, const Tensor&, bool, float, float, Tensor&);
+template <Product product>
+void product_backward(Tape& tape, std::uint32_t id) {
   const TapeNode& node = tape.node(id);
   const bool ta = node.int_attrs[0] != 0, tb = node.int_attrs[1] != 0;
   const Tensor& dy = node.grad;
@@ -21,15 +23,15 @@ void matmul_backward(Tape& tape, std::uint32_t id) {
   const Tensor& b = tape.node(tape.input(id, 1)).value;
   if (Tensor* da = tape.grad_of(tape.input(id, 0))) {
     if (!ta)
-      gemm(dy, false, b, !tb, 1.0f, 1.0f, *da);
+      product(dy, false, b, !tb, 1.0f, 1.0f, *da);
     else
-      gemm(b, tb, dy, true, 1.0f, 1.0f, *da);
+      product(b, tb, dy, true, 1.0f, 1.0f, *da);
   }
   if (Tensor* db = tape.grad_of(tape.input(id, 1))) {
     if (!tb)
-      gemm(a, !ta, dy, false, 1.0f, 1.0f, *db);
+      product(a, !ta, dy, false, 1.0f, 1.0f, *db);
     else
-      gemm(dy, true, a, ta, 1.0f, 1.0f, *db);
+      product(dy, true, a, ta, 1.0f, 1.0f, *db);
   }
 }
 
@@ -56,36 +58,11 @@ Var matmul(Var a, Var b, bool transpose_a, bool transpose_b) {
          vb.shape(), transpose_b ? "ᵀ" : "", " (", k, " vs ", kb, ")");
   Tensor y = Tensor::empty(Shape{m, n}, DType::kFloat32, va.device());
   gemm(va, transpose_a, vb, transpose_b, 1.0f, 0.0f, y);
-  Var out = a.tape().record(std::move(y), {a, b}, matmul_backward);
+  Var out = a.tape().record(std::move(y), {a, b}, product_backward<gemm>);
   out.tape().node(out.id()).int_attrs[0] = transpose_a;
   out.tape().node(out.id()).int_attrs[1] = transpose_b;
   return out;
 }
-
-namespace {
-
-// The same gradients as matmul_backward, one product per batch item.
-void batch_matmul_backward(Tape& tape, std::uint32_t id) {
-  const TapeNode& node = tape.node(id);
-  const bool ta = node.int_attrs[0] != 0, tb = node.int_attrs[1] != 0;
-  const Tensor& dy = node.grad;
-  const Tensor& a = tape.node(tape.input(id, 0)).value;
-  const Tensor& b = tape.node(tape.input(id, 1)).value;
-  if (Tensor* da = tape.grad_of(tape.input(id, 0))) {
-    if (!ta)
-      batch_gemm(dy, false, b, !tb, 1.0f, 1.0f, *da);
-    else
-      batch_gemm(b, tb, dy, true, 1.0f, 1.0f, *da);
-  }
-  if (Tensor* db = tape.grad_of(tape.input(id, 1))) {
-    if (!tb)
-      batch_gemm(a, !ta, dy, false, 1.0f, 1.0f, *db);
-    else
-      batch_gemm(dy, true, a, ta, 1.0f, 1.0f, *db);
-  }
-}
-
-}  // namespace
 
 Var batch_matmul(Var a, Var b, bool transpose_a, bool transpose_b) {
   const Tensor& va = a.value();
@@ -108,7 +85,7 @@ Var batch_matmul(Var a, Var b, bool transpose_a, bool transpose_b) {
          " vs rhs ", vb.shape(), transpose_b ? "ᵀ" : "", " (", k, " vs ", kb, ")");
   Tensor y = Tensor::empty(Shape{batch, m, n}, DType::kFloat32, va.device());
   batch_gemm(va, transpose_a, vb, transpose_b, 1.0f, 0.0f, y);
-  Var out = a.tape().record(std::move(y), {a, b}, batch_matmul_backward);
+  Var out = a.tape().record(std::move(y), {a, b}, product_backward<batch_gemm>);
   out.tape().node(out.id()).int_attrs[0] = transpose_a;
   out.tape().node(out.id()).int_attrs[1] = transpose_b;
   return out;

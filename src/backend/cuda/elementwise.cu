@@ -1,7 +1,8 @@
 // CUDA elementwise kernels: fill, axpy, the unary functions and broadcasting binary
-// arithmetic with their gradients, the strided block copy, the dropout mask and the fused
-// LSTM cell state. One thread per element in grid-stride loops; a gradient that sums many
-// elements into few (a broadcast operand) is reduced per thread first, then atomically.
+// arithmetic with their gradients, the strided block copy (its kernel, for every dtype, is in
+// typed_elementwise.cu), the dropout mask and the fused LSTM cell state. One thread per element
+// in grid-stride loops; a gradient that sums many elements into few (a broadcast operand) is
+// reduced per thread first, then atomically.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -164,18 +165,6 @@ __global__ void binary_backward_small_kernel(BinaryOp op, const float* full, con
   atomicAdd(dsmall + j, total);
 }
 
-template <typename T>
-__global__ void copy_blocks_kernel(const T* src, std::int64_t src_stride, T* dst,
-                                   std::int64_t dst_stride, std::int64_t block_size, std::int64_t n,
-                                   bool accumulate) {
-  WEFT_GRID_STRIDE(i, n) {
-    const std::int64_t blk = i / block_size, j = i % block_size;
-    const T v = src[blk * src_stride + j];
-    T& out = dst[blk * dst_stride + j];
-    out = accumulate ? out + v : v;
-  }
-}
-
 __global__ void dropout_mask_kernel(float keep_prob, std::uint64_t seed, float* mask,
                                     std::int64_t n) {
   const float kept = 1.0f / keep_prob;
@@ -310,13 +299,8 @@ void copy_blocks(const Tensor& src, std::int64_t src_offset, std::int64_t src_st
   if (n == 0) return;
   WEFT_ASSERT(src_offset + (blocks - 1) * src_stride + block_size <= src.numel());
   WEFT_ASSERT(dst_offset + (blocks - 1) * dst_stride + block_size <= dst.numel());
-  if (src.dtype() != DType::kFloat32)
-    return typed::copy_blocks(src, src_offset, src_stride, dst, dst_offset, dst_stride, blocks,
-                              block_size, accumulate);
-  copy_blocks_kernel<<<grid_for(n), kThreads, 0, stream()>>>(
-      src.data<float>() + src_offset, src_stride, dst.data<float>() + dst_offset, dst_stride,
-      block_size, n, accumulate);
-  check_launch("copy_blocks");
+  typed::copy_blocks(src, src_offset, src_stride, dst, dst_offset, dst_stride, blocks, block_size,
+                     accumulate);  // every dtype, float32 included
 }
 
 void dropout_mask(float keep_prob, std::uint64_t seed, Tensor& mask) {
