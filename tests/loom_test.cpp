@@ -32,13 +32,14 @@ const TypeShape kPair{DType::kFloat32, {2}, "pair"};
 const TypeShape kCount{DType::kInt64, {4}, "count"};
 const TypeShape kFlag{DType::kBool, {4}, "flag"};
 const TypeShape kWide{DType::kFloat64, {4}, "wide"};
+const TypeShape kId{DType::kInt32, {4}, "id"};
 
-// A loom with nine operations over six types (float32, int64, bool and float64), and the
-// parameters their bodies use.
+// A loom with ten operations over seven types (float32, int64, bool, float64 and int32), and
+// the parameters their bodies use.
 struct TestModel {
   Loom loom;
-  TypeId hidden, word, pair, count, flag, wide;
-  OpId embed, combine, combine_concat, split, mix, tally, measure, gate, widen;
+  TypeId hidden, word, pair, count, flag, wide, id;
+  OpId embed, combine, combine_concat, split, mix, tally, measure, gate, widen, recount;
   Parameter we{"we", random_tensor({3, 4}, 101)}, be{"be", random_tensor({4}, 102)};
   Parameter wc{"wc", random_tensor({8, 4}, 103)}, bc{"bc", random_tensor({4}, 104)};
   Parameter wp{"wp", random_tensor({4, 2}, 105)}, bp{"bp", random_tensor({2}, 106)};
@@ -82,9 +83,15 @@ struct TestModel {
     widen = loom.add_operation("widen", {kHidden, kWide}, {kWide}, [](std::span<const Var> in) {
       return std::vector<Var>{cast(in[0], DType::kFloat64) * 2.0f + in[1]};
     });
+    // int64 narrowed to int32 (wrapping) and back, beside a second, int32 result.
+    recount = loom.add_operation("recount", {kCount}, {kId, kCount}, [](std::span<const Var> in) {
+      Var narrow = cast(in[0], DType::kInt32);
+      return std::vector<Var>{narrow * 2.0f, cast(narrow, DType::kInt64) - in[0]};
+    });
     hidden = loom.type_id(kHidden);
     word = loom.type_id(kWord);
     pair = loom.type_id(kPair);
+    id = loom.type_id(kId);
     count = loom.type_id(kCount);
     flag = loom.type_id(kFlag);
     wide = loom.type_id(kWide);
@@ -118,7 +125,7 @@ struct Dag {
 
 // The number of values a step makes.
 int values_of(const TestModel& m, const DagStep& s) {
-  return s.kind == DagStep::kCall && s.op == m.split ? 2 : 1;
+  return s.kind == DagStep::kCall && (s.op == m.split || s.op == m.recount) ? 2 : 1;
 }
 
 DagExample random_example(TestModel& m, Rng& rng, std::int64_t batch_rows) {
@@ -162,7 +169,7 @@ DagExample random_example(TestModel& m, Rng& rng, std::int64_t batch_rows) {
   for (int c = 0; c < calls; ++c) {
     DagStep s;
     s.kind = DagStep::kCall;
-    switch (rng.below(9)) {
+    switch (rng.below(10)) {
       case 0:
         s.op = m.embed;
         s.args = {pick(m.word)};
@@ -199,10 +206,15 @@ DagExample random_example(TestModel& m, Rng& rng, std::int64_t batch_rows) {
         s.op = m.gate;
         s.args = {pick(m.flag), pick(m.hidden), pick(m.hidden)};
         break;
-      default:
+      case 8:
         s.op = m.widen;
         s.args = {pick(m.hidden), pick(m.wide)};
         add(s, {m.wide});
+        continue;
+      default:
+        s.op = m.recount;
+        s.args = {pick(m.count)};
+        add(s, {m.id, m.count});
         continue;
     }
     add(s, {m.hidden});
@@ -211,8 +223,8 @@ DagExample random_example(TestModel& m, Rng& rng, std::int64_t batch_rows) {
   const int more = int(rng.below(3));
   for (int k = 0; k < more; ++k) ex.outputs.push_back(pick(m.hidden));
   if (!by_type[m.pair].empty() && rng.below(2)) ex.outputs.push_back(pick(m.pair));
-  for (TypeId t : {m.count, m.flag, m.wide})
-    if (rng.below(2)) ex.outputs.push_back(pick(t));
+  for (TypeId t : {m.count, m.flag, m.wide, m.id})
+    if (!by_type[t].empty() && rng.below(2)) ex.outputs.push_back(pick(t));
   return ex;
 }
 
@@ -323,7 +335,7 @@ std::string describe_dag(const TestModel& m, const Dag& dag) {
 
 struct RunOutcome {
   std::vector<float> hidden_out, pair_out, batch_grad;
-  std::vector<double> count_out, flag_out, wide_out;  // outputs of the other dtypes
+  std::vector<double> count_out, flag_out, wide_out, id_out;  // outputs of the other dtypes
   std::vector<std::vector<float>> parameter_grads;
   std::uint32_t levels = 0;
   std::int64_t batched_calls = 0;
@@ -405,6 +417,7 @@ std::string first_mismatch(TestModel& m, const Dag& dag) {
     // int64 and bool exactly; float64 (computed from float32 values) to float32's tolerance.
     if (batched.count_out != reference.count_out) return where + "count (int64) outputs differ";
     if (batched.flag_out != reference.flag_out) return where + "flag (bool) outputs differ";
+    if (batched.id_out != reference.id_out) return where + "id (int32) outputs differ";
     if (auto d = differs_wide(batched.wide_out, reference.wide_out); !d.empty())
       return where + "wide (float64) outputs, " + d;
     if (auto d = differs(batched.batch_grad, reference.batch_grad); !d.empty())
