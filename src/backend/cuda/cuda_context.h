@@ -37,3 +37,9 @@ inline unsigned grid_for(std::int64_t n) {
 }
 
 }  // namespace weft::backend::cuda
+
+// for (i over [0, n)) spread over the grid's threads: the loop of the elementwise kernels (a
+// grid from grid_for may be smaller than n).
+#define WEFT_GRID_STRIDE(i, n)                                                        \
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
+       i += std::int64_t(gridDim.x) * blockDim.x)

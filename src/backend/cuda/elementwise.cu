@@ -16,10 +16,6 @@
 namespace weft::backend::cuda {
 namespace {
 
-#define WEFT_GRID_STRIDE(i, n)                                                        \
-  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
-       i += std::int64_t(gridDim.x) * blockDim.x)
-
 __device__ inline float sigmoid_of(float v) { return 1.0f / (1.0f + expf(-v)); }
 // log(1 + exp(v)) without overflow on either side, as the CPU computes it.
 __device__ inline float softplus_of(float v) { return fmaxf(v, 0.0f) + log1pf(expf(-fabsf(v))); }

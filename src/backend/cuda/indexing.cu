@@ -16,10 +16,6 @@
 namespace weft::backend::cuda {
 namespace {
 
-#define WEFT_GRID_STRIDE(i, n)                                                        \
-  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
-       i += std::int64_t(gridDim.x) * blockDim.x)
-
 // Words of a dtype's size (1, 4 or 8 bytes): gathers copy words whatever the dtype.
 template <typename Word>
 __global__ void gather_rows_kernel(const Word* x, const std::int32_t* idx, Word* y,

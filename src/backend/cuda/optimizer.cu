@@ -11,10 +11,6 @@
 namespace weft::backend::cuda {
 namespace {
 
-#define WEFT_GRID_STRIDE(i, n)                                                        \
-  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
-       i += std::int64_t(gridDim.x) * blockDim.x)
-
 // Element i of value (and of the slots) from gradient element gi. The arguments travel by value
 // (a small POD in the kernel's parameter space).
 __device__ void update_element(const UpdateArgs& a, float* value, float g, float* slot0,

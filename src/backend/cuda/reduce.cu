@@ -13,10 +13,6 @@
 namespace weft::backend::cuda {
 namespace {
 
-#define WEFT_GRID_STRIDE(i, n)                                                        \
-  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
-       i += std::int64_t(gridDim.x) * blockDim.x)
-
 constexpr int kRowThreads = 256;  // threads per row in the softmax kernels (a warp multiple)
 
 // The reduction of v over the block (sum or max), returned to every thread. `scratch` holds

@@ -13,10 +13,6 @@
 namespace weft::backend::cuda {
 namespace {
 
-#define WEFT_GRID_STRIDE(i, n)                                                        \
-  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
-       i += std::int64_t(gridDim.x) * blockDim.x)
-
 template <typename T>
 constexpr bool kIsInteger = std::is_integral_v<T> && !std::is_same_v<T, bool>;
 
