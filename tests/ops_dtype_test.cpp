@@ -216,6 +216,28 @@ TEST(Dtypes, ShapeAndIndexingOpsMoveEveryDtype) {
   EXPECT_EQ(reshape(wide, {3}).value().to_double_vector(), (std::vector<double>{0.1, 0.2, 0.3}));
 }
 
+TEST(Dtypes, Int64IndicesGatherAndScatterLikeInt32OnesAndAreCheckedBeforeNarrowing) {
+  Tape tape;
+  Var table = tape.variable(random_tensor({4, 3}, 5));
+  const Tensor ids32 = int_tensor({3}, {3, 0, 3});
+  const Tensor ids64 = Tensor::from_vector({3}, std::vector<std::int64_t>{3, 0, 3});
+  EXPECT_EQ(gather_rows(table, ids64).value().to_float_vector(),
+            gather_rows(table, ids32).value().to_float_vector());
+  EXPECT_EQ(embedding_lookup(table, ids64).value().to_float_vector(),
+            embedding_lookup(table, ids32).value().to_float_vector());
+  Var rows = tape.variable(random_tensor({3, 2}, 6));
+  EXPECT_EQ(scatter_add_rows(rows, ids64, 5).value().to_float_vector(),
+            scatter_add_rows(rows, ids32, 5).value().to_float_vector());
+  // The gradient reaches the rows read, twice for row 3.
+  tape.backward(sum(gather_rows(table, ids64)));
+  EXPECT_EQ(table.grad().to_float_vector(),
+            (std::vector<float>{1, 1, 1, 0, 0, 0, 0, 0, 0, 2, 2, 2}));
+  // 2^32 + 1 would be row 1 after narrowing: it is out of range, and said so.
+  const Tensor wide_ids = Tensor::from_vector({2}, std::vector<std::int64_t>{1, (1LL << 32) + 1});
+  expect_error([&] { gather_rows(table, wide_ids); },
+               {"[gather_rows] indices value 4294967297 at position 1 is out of range [0, 4)"});
+}
+
 TEST(Dtypes, MixedOrUnsupportedDtypesAreErrorsNamingBoth) {
   Tape tape;
   Var i32 = tape.constant(int_tensor({2}, {1, 2}));

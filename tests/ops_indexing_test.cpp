@@ -80,7 +80,7 @@ TEST(Op_gather_rows, ErrorsNameTheIndices) {
   expect_error([&] { gather_rows(x, indices_tensor({-1})); },
                {"[gather_rows] indices value -1 at position 0 is out of range [0, 5)"});
   expect_error([&] { gather_rows(x, random_tensor({3}, 2)); },
-               {"[gather_rows] indices must be int32, got float32 [3]"});
+               {"[gather_rows] indices must be int32 or int64, got float32 [3]"});
   expect_error(
       [&] {
         gather_rows(x, int_tensor({2, 1}, {0, 1}));
@@ -114,7 +114,7 @@ TEST(Op_embedding_lookup, ErrorsNameTheIds) {
       },
       {"[embedding_lookup] ids value 5 at position 1 is out of range [0, 5)"});
   expect_error([&] { embedding_lookup(table, random_tensor({2}, 4)); },
-               {"[embedding_lookup] ids must be int32, got float32 [2]"});
+               {"[embedding_lookup] ids must be int32 or int64, got float32 [2]"});
 }
 
 WEFT_OP_TEST(scatter_add_rows, DuplicatedIndicesAndEmptyRows) {
@@ -162,7 +162,7 @@ TEST(Op_scatter_add_rows, ErrorsNameTheIndicesAndRows) {
       },
       {"[scatter_add_rows] num_rows must be >= 0, got -1"});
   expect_error([&] { scatter_add_rows(x, random_tensor({4}, 6), 4); },
-               {"[scatter_add_rows] indices must be int32, got float32 [4]"});
+               {"[scatter_add_rows] indices must be int32 or int64, got float32 [4]"});
   Var ints = tape.constant(int_tensor({1, 1}, {1}));
   expect_error([&] { scatter_add_rows(ints, indices_tensor({0}), 1); },
                {"[scatter_add_rows] input must be float32, got int32 [1, 1]"});

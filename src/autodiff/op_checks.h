@@ -25,6 +25,9 @@ inline void require_same_device(const char* op, const Tensor& a, const Tensor& b
 
 // Index tensors: int32, rank 1, every value in [0, limit).
 void require_indices(const char* op, const char* role, const Tensor& indices, std::int64_t limit);
+// The same check for int32 or int64 indices (int64 ones are checked before they are narrowed,
+// so 2^32 + 1 is an error, not row 1); returns them as the int32 tensor the kernels take.
+Tensor row_indices(const char* op, const char* role, const Tensor& indices, std::int64_t limit);
 
 // Normalises a possibly negative axis against a rank, or throws.
 int normalize_axis(const char* op, int axis, const Tensor& t);

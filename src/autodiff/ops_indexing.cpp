@@ -21,11 +21,11 @@ void gather_backward(Tape& tape, std::uint32_t id) {
 }
 
 Var gather_impl(const char* op, const char* table_role, const char* index_role, Var x,
-                const Tensor& indices) {
+                const Tensor& given_indices) {
   const Tensor& v = x.value();
   require_rows(op, table_role, v);
-  detail::require_same_device(op, v, indices);
-  detail::require_indices(op, index_role, indices, v.rows());
+  detail::require_same_device(op, v, given_indices);
+  const Tensor indices = detail::row_indices(op, index_role, given_indices, v.rows());
   Tensor y = Tensor::empty(v.shape().with_rows(indices.numel()), v.dtype(), v.device());
   backend::gather_rows(v, indices, y);
   Var out = x.tape().record(std::move(y), {x}, gather_backward);
@@ -56,14 +56,14 @@ Var embedding_lookup(Var table, const Tensor& ids) {
 }
 
 // y[indices[i]] += x[i], y zero elsewhere
-Var scatter_add_rows(Var x, const Tensor& indices, std::int64_t num_rows) {
+Var scatter_add_rows(Var x, const Tensor& given_indices, std::int64_t num_rows) {
   const char* op = "scatter_add_rows";
   const Tensor& v = x.value();
   detail::require_float(op, "input", v);
   require_rows(op, "input", v);
-  detail::require_same_device(op, v, indices);
+  detail::require_same_device(op, v, given_indices);
   if (num_rows < 0) fail(op, "num_rows must be >= 0, got ", num_rows);
-  detail::require_indices(op, "indices", indices, num_rows);
+  const Tensor indices = detail::row_indices(op, "indices", given_indices, num_rows);
   if (indices.numel() != v.rows())
     fail(op, "indices ", indices.describe(), " must have one entry per row of input ",
          v.describe());

@@ -94,11 +94,12 @@ Var slice(Var x, int axis, std::int64_t start, std::int64_t length);
 Var reshape(Var x, std::span<const std::int64_t> shape);
 Var reshape(Var x, std::initializer_list<std::int64_t> shape);
 
-// Row indexing with int32 index tensors of shape [n].
+// Row indexing with int32 or int64 index tensors of shape [n] (every index checked against the
+// rows, int64 ones before they are narrowed to the kernels' int32); gathers take x of any dtype.
 Var gather_rows(Var x, const Tensor& indices);
 // y has `num_rows` rows, zero except y[indices[i]] += x[i].
 Var scatter_add_rows(Var x, const Tensor& indices, std::int64_t num_rows);
-// y[i] = table[ids[i]]; ids int32 [n], table [V, D...].
+// y[i] = table[ids[i]]; ids int32 or int64 [n], table [V, D...].
 Var embedding_lookup(Var table, const Tensor& ids);
 
 // Reductions over the rows (the batch axis): [B, F...] -> [1, F...].
