@@ -14,7 +14,7 @@ using backend::CompareOp;
 using backend::UnaryOp;
 
 // Which dtypes an elementwise op takes.
-enum class Accepts { kFloats, kNumbers, kAny };
+enum class Accepts { kFloats, kNumbers };
 
 void require_dtype(const char* op, const char* role, const Tensor& t, Accepts accepts) {
   const DType d = t.dtype();

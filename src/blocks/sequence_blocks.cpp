@@ -168,8 +168,8 @@ class RNNImpl : public detail::BlockImpl {
     for (WeaveValue& x : internal::elements_of(describe(), *seq)) {
       WeaveValue r = cell_.impl().eval(state, internal::as_type(state, cell_.impl().in()->type(),
                                                                 pair(std::move(x), std::move(s))));
-      outputs.push_back(std::move(r.items[0]));
-      s = std::move(r.items[1]);
+      outputs.push_back(r.items[0]);  // copies share the items: O(1)
+      s = r.items[1];
     }
     return pair(WeaveValue::of(Type::Kind::kSequence, std::move(outputs)), std::move(s));
   }

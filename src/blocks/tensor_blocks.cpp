@@ -114,13 +114,13 @@ const Block& required(const Block& block, const std::string& kind, const std::st
   return block;
 }
 
-std::vector<WeaveValue> elements_of(const std::string& block, const WeaveValue& value) {
-  if (value.kind != Type::Kind::kInput) return value.items.vector();
-  return shared_elements_of(block, value).vector();
-}
-
 WeaveItems shared_elements_of(const std::string& block, const WeaveValue& value) {
   if (value.kind != Type::Kind::kInput) return value.items;
+  return elements_of(block, value);
+}
+
+std::vector<WeaveValue> elements_of(const std::string& block, const WeaveValue& value) {
+  if (value.kind != Type::Kind::kInput) return value.items.vector();
   const Input& in = *value.input;
   if (!in.is_array())
     fail("blocks", block, " expects an array, got ", describe_input(in), " (", in.type_name(), ")");

@@ -71,10 +71,8 @@ StreamingStats predict_stream(Model& model, const ExampleSource& source, const P
     try {
       if (batch.woven.valid())
         predictions = block->predict_woven(batch.woven.get());  // get() rethrows a weave error
-      else if (weaves_apart)
-        predictions = block->predict_woven(block->weave_examples(chunk.examples));
       else
-        predictions = model.predict(chunk.examples);
+        predictions = model.predict(chunk.examples);  // weaves and runs in one call
     } catch (const std::exception& e) {
       fail("predict_stream", model.name(), ": the batch of examples ", chunk.first_index + 1, "-",
            chunk.first_index + std::int64_t(chunk.examples.size()),

@@ -78,8 +78,6 @@ class WeaveItems {
 
   void push_back(WeaveValue value);
   void reserve(std::size_t n);
-  // Item i, writable (copies the items first when they are shared).
-  WeaveValue& mutable_at(std::size_t i);
 
  private:
   std::vector<WeaveValue>& writable();
@@ -134,7 +132,6 @@ inline std::vector<WeaveValue>& WeaveItems::writable() {
 }
 inline void WeaveItems::push_back(WeaveValue value) { writable().push_back(std::move(value)); }
 inline void WeaveItems::reserve(std::size_t n) { writable().reserve(n); }
-inline WeaveValue& WeaveItems::mutable_at(std::size_t i) { return writable()[i]; }
 
 // What a Function-like block registers with the loom: one operation per block instance.
 struct OperationSpec {

@@ -1,11 +1,12 @@
-// CPU copy_blocks: the strided block copy behind concat, split, slice and their gradients.
-// A block is a contiguous run of elements; a whole contiguous copy is one memcpy, otherwise
-// one memcpy per block, and accumulation is a loop the compiler vectorizes. A source stride
-// of 0 broadcasts one block into every destination block.
+// CPU copy_blocks: the strided block copy behind concat, split, slice and their gradients, in
+// every dtype. A block is a contiguous run of elements; a whole contiguous copy is one memcpy,
+// otherwise one memcpy per block, and accumulation is a loop the compiler vectorizes (integers
+// wrap on overflow; bool values never accumulate). A source stride of 0 broadcasts one block
+// into every destination block.
 #include <cstring>
+#include <type_traits>
 
 #include "../kernels.h"
-#include "typed_elementwise.h"
 #include "weft/core/error.h"
 
 namespace weft::backend::cpu {
@@ -23,10 +24,17 @@ void copy_typed(const T* src, std::int64_t src_stride, T* dst, std::int64_t dst_
       std::memcpy(dst + b * dst_stride, src + b * src_stride, std::size_t(block_size) * sizeof(T));
     return;
   }
-  for (std::int64_t b = 0; b < blocks; ++b) {
-    const T* from = src + b * src_stride;
-    T* to = dst + b * dst_stride;
-    for (std::int64_t j = 0; j < block_size; ++j) to[j] += from[j];
+  if constexpr (std::is_same_v<T, bool>) {
+    WEFT_ASSERT(false && "bool values do not accumulate");
+  } else {
+    // Integers add through their unsigned type: wrapping, not undefined, on overflow.
+    using Sum = typename std::conditional_t<std::is_integral_v<T>, std::make_unsigned<T>,
+                                            std::type_identity<T>>::type;
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      const T* from = src + b * src_stride;
+      T* to = dst + b * dst_stride;
+      for (std::int64_t j = 0; j < block_size; ++j) to[j] = T(Sum(to[j]) + Sum(from[j]));
+    }
   }
 }
 
@@ -46,11 +54,11 @@ void copy_blocks(const Tensor& src, std::int64_t src_offset, std::int64_t src_st
   if (blocks == 0 || block_size == 0) return;
   WEFT_ASSERT(blocks_fit(src.numel(), src_offset, src_stride, blocks, block_size));
   WEFT_ASSERT(blocks_fit(dst.numel(), dst_offset, dst_stride, blocks, block_size));
-  if (src.dtype() != DType::kFloat32)
-    return typed::copy_blocks(src, src_offset, src_stride, dst, dst_offset, dst_stride, blocks,
-                              block_size, accumulate);
-  copy_typed(src.data<float>() + src_offset, src_stride, dst.data<float>() + dst_offset, dst_stride,
-             blocks, block_size, accumulate);
+  visit_dtype(src.dtype(), [&](auto type) {
+    using T = decltype(type);
+    copy_typed(src.data<T>() + src_offset, src_stride, dst.data<T>() + dst_offset, dst_stride,
+               blocks, block_size, accumulate);
+  });
 }
 
 }  // namespace weft::backend::cpu

@@ -1,12 +1,11 @@
 // CPU elementwise kernels over every dtype: cast, comparisons and where, and the float64 and
-// integer paths of fill, copy, unary and binary (float32 keeps its vectorized kernels in
+// integer paths of fill, unary and binary (float32 keeps its vectorized kernels in
 // elementwise.cpp). Integer arithmetic wraps around on overflow (two's complement, as NumPy
 // and TensorFlow do) instead of being undefined; integer division floors, like Python's //.
 #include "typed_elementwise.h"
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <type_traits>
 
@@ -163,29 +162,6 @@ void fill(Tensor& y, float value) {
   visit_dtype(y.dtype(), [&](auto type) {
     using T = decltype(type);
     std::fill_n(y.data<T>(), y.numel(), converted<T>(value));
-  });
-}
-
-void copy_blocks(const Tensor& src, std::int64_t src_offset, std::int64_t src_stride, Tensor& dst,
-                 std::int64_t dst_offset, std::int64_t dst_stride, std::int64_t blocks,
-                 std::int64_t block_size, bool accumulate) {
-  visit_dtype(src.dtype(), [&](auto type) {
-    using T = decltype(type);
-    const T* from = src.data<T>() + src_offset;
-    T* to = dst.data<T>() + dst_offset;
-    for (std::int64_t b = 0; b < blocks; ++b) {
-      if (!accumulate) {
-        std::memcpy(to + b * dst_stride, from + b * src_stride,
-                    std::size_t(block_size) * sizeof(T));
-        continue;
-      }
-      if constexpr (std::is_same_v<T, bool>) {
-        WEFT_ASSERT(false && "bool values do not accumulate");
-      } else {
-        for (std::int64_t j = 0; j < block_size; ++j)
-          to[b * dst_stride + j] = add_of(to[b * dst_stride + j], from[b * src_stride + j]);
-      }
-    }
   });
 }
 

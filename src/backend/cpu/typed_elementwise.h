@@ -1,5 +1,5 @@
 // The dtype-generic paths of the CPU elementwise kernels (float64, int32, int64, bool), behind
-// the float32 kernels of elementwise.cpp and copy.cpp, which hand other dtypes over to them.
+// the float32 kernels of elementwise.cpp, which hand other dtypes over to them.
 #pragma once
 
 #include <cstdint>
@@ -9,9 +9,6 @@
 namespace weft::backend::cpu::typed {
 
 void fill(Tensor& y, float value);
-void copy_blocks(const Tensor& src, std::int64_t src_offset, std::int64_t src_stride, Tensor& dst,
-                 std::int64_t dst_offset, std::int64_t dst_stride, std::int64_t blocks,
-                 std::int64_t block_size, bool accumulate);
 void unary(UnaryOp op, const Tensor& x, Tensor& y);
 void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& y);
 
