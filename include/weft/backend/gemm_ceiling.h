@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "weft/backend/cpu.h"
 #include "weft/core/export.h"
 
 WEFT_API_BEGIN
@@ -43,19 +44,25 @@ std::string gemm_shape_label(const GemmShape& shape);
 double measure_gflops(const GemmShape& shape, const std::function<void()>& product,
                       double min_seconds = 0.2);
 
-// Measures weft's backend gemm (the provider set by set_gemm_provider / WEFT_GEMM, the thread
-// count of set_num_threads) at `shape`, on float32 tensors filled with small deterministic
-// values, with measure_gflops' protocol.
+// Measures weft's backend gemm at `shape` with the provider it uses for that shape (forced,
+// or calibrated: gemm_selection.h) and the thread count of set_num_threads, on float32
+// tensors filled with small deterministic values, with measure_gflops' protocol.
 double measure_sgemm_gflops(const GemmShape& shape, double min_seconds = 0.2);
+// The same with `provider`, whatever Weft would choose.
+double measure_sgemm_gflops(const GemmShape& shape, GemmProvider provider,
+                            double min_seconds = 0.2);
+// The fastest built-in provider's rate at `shape`: the ceiling a product could reach here.
+double best_sgemm_gflops(const GemmShape& shape, double min_seconds = 0.2);
 
 // Combines per-shape rates into the rate of running every shape once:
 //   total flops / total time = Σ flops_i / Σ (flops_i / gflops_i)
 // i.e. the flop-weighted harmonic mean. Shapes and rates must have the same length.
 double combine_gflops(std::span<const GemmShape> shapes, std::span<const double> gflops);
 
-// The sgemm ceiling for a list of products: measure_sgemm_gflops of each shape (current
-// provider and threads), combined with combine_gflops. This is the rate a model making
-// exactly these products would reach if it spent all of its time in sgemm.
+// The sgemm ceiling for a list of products: best_sgemm_gflops of each shape (the fastest
+// built-in provider there, whichever one Weft uses; current threads), combined with
+// combine_gflops. This is the rate a model making exactly these products would reach if it
+// spent all of its time in the best sgemm this machine has.
 double sgemm_ceiling_gflops(const std::vector<GemmShape>& shapes, double min_seconds = 0.2);
 
 }  // namespace weft

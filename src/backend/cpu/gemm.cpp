@@ -1,16 +1,21 @@
 // sgemm for the CPU backend through oneDNN (dnnl_sgemm) or OpenBLAS (cblas_sgemm): GEMM is
 // never hand-written here. Both libraries are row-major capable and choose kernels from the
-// CPU's features at run time. Provider and thread settings live here too.
+// CPU's features at run time. Each product goes to the provider gemm_provider_for names (a
+// forced one, or the one calibrated for its shape class: gemm_selection.cpp). The forced
+// provider and the thread settings live here.
 #include <cblas.h>
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <string>
 
 #include "../kernels.h"
+#include "sgemm.h"
 #include "weft/backend/cpu.h"
+#include "weft/backend/gemm_selection.h"
 #include "weft/core/error.h"
 #include "weft/core/named_enum.h"
 #ifdef WEFT_HAVE_ONEDNN
@@ -27,10 +32,21 @@ constexpr GemmProvider kProviders[] = {
     GemmProvider::kOpenBlas};
 
 struct CpuSettings {
-  GemmProvider provider = kProviders[0];
+  // The provider every product uses (an index into kProviders), or -1: calibrated per class.
+  // Atomic: products on other threads read it while a setter runs.
+  std::atomic<int> forced{-1};
+  std::string forced_by;  // "WEFT_GEMM=openblas" or "set_gemm_provider"
   int threads = 1;
   std::string summary;
 };
+
+int provider_index(GemmProvider provider) {
+  const auto* it = std::find(std::begin(kProviders), std::end(kProviders), provider);
+  if (it == std::end(kProviders))
+    fail("gemm", "provider ", gemm_provider_name(provider),
+         " is not built into this Weft (configure with oneDNN installed: libdnnl-dev)");
+  return int(it - std::begin(kProviders));
+}
 
 void apply_threads(int threads) {
   omp_set_num_threads(threads);
@@ -41,15 +57,20 @@ std::string describe(const CpuSettings& s) {
   std::string cpu = __builtin_cpu_supports("avx512f") ? "avx512"
                     : __builtin_cpu_supports("avx2")  ? "avx2"
                                                       : "generic";
-  return "gemm=" + std::string(gemm_provider_name(s.provider)) +
-         " threads=" + std::to_string(s.threads) + " cpu=" + cpu;
+  const int forced = s.forced.load();
+  const std::string gemm =
+      forced >= 0 ? std::string(gemm_provider_name(kProviders[forced])) : "calibrated";
+  return "gemm=" + gemm + " threads=" + std::to_string(s.threads) + " cpu=" + cpu;
 }
 
 CpuSettings& settings() {
   static CpuSettings* s = [] {
     auto* init = new CpuSettings;
-    if (const char* name = std::getenv("WEFT_GEMM"); name && *name)
-      init->provider = parse_gemm_provider(name);
+    if (const char* name = std::getenv("WEFT_GEMM");
+        name && *name && std::string_view(name) != "auto") {
+      init->forced = provider_index(parse_gemm_provider(name));
+      init->forced_by = "WEFT_GEMM=" + std::string(name);
+    }
     init->threads = omp_get_max_threads();
     if (const char* n = std::getenv("WEFT_NUM_THREADS"); n && *n)
       init->threads = std::max(1, std::atoi(n));
@@ -67,21 +88,38 @@ std::string_view gemm_provider_name(GemmProvider provider) {
 }
 
 GemmProvider parse_gemm_provider(std::string_view name) {
+  if (name == "auto")
+    fail("gemm",
+         "'auto' is not a provider: it means no forced provider (WEFT_GEMM=auto, or "
+         "use_calibrated_gemm())");
   return parse_named("gemm", "GEMM provider", name,
                      {GemmProvider::kOneDnn, GemmProvider::kOpenBlas}, gemm_provider_name);
 }
 
 std::span<const GemmProvider> available_gemm_providers() { return kProviders; }
 
-GemmProvider gemm_provider() { return settings().provider; }
-
 void set_gemm_provider(GemmProvider provider) {
-  if (std::find(std::begin(kProviders), std::end(kProviders), provider) == std::end(kProviders))
-    fail("gemm", "provider ", gemm_provider_name(provider),
-         " is not built into this Weft (configure with oneDNN installed: libdnnl-dev)");
-  settings().provider = provider;
+  const int index = provider_index(provider);
+  settings().forced = index;
+  settings().forced_by = "set_gemm_provider";
   settings().summary = describe(settings());
 }
+
+void use_calibrated_gemm() {
+  settings().forced = -1;
+  settings().forced_by.clear();
+  settings().summary = describe(settings());
+}
+
+std::optional<GemmProvider> forced_gemm_provider() {
+  const int forced = settings().forced.load();
+  if (forced < 0) return std::nullopt;
+  return kProviders[forced];
+}
+
+std::string forced_gemm_provider_source() { return settings().forced_by; }
+
+void require_gemm_provider_built_in(GemmProvider provider) { provider_index(provider); }
 
 void set_num_threads(int threads) {
   if (threads < 1) fail("threads", "thread count must be at least 1, got ", threads);
@@ -96,19 +134,16 @@ std::string_view cpu_backend_summary() { return settings().summary; }
 
 namespace backend::cpu {
 
-namespace {
-
-// out[m, n] = alpha * op(a) · op(b) + beta * out, row-major with leading dimensions.
-void sgemm(bool transpose_a, bool transpose_b, std::int64_t m, std::int64_t n, std::int64_t k,
-           float alpha, const float* pa, std::int64_t lda, const float* pb, std::int64_t ldb,
-           float beta, float* out, std::int64_t ldc) {
+void sgemm_with(GemmProvider provider, bool transpose_a, bool transpose_b, std::int64_t m,
+                std::int64_t n, std::int64_t k, float alpha, const float* pa, std::int64_t lda,
+                const float* pb, std::int64_t ldb, float beta, float* out, std::int64_t ldc) {
   if (m == 0 || n == 0) return;
   if (k == 0) {  // an empty sum: c = beta * c
     for (std::int64_t i = 0; i < m * n; ++i) out[i] = beta == 0.0f ? 0.0f : beta * out[i];
     return;
   }
 #ifdef WEFT_HAVE_ONEDNN
-  if (settings().provider == GemmProvider::kOneDnn) {
+  if (provider == GemmProvider::kOneDnn) {
     dnnl_status_t status = dnnl_sgemm(transpose_a ? 'T' : 'N', transpose_b ? 'T' : 'N', m, n, k,
                                       alpha, pa, lda, pb, ldb, beta, out, ldc);
     if (status != dnnl_success) fail("gemm", "oneDNN sgemm failed with status ", int(status));
@@ -118,6 +153,16 @@ void sgemm(bool transpose_a, bool transpose_b, std::int64_t m, std::int64_t n, s
   cblas_sgemm(CblasRowMajor, transpose_a ? CblasTrans : CblasNoTrans,
               transpose_b ? CblasTrans : CblasNoTrans, int(m), int(n), int(k), alpha, pa, int(lda),
               pb, int(ldb), beta, out, int(ldc));
+}
+
+namespace {
+
+void sgemm(bool transpose_a, bool transpose_b, std::int64_t m, std::int64_t n, std::int64_t k,
+           float alpha, const float* pa, std::int64_t lda, const float* pb, std::int64_t ldb,
+           float beta, float* out, std::int64_t ldc) {
+  const GemmProvider provider =
+      gemm_provider_for(GemmShape{m, n, k, transpose_a, transpose_b, beta != 0.0f});
+  sgemm_with(provider, transpose_a, transpose_b, m, n, k, alpha, pa, lda, pb, ldb, beta, out, ldc);
 }
 
 }  // namespace

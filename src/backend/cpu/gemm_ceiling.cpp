@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <optional>
 
 #include "../kernels.h"
+#include "sgemm.h"
 #include "weft/core/error.h"
 
 namespace weft {
@@ -84,15 +86,45 @@ double measure_gflops(const GemmShape& shape, const std::function<void()>& produ
   return gemm_flops(shape) / median / 1e9;
 }
 
-double measure_sgemm_gflops(const GemmShape& shape, double min_seconds) {
+namespace {
+
+double measure_with(const GemmShape& shape, std::optional<GemmProvider> provider,
+                    double min_seconds) {
   check_shape(shape);
   Tensor a = shape.transpose_a ? patterned(shape.k, shape.m, 1) : patterned(shape.m, shape.k, 1);
   Tensor b = shape.transpose_b ? patterned(shape.n, shape.k, 2) : patterned(shape.k, shape.n, 2);
   Tensor c = Tensor::zeros(Shape{shape.m, shape.n});
   const float beta = shape.accumulate ? 1.0f : 0.0f;
+  if (!provider)
+    return measure_gflops(
+        shape, [&] { backend::gemm(a, shape.transpose_a, b, shape.transpose_b, 1.0f, beta, c); },
+        min_seconds);
   return measure_gflops(
-      shape, [&] { backend::gemm(a, shape.transpose_a, b, shape.transpose_b, 1.0f, beta, c); },
+      shape,
+      [&] {
+        backend::cpu::sgemm_with(*provider, shape.transpose_a, shape.transpose_b, shape.m, shape.n,
+                                 shape.k, 1.0f, a.data<float>(), a.row_size(), b.data<float>(),
+                                 b.row_size(), beta, c.data<float>(), shape.n);
+      },
       min_seconds);
+}
+
+}  // namespace
+
+double measure_sgemm_gflops(const GemmShape& shape, double min_seconds) {
+  return measure_with(shape, std::nullopt, min_seconds);
+}
+
+double measure_sgemm_gflops(const GemmShape& shape, GemmProvider provider, double min_seconds) {
+  require_gemm_provider_built_in(provider);
+  return measure_with(shape, provider, min_seconds);
+}
+
+double best_sgemm_gflops(const GemmShape& shape, double min_seconds) {
+  double best = 0;
+  for (GemmProvider provider : available_gemm_providers())
+    best = std::max(best, measure_with(shape, provider, min_seconds));
+  return best;
 }
 
 double combine_gflops(std::span<const GemmShape> shapes, std::span<const double> gflops) {
@@ -112,7 +144,7 @@ double combine_gflops(std::span<const GemmShape> shapes, std::span<const double>
 double sgemm_ceiling_gflops(const std::vector<GemmShape>& shapes, double min_seconds) {
   std::vector<double> rates;
   rates.reserve(shapes.size());
-  for (const GemmShape& shape : shapes) rates.push_back(measure_sgemm_gflops(shape, min_seconds));
+  for (const GemmShape& shape : shapes) rates.push_back(best_sgemm_gflops(shape, min_seconds));
   return combine_gflops(shapes, rates);
 }
 
