@@ -147,7 +147,9 @@ TEST(DataParallel, ShardedSplitFiguresEqualWholeOnes) {
   t.communicator = &dist::world();
   const double sharded = train::Trainer(t).evaluate(*model, train::Split::kDev).value("rmse");
   EXPECT_GT(whole, 0);
-  EXPECT_NEAR(whole, sharded, 1e-9);
+  // Equal up to float32 rounding: a shard's batches have other row counts, whose products
+  // may go to another GEMM provider (gemm_selection.h), which rounds differently.
+  EXPECT_NEAR(whole, sharded, 1e-6 * whole);
 }
 
 TEST(DataParallel, ResumingWithAnotherNumberOfProcessesContinuesTheRun) {
