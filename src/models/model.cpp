@@ -26,6 +26,9 @@ double inference_rate(const blocks::Block& root, std::span<const nlohmann::json>
   tape.set_grad_enabled(false);
   TapeScope scope(tape);
   nn::ForwardMode mode(false);
+  // One untimed batch first: the allocator's pools, the caches and the first products of each
+  // GEMM shape class (which a fresh machine times to choose its provider) are not the rate.
+  compiler.forward(examples.subspan(0, std::min(batch_size, examples.size())), tape);
   const auto start = std::chrono::steady_clock::now();
   for (std::size_t first = 0; first < examples.size(); first += batch_size) {
     const std::size_t count = std::min(batch_size, examples.size() - first);

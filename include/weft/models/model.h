@@ -64,7 +64,8 @@ class Model : public train::TrainableModel {
 
 // Inference throughput (examples/s) of `root` over `examples` in batches of `batch_size`,
 // scheduled with `strategy`: by_depth is dynamic batching, none one call per node (the
-// unbatched baseline). Weaving is included; gradients are off.
+// unbatched baseline). Weaving is included; gradients are off. The first batch runs once
+// untimed before the timed pass (warm-up).
 double inference_rate(const blocks::Block& root, std::span<const nlohmann::json> examples,
                       loom::Strategy strategy, std::size_t batch_size);
 
