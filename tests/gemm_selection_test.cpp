@@ -94,7 +94,7 @@ TEST_F(GemmSelection, CalibratesAClassOnceAndCachesIt) {
   GemmSelectionReport report = gemm_selection_report();
   EXPECT_EQ(report.mode, "calibrated per shape class");
   ASSERT_EQ(report.classes.size(), 1u);
-  const GemmClassChoice& choice = report.classes[0];
+  const GemmClassChoice choice = report.classes[0];  // a copy: `report` is read again below
   EXPECT_EQ(choice.shape_class, gemm_shape_class(shape));
   EXPECT_FALSE(choice.from_cache);
   EXPECT_EQ(choice.provider, chosen);
