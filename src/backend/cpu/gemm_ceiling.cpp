@@ -5,11 +5,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <optional>
 
-#include "../kernels.h"
 #include "sgemm.h"
+#include "weft/backend/gemm_selection.h"
 #include "weft/core/error.h"
+#include "weft/tensor/tensor.h"
 
 namespace weft {
 namespace {
@@ -88,21 +88,16 @@ double measure_gflops(const GemmShape& shape, const std::function<void()>& produ
 
 namespace {
 
-double measure_with(const GemmShape& shape, std::optional<GemmProvider> provider,
-                    double min_seconds) {
+double measure_with(const GemmShape& shape, GemmProvider provider, double min_seconds) {
   check_shape(shape);
   Tensor a = shape.transpose_a ? patterned(shape.k, shape.m, 1) : patterned(shape.m, shape.k, 1);
   Tensor b = shape.transpose_b ? patterned(shape.n, shape.k, 2) : patterned(shape.k, shape.n, 2);
   Tensor c = Tensor::zeros(Shape{shape.m, shape.n});
   const float beta = shape.accumulate ? 1.0f : 0.0f;
-  if (!provider)
-    return measure_gflops(
-        shape, [&] { backend::gemm(a, shape.transpose_a, b, shape.transpose_b, 1.0f, beta, c); },
-        min_seconds);
   return measure_gflops(
       shape,
       [&] {
-        backend::cpu::sgemm_with(*provider, shape.transpose_a, shape.transpose_b, shape.m, shape.n,
+        backend::cpu::sgemm_with(provider, shape.transpose_a, shape.transpose_b, shape.m, shape.n,
                                  shape.k, 1.0f, a.data<float>(), a.row_size(), b.data<float>(),
                                  b.row_size(), beta, c.data<float>(), shape.n);
       },
@@ -112,7 +107,8 @@ double measure_with(const GemmShape& shape, std::optional<GemmProvider> provider
 }  // namespace
 
 double measure_sgemm_gflops(const GemmShape& shape, double min_seconds) {
-  return measure_with(shape, std::nullopt, min_seconds);
+  check_shape(shape);
+  return measure_with(shape, gemm_provider_for(shape), min_seconds);
 }
 
 double measure_sgemm_gflops(const GemmShape& shape, GemmProvider provider, double min_seconds) {

@@ -197,20 +197,12 @@ std::vector<double> measure_class(const GemmShapeClass& shape_class) {
   return gflops;
 }
 
-std::size_t fastest(const std::vector<double>& gflops) {
-  std::size_t best = 0;
-  for (std::size_t p = 1; p < gflops.size(); ++p)
-    if (gflops[p] > gflops[best]) best = p;
-  return best;
-}
-
 // ---- the cache file -----------------------------------------------------------------------
 
 // One class line: "class <threads> <kind> <m> <n> <k> <provider> <name>=<gflops>...", kind
 // being NN, NT, TN or TT, with "+" when the product accumulates, m n k the buckets.
 struct CacheLine {
   int threads = 0;
-  int index = 0;
   GemmClassChoice choice;
 };
 
@@ -243,9 +235,7 @@ std::string parse_line(const std::string& line, CacheLine& parsed) {
   for (int bucket : {m, n, k})
     if (bucket < 0 || bucket >= kBuckets)
       return "a size bucket outside 0.." + std::to_string(kBuckets - 1);
-  GemmShapeClass c{kind[0] == 'T', kind[1] == 'T', accumulate, m, n, k};
-  parsed.index = class_index(c);
-  parsed.choice.shape_class = c;
+  parsed.choice.shape_class = {kind[0] == 'T', kind[1] == 'T', accumulate, m, n, k};
   parsed.choice.from_cache = true;
   const auto providers = available_gemm_providers();
   bool known = false;
@@ -327,10 +317,9 @@ std::string write_cache(const std::string& path, const std::vector<CacheLine>& l
 
 struct Selection {
   std::mutex mutex;
-  bool loaded = false;
   std::string cache_path;
   std::string cache_status = "none yet";
-  // The thread count the table holds choices for; -1 until loaded.
+  // The thread count the table holds choices for; -1 until loaded (again).
   std::atomic<int> threads{-1};
   // Index into available_gemm_providers(), or -1 while the class is not calibrated.
   std::array<std::atomic<int>, kClassCount> choice;
@@ -349,18 +338,15 @@ Selection& selection() {
 
 int provider_position(GemmProvider provider) {
   const auto providers = available_gemm_providers();
-  for (std::size_t p = 0; p < providers.size(); ++p)
-    if (providers[p] == provider) return int(p);
-  return 0;
+  return int(std::find(providers.begin(), providers.end(), provider) - providers.begin());
 }
 
 // With the mutex held: the table for the current thread count, from the cache file.
 void load(Selection& s) {
   const int threads = num_threads();
-  if (s.loaded && s.threads.load() == threads) return;
+  if (s.threads.load() == threads) return;
   for (auto& c : s.choice) c.store(-1);
   s.details.clear();
-  s.loaded = true;
   if (!s.cache_path.empty()) {
     std::vector<CacheLine> lines;
     bool exists = false;
@@ -371,8 +357,9 @@ void load(Selection& s) {
       int count = 0;
       for (const CacheLine& line : lines)
         if (line.threads == threads) {
-          s.details[line.index] = line.choice;
-          s.choice[std::size_t(line.index)].store(provider_position(line.choice.provider));
+          const int index = class_index(line.choice.shape_class);
+          s.details[index] = line.choice;
+          s.choice[std::size_t(index)].store(provider_position(line.choice.provider));
           ++count;
         }
       s.cache_status = exists ? "read " + std::to_string(count) + " classes for " +
@@ -392,8 +379,9 @@ void save(Selection& s) {
   if (!read_cache(s.cache_path, lines, exists).empty()) lines.clear();
   const int threads = s.threads.load();
   std::map<std::pair<int, int>, CacheLine> merged;
-  for (CacheLine& line : lines) merged[{line.threads, line.index}] = std::move(line);
-  for (const auto& [index, choice] : s.details) merged[{threads, index}] = {threads, index, choice};
+  for (CacheLine& line : lines)
+    merged[{line.threads, class_index(line.choice.shape_class)}] = std::move(line);
+  for (const auto& [index, choice] : s.details) merged[{threads, index}] = {threads, choice};
   lines.clear();
   for (auto& [key, line] : merged) lines.push_back(std::move(line));
   if (const std::string why = write_cache(s.cache_path, lines); !why.empty())
@@ -446,7 +434,8 @@ GemmProvider gemm_provider_for(const GemmShape& shape) {
     GemmClassChoice choice;
     choice.shape_class = shape_class;
     choice.gflops = measure_class(shape_class);
-    known = int(fastest(choice.gflops));
+    known =
+        int(std::max_element(choice.gflops.begin(), choice.gflops.end()) - choice.gflops.begin());
     choice.provider = providers[std::size_t(known)];
     s.details[index] = choice;
     s.choice[std::size_t(index)].store(known, std::memory_order_release);
@@ -460,7 +449,6 @@ void set_gemm_cache_path(const std::string& path) {
   std::lock_guard<std::mutex> lock(s.mutex);
   s.cache_path = path;
   s.cache_status = "none yet";
-  s.loaded = false;
   s.threads.store(-1);
   load(s);
 }
