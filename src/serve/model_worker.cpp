@@ -1,13 +1,12 @@
-// A served model's batching worker: the queue, the weaving thread that forms and weaves batches,
-// the running thread that owns the Model's execution, reloads and the model's metrics.
+// A served model's batching worker: the queue, the running thread that streams it through
+// predict_stream (which weaves the next batch while this one runs), reloads and the model's
+// metrics.
 #include "model_worker.h"
 
 #include <algorithm>
 #include <exception>
 #include <set>
 
-#include "weft/core/error.h"
-#include "weft/models/block_model.h"
 #include "weft/models/saved_model.h"
 
 namespace weft::serve::detail {
@@ -37,7 +36,6 @@ void Histogram::add(double value) {
 ModelWorker::ModelWorker(std::string name, std::string checkpoint, const ServerOptions& options)
     : name_(std::move(name)), options_(options), checkpoint_(std::move(checkpoint)) {
   model_ = models::load_model(checkpoint_, models::ModelUse::kInfer, options_.overrides, name_);
-  weaver_ = std::thread([this] { weave_loop(); });
   runner_ = std::thread([this] { run_loop(); });
 }
 
@@ -83,138 +81,98 @@ void ModelWorker::stop() {
     stopping_ = true;
   }
   queue_changed_.notify_all();
-  slot_changed_.notify_all();
-  if (weaver_.joinable()) weaver_.join();
   if (runner_.joinable()) runner_.join();
 }
 
-std::optional<ModelWorker::Batch> ModelWorker::next_batch() {
-  std::unique_lock<std::mutex> lock(mutex_);
-  // At most one woven batch waits ahead of the running one.
-  queue_changed_.wait(lock,
-                      [&] { return (!queue_.empty() && !slot_) || (stopping_ && queue_.empty()); });
-  if (queue_.empty()) return std::nullopt;
-  // Under load (the last batch served several requests) wait a little for more instances; a
-  // quiet server answers at once, so batching costs a lone client nothing.
+void ModelWorker::run_loop() {
+  for (;;) {
+    std::shared_ptr<models::Model> model;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      queue_changed_.wait(lock, [&] { return !queue_.empty() || stopping_; });
+      if (queue_.empty()) return;  // stopping, and every instance answered
+      model = queue_.front().model;
+    }
+    std::size_t in_batch = 0;  // instances given to the batch being read
+    models::StreamingOptions streaming;
+    streaming.batch_size = std::int64_t(std::max<std::size_t>(1, options_.max_batch));
+    streaming.batches_ahead = 1;
+    streaming.source_thread = true;     // the source waits for requests while batches run
+    streaming.isolate_failures = true;  // a bad instance fails alone
+    streaming.on_batch = [&](std::int64_t, std::int64_t size) { count_batch(std::size_t(size)); };
+    const models::ExampleSource source = [&](models::StreamExample& next) {
+      return next_instance(next, model.get(), in_batch);
+    };
+    // Answered after the batch was counted, so a client that got its answer sees its batch in
+    // the stats.
+    const models::PredictionSink sink = [&](models::StreamedPrediction& prediction) {
+      InFlight item;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        item = std::move(in_flight_.front());
+        in_flight_.pop_front();
+      }
+      item.request->finish(item.index, std::move(prediction.prediction),
+                           std::move(prediction.error));
+    };
+    try {
+      models::predict_stream(*model, source, sink, streaming);
+    } catch (const std::exception& e) {
+      // Not an instance's failure (those are isolated): answer every instance still waiting.
+      std::deque<InFlight> unanswered;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        unanswered.swap(in_flight_);
+      }
+      for (InFlight& item : unanswered)
+        item.request->finish(item.index, nlohmann::json(), name_ + ": " + e.what());
+    }
+  }
+}
+
+bool ModelWorker::next_instance(models::StreamExample& next, const models::Model* model,
+                                std::size_t& in_batch) {
   const std::size_t max_batch = std::max<std::size_t>(1, options_.max_batch);
-  if (max_batch > 1 && last_batch_requests_ > 1 && options_.max_wait_ms > 0) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  queue_changed_.wait(lock, [&] { return !queue_.empty() || stopping_; });
+  if (queue_.empty()) return false;  // stopping, drained
+  // A batch's first instance: under load (the last batch served several requests) wait a
+  // little for more; a quiet server answers at once, so batching costs a lone client nothing.
+  if (in_batch == 0 && max_batch > 1 && last_batch_requests_ > 1 && options_.max_wait_ms > 0) {
     const auto deadline =
         Clock::now() + std::chrono::microseconds(std::int64_t(options_.max_wait_ms * 1000));
     queue_changed_.wait_until(lock, deadline,
                               [&] { return stopping_ || queue_.size() >= max_batch; });
   }
-  Batch batch;
-  const std::shared_ptr<models::Model> model = queue_.front().model;
-  std::set<const PendingRequest*> requests;
-  while (!queue_.empty() && batch.items.size() < max_batch && queue_.front().model == model) {
-    batch.items.push_back(std::move(queue_.front()));
-    queue_.pop_front();
-    requests.insert(batch.items.back().request.get());
+  // Instances parsed by a reloaded model start the next stream.
+  if (queue_.front().model.get() != model) return false;
+  QueuedInstance& front = queue_.front();
+  next.example = std::move(front.example);
+  in_flight_.push_back({std::move(front.request), front.index});
+  queue_.pop_front();
+  ++in_batch;
+  if (queue_.empty() || queue_.front().model.get() != model || in_batch == max_batch) {
+    next.ends_batch = true;  // the queue ran dry: the batch goes now
+    in_batch = 0;
   }
-  last_batch_requests_ = requests.size();
-  return batch;
+  return true;
 }
 
-void ModelWorker::weave_loop() {
-  for (;;) {
-    std::optional<Batch> batch = next_batch();
-    if (!batch) break;
-    batch->examples.reserve(batch->items.size());
-    for (QueuedInstance& item : batch->items) batch->examples.push_back(std::move(item.example));
-    try {
-      if (const auto* block =
-              dynamic_cast<const models::BlockModel*>(batch->items.front().model.get())) {
-        batch->woven = block->weave_examples(batch->examples);
-      }
-    } catch (const std::exception&) {
-      batch->weave_failed = true;  // some instance cannot be woven: the runner finds which
-    }
-    std::lock_guard<std::mutex> lock(mutex_);
-    slot_ = std::move(batch);
-    slot_changed_.notify_all();
-  }
+void ModelWorker::count_batch(std::size_t size) {
   std::lock_guard<std::mutex> lock(mutex_);
-  weaver_done_ = true;
-  slot_changed_.notify_all();
-}
-
-void ModelWorker::run_loop() {
-  for (;;) {
-    Batch batch;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      slot_changed_.wait(lock, [&] { return slot_.has_value() || weaver_done_; });
-      if (!slot_) break;
-      batch = std::move(*slot_);
-      slot_.reset();
-      running_batch_ = true;
-    }
-    queue_changed_.notify_all();
-    std::vector<Answer> answers = run_batch(batch);
-    std::set<const PendingRequest*> requests;
-    for (const QueuedInstance& item : batch.items) requests.insert(item.request.get());
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      running_batch_ = false;
-      ++stats_.batches;
-      stats_.examples += batch.items.size();
-      if (requests.size() > 1) ++stats_.shared_batches;
-      batch_sizes_.add(double(batch.items.size()));
-      const auto now = Clock::now();
-      recent_.emplace_back(now, batch.items.size());
-      while (!recent_.empty() && now - recent_.front().first > std::chrono::seconds(10)) {
-        recent_.pop_front();
-      }
-    }
-    // Counted before answering, so a client that got its answer sees its batch in the stats.
-    for (std::size_t i = 0; i < batch.items.size(); ++i) {
-      batch.items[i].request->finish(batch.items[i].index, std::move(answers[i].first),
-                                     std::move(answers[i].second));
-    }
+  std::set<const PendingRequest*> requests;
+  for (std::size_t i = 0; i < size && i < in_flight_.size(); ++i)
+    requests.insert(in_flight_[i].request.get());
+  last_batch_requests_ = requests.size();
+  ++stats_.batches;
+  stats_.examples += size;
+  if (requests.size() > 1) ++stats_.shared_batches;
+  batch_sizes_.add(double(size));
+  const auto now = Clock::now();
+  recent_.emplace_back(now, size);
+  while (!recent_.empty() && now - recent_.front().first > std::chrono::seconds(10)) {
+    recent_.pop_front();
   }
-}
-
-std::vector<ModelWorker::Answer> ModelWorker::run_batch(Batch& batch) {
-  models::Model& model = *batch.items.front().model;
-  if (!batch.weave_failed) {
-    try {
-      auto* block = dynamic_cast<models::BlockModel*>(&model);
-      std::vector<nlohmann::json> results = block != nullptr && batch.woven
-                                                ? block->predict_woven(*batch.woven)
-                                                : model.predict(batch.examples);
-      batch.woven.reset();
-      if (results.size() == batch.items.size()) {
-        std::vector<Answer> answers;
-        answers.reserve(results.size());
-        for (nlohmann::json& result : results)
-          answers.emplace_back(std::move(result), std::string());
-        return answers;
-      }
-    } catch (const std::exception&) {
-      // Retried one by one below, so one bad instance fails alone.
-    }
-  }
-  batch.woven.reset();
-  return run_one_by_one(batch);
-}
-
-std::vector<ModelWorker::Answer> ModelWorker::run_one_by_one(Batch& batch) {
-  models::Model& model = *batch.items.front().model;
-  std::vector<Answer> answers;
-  for (std::size_t i = 0; i < batch.items.size(); ++i) {
-    std::string error;
-    nlohmann::json result;
-    try {
-      std::vector<nlohmann::json> results = model.predict(std::span(&batch.examples[i], 1));
-      if (results.size() != 1)
-        fail(name_, "the model gave ", results.size(), " predictions for one example");
-      result = std::move(results[0]);
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
-    answers.emplace_back(std::move(result), std::move(error));
-  }
-  return answers;
 }
 
 void ModelWorker::record_request(int status, double seconds) {

@@ -1,9 +1,11 @@
 // One served model's batching worker (private to the server): a bounded queue of parsed
-// instances from any number of requests, a weaving thread that forms batches (at most max_batch
-// instances, waiting at most max_wait_ms for more while there is load) and weaves them, and a
-// running thread, the only one that runs the Model, so weaving the next batch overlaps running
-// this one. A reload swaps the Model under the queue's lock; instances keep the Model that
-// parsed them, and a batch never mixes two.
+// instances from any number of requests, and a running thread that serves it through the
+// streaming inference driver (models::predict_stream), the only thread that runs the Model.
+// The queue is the driver's example source, read and woven on the driver's source thread while
+// the batch before runs: a batch holds at most max_batch instances and ends when the queue runs
+// dry (under load it first waits up to max_wait_ms for more).
+// Failures are isolated per instance. A reload swaps the Model under the queue's lock;
+// instances keep the Model that parsed them, and a stream (so a batch) never mixes two.
 #pragma once
 
 #include <array>
@@ -13,15 +15,14 @@
 #include <deque>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "weft/blocks/compiler.h"
 #include "weft/models/model.h"
+#include "weft/models/streaming_inference.h"
 #include "weft/serve/server.h"
 
 namespace weft::serve::detail {
@@ -86,32 +87,30 @@ class ModelWorker {
   Snapshot snapshot() const;
 
  private:
-  struct Batch {
-    std::vector<QueuedInstance> items;
-    std::vector<nlohmann::json> examples;
-    std::optional<blocks::WovenBatch> woven;  // for a BlockModel, woven ahead
-    bool weave_failed = false;
+  // An instance handed to the driver, waiting for its prediction.
+  struct InFlight {
+    std::shared_ptr<PendingRequest> request;
+    std::size_t index = 0;
   };
-  void weave_loop();
+  // Streams the queue through predict_stream, one stream per Model the instances were parsed
+  // with, until stop() and the queue is drained.
   void run_loop();
-  std::optional<Batch> next_batch();
-  using Answer = std::pair<nlohmann::json, std::string>;  // a prediction or an error
-  std::vector<Answer> run_batch(Batch& batch);
-  std::vector<Answer> run_one_by_one(Batch& batch);
+  // The driver's example source over the queue (on its source thread), for `model`'s stream.
+  bool next_instance(models::StreamExample& next, const models::Model* model,
+                     std::size_t& in_batch);
+  // Counts a batch that ran (its instances are the first `size` in flight).
+  void count_batch(std::size_t size);
 
   const std::string name_;
   const ServerOptions options_;
   mutable std::mutex mutex_;
   std::condition_variable queue_changed_;
-  std::condition_variable slot_changed_;
   std::deque<QueuedInstance> queue_;
   std::shared_ptr<models::Model> model_;
   std::string checkpoint_;
-  std::optional<Batch> slot_;  // a woven batch waiting for the running thread
-  bool running_batch_ = false;
   bool stopping_ = false;
-  bool weaver_done_ = false;
   std::size_t last_batch_requests_ = 0;
+  std::deque<InFlight> in_flight_;  // handed to the driver, in order, awaiting predictions
   std::mutex reload_mutex_;
 
   // Metrics (under mutex_).
@@ -122,7 +121,6 @@ class ModelWorker {
   std::uint64_t reload_failures_ = 0;
   std::deque<std::pair<std::chrono::steady_clock::time_point, std::size_t>> recent_;  // rate
 
-  std::thread weaver_;
   std::thread runner_;
 };
 

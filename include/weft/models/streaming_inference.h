@@ -4,10 +4,15 @@
 // worker threads; predictions come out in input order, each with its index and, when asked, a
 // key computed from its example. At most batches_ahead + 1 batches are held at any time, so
 // memory does not grow with the stream (`weft infer` reads a file of any size this way).
+// A source that is fed as it goes (the server's queue of requests) is read on a thread of its
+// own and decides where batches end, so it may wait for examples while batches run; with
+// isolate_failures, an example that fails gets its own error and the stream goes on (the
+// server: a bad request never fails the requests batched with it).
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -20,12 +25,16 @@ namespace weft::models {
 struct StreamExample {
   nlohmann::json example;  // as Model::parse_example returns it
   nlohmann::json key;      // given by the source (null: none, or options.key computes it)
+  // Set by the source: the batch ends after this example, short of batch_size (a server ends
+  // a batch when its queue runs dry rather than wait for more requests).
+  bool ends_batch = false;
 };
 
 struct StreamedPrediction {
   std::int64_t index = 0;  // 0-based position in the stream
   nlohmann::json key;      // the example's key (null when neither source nor key function gave one)
-  nlohmann::json prediction;
+  nlohmann::json prediction;  // null when `error` is set
+  std::string error;          // why this example failed (only with isolate_failures)
 };
 
 struct StreamingOptions {
@@ -35,8 +44,23 @@ struct StreamingOptions {
   // Models that cannot weave apart from running (ensembles, models other than BlockModel)
   // run each batch whole on the calling thread.
   int batches_ahead = 1;
-  // Computes a key for examples whose source gave none (TensorFlow Fold's key_fn).
+  // Off: the source is called on the calling thread, between runs, so it should not wait for
+  // examples (a file). On: a thread of its own calls the source, one call at a time, and weaves
+  // what it read (one weaving thread); it may wait for examples for as long as it likes, while
+  // the batches read before run (a server's queue). Either way at most batches_ahead + 1
+  // batches are held. An error in a batch or the sink waits for the source's current call to
+  // return before it reaches the caller.
+  bool source_thread = false;
+  // Computes a key for examples whose source gave none (TensorFlow Fold's key_fn), on the
+  // thread that calls the source.
   std::function<nlohmann::json(const nlohmann::json& example, std::int64_t index)> key;
+  // Off: the first batch that fails to weave or run ends the stream with its error. On: that
+  // batch runs again one example at a time, each example that fails alone is emitted with its
+  // error (and a null prediction), and the stream goes on.
+  bool isolate_failures = false;
+  // Called on the calling thread after each batch ran, before its predictions reach the sink:
+  // the index of its first example and how many it holds.
+  std::function<void(std::int64_t first_index, std::int64_t size)> on_batch;
 };
 
 struct StreamingStats {
@@ -47,15 +71,17 @@ struct StreamingStats {
   std::int64_t most_examples_held = 0;
 };
 
-// Fills `next` and returns true, or returns false at the end of the stream. Called on the
-// calling thread only; may throw (the error reaches the caller once earlier predictions are
-// emitted).
+// Fills `next` and returns true, or returns false at the end of the stream. `next` comes with
+// example and key null and ends_batch false. Called on the calling thread, or on the source
+// thread (options.source_thread), one call at a time; may throw (the error reaches the caller
+// once earlier predictions are emitted).
 using ExampleSource = std::function<bool(StreamExample& next)>;
 // Receives each prediction, in input order, on the calling thread.
 using PredictionSink = std::function<void(StreamedPrediction& prediction)>;
 
 // Runs `model` (inference mode) over every example of `source`. An error in weaving or
-// running a batch is rethrown after the predictions of the batches before it were emitted.
+// running a batch (without isolate_failures), in the source or in the sink is rethrown after
+// the predictions of the batches before it were emitted.
 StreamingStats predict_stream(Model& model, const ExampleSource& source, const PredictionSink& sink,
                               const StreamingOptions& options = {});
 
