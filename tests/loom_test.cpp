@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <numeric>
 #include <sstream>
 #include <thread>
 
@@ -24,6 +25,7 @@ using loom::Strategy;
 using loom::TypeId;
 using loom::TypeShape;
 using loom::Value;
+using loom::ValueKind;
 using loom::Weaver;
 
 const TypeShape kHidden{DType::kFloat32, {4}, "hidden"};
@@ -511,6 +513,50 @@ TEST(LoomProperty, BatchedStrategiesEqualUnbatchedOnRandomDags) {
   }
 }
 
+// The schedule lower bound (loom::min_batched_calls) against a reference that follows every
+// dependency path from every call (exponential, fine for these small DAGs), and against every
+// strategy's schedule: no strategy has fewer steps of an operation than its bound.
+std::int64_t longest_chain_from(const Weaver& w, std::uint32_t call, OpId op) {
+  std::int64_t longest = 0;
+  for (const Value arg : w.call_args(call)) {
+    if (w.kind_of(arg) != ValueKind::kCallOutput) continue;
+    longest = std::max(longest, longest_chain_from(w, w.info(arg).index, op));
+  }
+  return longest + (w.calls()[call].op == op ? 1 : 0);
+}
+
+TEST(LoomProperty, NoScheduleBeatsTheLowerBoundOnRandomDags) {
+  TestModel m;
+  int tighter_than_by_depth = 0;
+  for (std::uint64_t seed = 1; seed <= 300; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    Weaver w(m.loom);
+    weave_dag(m, random_dag(m, seed), w);
+    const std::vector<std::int64_t> bound = loom::min_batched_calls(w);
+    ASSERT_EQ(bound.size(), m.loom.num_operations());
+    for (OpId op = 0; op < m.loom.num_operations(); ++op) {
+      std::int64_t reference = 0;
+      for (std::uint32_t c = 0; c < w.num_calls(); ++c)
+        reference = std::max(reference, longest_chain_from(w, c, op));
+      ASSERT_EQ(bound[op], reference) << m.loom.operation(op).name;
+    }
+    for (Strategy strategy : {Strategy::kByDepth, Strategy::kAgenda, Strategy::kNone}) {
+      const loom::Schedule s = loom::make_schedule(w, strategy);
+      std::vector<std::int64_t> steps(m.loom.num_operations(), 0);
+      for (const auto& step : s.steps) ++steps[step.op];
+      for (OpId op = 0; op < m.loom.num_operations(); ++op)
+        EXPECT_GE(steps[op], bound[op])
+            << loom::strategy_name(strategy) << ", " << m.loom.operation(op).name;
+      if (strategy == Strategy::kByDepth &&
+          std::int64_t(s.steps.size()) >
+              std::accumulate(bound.begin(), bound.end(), std::int64_t(0)))
+        ++tighter_than_by_depth;
+    }
+  }
+  // The random DAGs mix operations across depths, so by_depth misses the bound on some.
+  EXPECT_GT(tighter_than_by_depth, 0);
+}
+
 TEST(LoomProperty, AFailingDagShrinksToAMinimalReproduction) {
   TestModel m;
   // A stand-in failure: "any example calls mix". The first seed whose DAG has one.
@@ -593,6 +639,38 @@ TEST(LoomSchedule, DifferentTreesShareOneCallPerLevelAndOperation) {
   EXPECT_EQ(s.steps[3].size(), 1u + 1);
   loom::Schedule none = loom::make_schedule(w, Strategy::kNone);
   EXPECT_EQ(none.steps.size(), w.num_calls());
+}
+
+// Two examples whose combines sit at different depths (one on a parameter, one on an embed):
+// by depth runs combine at depths 1 and 2; the bound is one step per operation, which the
+// agenda (embed first, then every ready combine) reaches. A balanced tree has no such slack.
+TEST(LoomSchedule, TheLowerBoundIsTheLongestChainOfEachOperation) {
+  TestModel m;
+  Weaver w(m.loom);
+  const float word[3] = {0.5f, -1.0f, 2.0f};
+  const Value embedded = w.call(m.embed, {w.constant(m.word, word)})[0];
+  w.add_output(w.call(m.combine, {embedded, embedded})[0]);
+  const Value h0 = w.parameter(m.hidden, m.h0);
+  w.add_output(w.call(m.combine, {h0, h0})[0]);
+  const std::vector<std::int64_t> bound = loom::min_batched_calls(w);
+  EXPECT_EQ(bound[m.embed], 1);
+  EXPECT_EQ(bound[m.combine], 1);
+  EXPECT_EQ(bound[m.mix], 0);
+  EXPECT_EQ(loom::make_schedule(w, Strategy::kByDepth).steps.size(), 3u);
+  EXPECT_EQ(loom::make_schedule(w, Strategy::kAgenda).steps.size(), 2u);
+  Tape tape;
+  Executor executor(m.loom, tape);
+  const auto result = executor.run(w, Strategy::kByDepth);
+  EXPECT_EQ(result.stats().min_batched_calls, 2);
+  EXPECT_EQ(result.stats().operations[m.combine].min_batched_calls, 1);
+  EXPECT_THAT(result.stats().to_string(), ::testing::HasSubstr("batched calls 3 (lower bound 2)"));
+
+  Weaver tree(m.loom);
+  tree.add_output(weave_balanced(m, tree, 8));
+  const std::vector<std::int64_t> tree_bound = loom::min_batched_calls(tree);
+  EXPECT_EQ(tree_bound[m.embed], 1);
+  EXPECT_EQ(tree_bound[m.combine], 3);
+  EXPECT_EQ(loom::make_schedule(tree, Strategy::kByDepth).steps.size(), 4u);
 }
 
 TEST(LoomSchedule, StepsListCallsInIdOrder) {
@@ -835,7 +913,8 @@ TEST(LoomExecutor, StatisticsDescribeTheRun) {
   EXPECT_EQ(stats.operations[m.combine].max_rows, 8);
   EXPECT_EQ(stats.operations[m.combine].batched_calls, 3);
   EXPECT_GT(stats.bytes_gathered, 0);
-  EXPECT_NE(stats.to_string().find("combine: 3 calls, 14 rows"), std::string::npos);
+  EXPECT_EQ(stats.min_batched_calls, 4);
+  EXPECT_NE(stats.to_string().find("combine: 3 calls (lower bound 3), 14 rows"), std::string::npos);
   EXPECT_EQ(result.schedule().steps.size(), 4u);
 }
 

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <map>
 
 #include "io_test_util.h"
 #include "weft/autodiff/ops.h"
@@ -251,6 +252,48 @@ TEST_F(SavedModels, EveryBuiltInModelPredictsTheSameFromItsCheckpointAlone) {
     EXPECT_EQ(examples, reference);
     EXPECT_EQ(loaded->predict(examples), trained->predict(reference));
   }
+}
+
+// Numbers equal to float32 rounding, everything else exactly (predictions from two devices).
+void expect_near_json(const json& a, const json& b, const std::string& where);
+
+// loom_strategy auto is the model's choice (agenda where by_depth runs operations at every
+// depth they occur at: attention, langid, molecules); by_depth and agenda can be forced, and
+// both schedules give the same predictions; another value is refused with the choices.
+TEST_F(SavedModels, EveryBuiltInModelSchedulesByItsChoiceOrTheOption) {
+  const std::map<std::string, loom::Strategy> choice = {{"calculator", loom::Strategy::kByDepth},
+                                                        {"sentiment", loom::Strategy::kByDepth},
+                                                        {"attention", loom::Strategy::kAgenda},
+                                                        {"langid", loom::Strategy::kAgenda},
+                                                        {"molecules", loom::Strategy::kAgenda}};
+  for (const auto& [name, expected] : choice) {
+    SCOPED_TRACE(name);
+    std::optional<OptionValues> options = small_options(name);
+    if (!options) continue;  // its data is absent here
+    std::unique_ptr<Model> by_choice = create_model(*options);
+    EXPECT_EQ(by_choice->loom_strategy(), expected);
+    std::vector<json> examples;
+    for (const std::string& line : infer_lines(name))
+      examples.push_back(by_choice->parse_example(line, "t:1"));
+    const std::vector<json> reference = by_choice->predict(examples);
+    for (const char* forced : {"by_depth", "agenda"}) {
+      OptionValues o = *options;
+      o.update({{"loom_strategy", forced}}, "test");
+      std::unique_ptr<Model> model = create_model(o);
+      EXPECT_EQ(loom::strategy_name(model->loom_strategy()), forced);
+      const std::vector<json> predictions = model->predict(examples);
+      ASSERT_EQ(predictions.size(), reference.size());
+      for (std::size_t i = 0; i < reference.size(); ++i)
+        expect_near_json(predictions[i], reference[i],
+                         std::string(forced) + ", example " + std::to_string(i));
+    }
+  }
+  OptionValues o = find_model("calculator").default_options();
+  EXPECT_THAT(
+      [&] {
+        o.update({{"loom_strategy", "fastest"}}, "test");
+      },
+      ThrowsMessage<Error>(HasSubstr("loom_strategy")));
 }
 
 // Numbers equal to float32 rounding, everything else exactly (predictions from two devices).

@@ -43,13 +43,15 @@ Var gather_locations(const std::vector<Var>& chunks, std::span<const ValueLocati
 
 std::string RunStats::to_string() const {
   std::ostringstream out;
-  out << "levels " << levels << ", batched calls " << batched_calls << ", nodes " << nodes
-      << ", gathered " << bytes_gathered << " bytes (" << gathers_skipped
+  out << "levels " << levels << ", batched calls " << batched_calls << " (lower bound "
+      << min_batched_calls << ")"
+      << ", nodes " << nodes << ", gathered " << bytes_gathered << " bytes (" << gathers_skipped
       << " arguments passed as views), schedule " << schedule_seconds << " s, execute "
       << execute_seconds << " s\n";
   for (const OperationStats& op : operations)
-    out << "  " << op.name << ": " << op.batched_calls << " calls, " << op.rows << " rows, mean "
-        << op.mean_rows() << ", max " << op.max_rows << "\n";
+    out << "  " << op.name << ": " << op.batched_calls << " calls (lower bound "
+        << op.min_batched_calls << "), " << op.rows << " rows, mean " << op.mean_rows() << ", max "
+        << op.max_rows << "\n";
   return out.str();
 }
 
@@ -237,6 +239,11 @@ LoomResult Executor::run(const Weaver& weaver, const Schedule& schedule) {
   stats.batched_calls = std::int64_t(schedule.steps.size());
   stats.nodes = std::int64_t(weaver.num_calls());
   stats.execute_seconds = seconds_since(start);
+  const std::vector<std::int64_t> bound = min_batched_calls(weaver);  // not counted as running
+  for (OpId op = 0; op < loom_->num_operations(); ++op) {
+    stats.operations[op].min_batched_calls = bound[op];
+    stats.min_batched_calls += bound[op];
+  }
   return result;
 }
 

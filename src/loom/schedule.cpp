@@ -171,4 +171,28 @@ std::string schedule_dot(const Weaver& weaver, const Schedule& schedule) {
   return out.str();
 }
 
+std::vector<std::int64_t> min_batched_calls(const Weaver& weaver) {
+  const std::size_t ops = weaver.loom().num_operations();
+  std::vector<std::int64_t> bound(ops, 0);
+  if (ops == 0 || weaver.num_calls() == 0) return bound;
+  // chain[c * ops + o]: the most calls of operation o on one dependency path ending at call c.
+  // Calls are recorded after their arguments, so one pass in call order sees every argument's
+  // chain first.
+  std::vector<std::uint32_t> chain(weaver.num_calls() * ops, 0);
+  const std::span<const Weaver::CallInfo> calls = weaver.calls();
+  for (std::uint32_t c = 0; c < calls.size(); ++c) {
+    std::uint32_t* mine = &chain[std::size_t(c) * ops];
+    for (const Value arg : weaver.call_args(c)) {
+      const Weaver::ValueInfo& info = weaver.info(arg);
+      if (info.kind != ValueKind::kCallOutput) continue;
+      const std::uint32_t* theirs = &chain[std::size_t(info.index) * ops];
+      for (std::size_t o = 0; o < ops; ++o) mine[o] = std::max(mine[o], theirs[o]);
+    }
+    const OpId op = calls[c].op;
+    ++mine[op];
+    bound[op] = std::max<std::int64_t>(bound[op], mine[op]);
+  }
+  return bound;
+}
+
 }  // namespace weft::loom

@@ -55,9 +55,12 @@ std::vector<nlohmann::json>& BlockModel::split_examples(train::Split split) {
   return splits_[std::size_t(split)];
 }
 
-void BlockModel::compile(blocks::Block root) {
+void BlockModel::compile(blocks::Block root, loom::Strategy preferred) {
   root_ = std::move(root);
   blocks::CompilerOptions compiler_options;
+  const std::string& strategy = options_.text("loom_strategy");
+  strategy_ = strategy == "auto" ? preferred : loom::parse_strategy(strategy);
+  compiler_options.strategy = strategy_;
   compiler_options.threads = int(options_.integer("weave_threads"));
   compiler_options.device = store_.device();
   compiler_ = std::make_unique<blocks::Compiler>(root_, compiler_options);

@@ -270,7 +270,7 @@ LangIdModel::LangIdModel(const OptionValues& options, const ModelInit& init)
   m.classifier = std::make_unique<nn::FC>(s, "classifier", o.integer("hidden"),
                                           std::int64_t(m.corpus.languages.size()),
                                           nn::FCOptions{.activation = nn::Activation::kNone});
-  compile(make_blocks());
+  compile(make_blocks(), loom::Strategy::kAgenda);  // reaches the lower bound; by_depth does not
 }
 
 LangIdModel::~LangIdModel() = default;

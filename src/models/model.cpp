@@ -16,8 +16,8 @@ std::string Model::config_json() const {
   return nlohmann::json{{"options", options().values()}, {"assets", assets()}}.dump();
 }
 
-double inference_rate(const blocks::Block& root, std::span<const nlohmann::json> examples,
-                      loom::Strategy strategy, std::size_t batch_size) {
+InferenceRate inference_rate(const blocks::Block& root, std::span<const nlohmann::json> examples,
+                             loom::Strategy strategy, std::size_t batch_size) {
   if (examples.empty() || batch_size == 0) {
     fail("inference_rate", "needs examples and a positive batch size");
   }
@@ -29,16 +29,19 @@ double inference_rate(const blocks::Block& root, std::span<const nlohmann::json>
   // One untimed batch first: the allocator's pools, the caches and the first products of each
   // GEMM shape class (which a fresh machine times to choose its provider) are not the rate.
   compiler.forward(examples.subspan(0, std::min(batch_size, examples.size())), tape);
+  InferenceRate rate;
   const auto start = std::chrono::steady_clock::now();
   for (std::size_t first = 0; first < examples.size(); first += batch_size) {
     const std::size_t count = std::min(batch_size, examples.size() - first);
     tape.clear();
     blocks::BatchResult result = compiler.forward(examples.subspan(first, count), tape);
-    (void)result;
+    rate.batched_calls += result.stats().batched_calls;
+    rate.min_batched_calls += result.stats().min_batched_calls;
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return double(examples.size()) / std::max(seconds, 1e-9);
+  rate.examples_per_second = double(examples.size()) / std::max(seconds, 1e-9);
+  return rate;
 }
 
 }  // namespace weft::models

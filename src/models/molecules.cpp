@@ -364,7 +364,7 @@ MoleculeModel::MoleculeModel(const OptionValues& options, const ModelInit& init)
   split_examples(train::Split::kTrain) = std::move(m.train.examples);
   split_examples(train::Split::kDev) = std::move(m.dev.examples);
   split_examples(train::Split::kTest) = std::move(m.test.examples);
-  compile(m.make_blocks());
+  compile(m.make_blocks(), loom::Strategy::kAgenda);  // reaches the lower bound; by_depth does not
 }
 
 MoleculeModel::~MoleculeModel() = default;

@@ -167,6 +167,13 @@ const std::vector<OptionSpec>& common_options() {
        .role = OptionRole::kRuntime,
        .min = 0,
        .max = 1024},
+      {.name = "loom_strategy",
+       .kind = OptionKind::kString,
+       .default_value = "auto",
+       .help = "How the loom schedules a batch's calls: by_depth, agenda, or auto (the model's "
+               "choice, the one nearer the schedule's lower bound on its data)",
+       .role = OptionRole::kRuntime,
+       .choices = {"auto", "by_depth", "agenda"}},
       {.name = "device",
        .kind = OptionKind::kString,
        .default_value = "cpu",

@@ -18,16 +18,18 @@ namespace weft::loom {
 
 struct OperationStats {
   std::string name;
-  std::int64_t batched_calls = 0;  // steps of this operation
-  std::int64_t rows = 0;           // calls of this operation, summed over steps
-  std::int64_t max_rows = 0;       // the largest step
+  std::int64_t batched_calls = 0;      // steps of this operation
+  std::int64_t rows = 0;               // calls of this operation, summed over steps
+  std::int64_t max_rows = 0;           // the largest step
+  std::int64_t min_batched_calls = 0;  // the fewest steps any schedule could have (schedule.h)
   double mean_rows() const { return batched_calls ? double(rows) / double(batched_calls) : 0; }
 };
 
 struct RunStats {
   std::uint32_t levels = 0;
   std::int64_t batched_calls = 0;
-  std::int64_t nodes = 0;  // calls woven
+  std::int64_t min_batched_calls = 0;  // the lower bound, summed over operations (schedule.h)
+  std::int64_t nodes = 0;              // calls woven
   std::int64_t bytes_gathered = 0;
   std::int64_t gathers_skipped = 0;  // arguments passed as views (already contiguous)
   double schedule_seconds = 0;

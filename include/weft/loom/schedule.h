@@ -46,6 +46,13 @@ struct Schedule {
 
 Schedule make_schedule(const Weaver& weaver, Strategy strategy);
 
+// The fewest batched calls of each operation (indexed by OpId) that any schedule of this weave
+// can make: the longest chain of that operation's calls along one dependency path, since a
+// call and the calls it depends on never share a step. Their sum bounds every strategy's
+// batched calls from below; by_depth meets it when no operation's calls skip depths that
+// other operations fill.
+std::vector<std::int64_t> min_batched_calls(const Weaver& weaver);
+
 // A readable summary: one line per step (level, operation, rows), then per-operation totals.
 std::string schedule_text(const Weaver& weaver, const Schedule& schedule);
 // Graphviz DOT of the weave, nodes coloured by level (for small batches).

@@ -40,6 +40,7 @@ class BlockModel : public Model {
   blocks::WovenBatch weave_examples(std::span<const nlohmann::json> examples) const;
   std::vector<nlohmann::json> predict_woven(const blocks::WovenBatch& woven);
   const blocks::Block& root_block() const final { return root_; }
+  loom::Strategy loom_strategy() const final { return strategy_; }
   std::span<const nlohmann::json> examples(train::Split split) const final;
 
   // Ensembles (models/ensemble.h). How this model's outputs and metrics average: models whose
@@ -63,7 +64,10 @@ class BlockModel : public Model {
   // The examples of a split, in the root block's Input form; the constructor fills them.
   std::vector<nlohmann::json>& split_examples(train::Split split);
   // Compiles the root block, once every layer exists (weaving threads from the options).
-  void compile(blocks::Block root);
+  // `preferred` is the schedule used when the loom_strategy option is auto: by_depth, or
+  // agenda for a model whose operations sit at scattered depths (agenda then reaches the
+  // schedule's lower bound where by_depth runs an operation at every depth it occurs at).
+  void compile(blocks::Block root, loom::Strategy preferred = loom::Strategy::kByDepth);
 
   // A run batch's figures. With `training`, backpropagate the gradient of the batch's MEAN
   // loss from the result's Vars (they live on the model's tape).
@@ -84,6 +88,7 @@ class BlockModel : public Model {
   std::array<std::vector<nlohmann::json>, 3> splits_;  // train, dev, test
   blocks::Block root_;
   std::unique_ptr<blocks::Compiler> compiler_;
+  loom::Strategy strategy_ = loom::Strategy::kByDepth;
   Tape tape_;
   blocks::WovenBatch local_;  // a batch woven on the spot, kept while its result is used
   std::vector<std::unique_ptr<BlockModel>> members_;  // an ensemble's other models

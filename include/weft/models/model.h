@@ -55,6 +55,8 @@ class Model : public train::TrainableModel {
   virtual std::vector<nlohmann::json> predict(std::span<const nlohmann::json> examples) = 0;
   // The model's root block and a split's examples in its Input form, for measuring it.
   virtual const blocks::Block& root_block() const = 0;
+  // How this model's batches are scheduled (the loom_strategy option, or the model's choice).
+  virtual loom::Strategy loom_strategy() const { return loom::Strategy::kByDepth; }
   virtual std::span<const nlohmann::json> examples(train::Split split) const = 0;
   // Lines for the user about the data read (records skipped, overlaps removed), once.
   virtual std::vector<std::string> data_notes() const { return {}; }
@@ -62,12 +64,20 @@ class Model : public train::TrainableModel {
   virtual std::vector<std::string> split_notes(train::Split /*split*/) const { return {}; }
 };
 
-// Inference throughput (examples/s) of `root` over `examples` in batches of `batch_size`,
-// scheduled with `strategy`: by_depth is dynamic batching, none one call per node (the
-// unbatched baseline). Weaving is included; gradients are off. The first batch runs once
-// untimed before the timed pass (warm-up).
-double inference_rate(const blocks::Block& root, std::span<const nlohmann::json> examples,
-                      loom::Strategy strategy, std::size_t batch_size);
+struct InferenceRate {
+  double examples_per_second = 0;
+  // Over the timed batches: the schedule's batched calls, and the fewest any schedule of the
+  // same weaves could make (loom::min_batched_calls).
+  std::int64_t batched_calls = 0;
+  std::int64_t min_batched_calls = 0;
+};
+
+// Inference throughput of `root` over `examples` in batches of `batch_size`, scheduled with
+// `strategy`: by_depth is dynamic batching, none one call per node (the unbatched baseline).
+// Weaving is included; gradients are off. The first batch runs once untimed before the timed
+// pass (warm-up).
+InferenceRate inference_rate(const blocks::Block& root, std::span<const nlohmann::json> examples,
+                             loom::Strategy strategy, std::size_t batch_size);
 
 }  // namespace weft::models
 WEFT_API_END
