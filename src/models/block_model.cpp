@@ -1,6 +1,8 @@
 // The plumbing every block model shares (models/block_model.h).
 #include "weft/models/block_model.h"
 
+#include <algorithm>
+
 #include "weft/core/error.h"
 #include "weft/nn/mode.h"
 
@@ -45,6 +47,11 @@ BlockModel::~BlockModel() = default;
 
 std::size_t BlockModel::num_examples(train::Split split) const {
   return splits_[std::size_t(split)].size();
+}
+
+double BlockModel::example_cost(train::Split split, std::size_t id) const {
+  const blocks::WovenBatch woven = weave_ids(*compiler_, examples(split), std::span(&id, 1));
+  return double(std::max<std::size_t>(1, woven.weaver().num_calls()));
 }
 
 std::span<const nlohmann::json> BlockModel::examples(train::Split split) const {

@@ -13,6 +13,7 @@
 #include <numeric>
 #include <thread>
 
+#include "batch_shares.h"
 #include "progress.h"
 #include "tensor_match.h"
 #include "weft/backend/cpu.h"
@@ -217,6 +218,8 @@ struct Trainer::Run {
   std::unique_ptr<detail::Progress> progress;
   std::ofstream log;
   dist::Communicator& comm;  // the ranks training together (a single process by default)
+  // On several ranks: every training example's cost, by which each batch is shared out.
+  std::vector<double> costs;
 };
 
 Trainer::Trainer(TrainerOptions options) : options_(std::move(options)) { options_.validate(); }
@@ -227,7 +230,7 @@ TrainResult Trainer::fit(TrainableModel& model) {
   if (options_.threads > 0) set_num_threads(options_.threads);
   if (model.num_examples(Split::kTrain) == 0)
     fail("trainer", "model '", model.name(), "' has no training examples");
-  Run run{model, model.parameters(), Rng(options_.seed), {}, {}, {}, {}, communicator()};
+  Run run{model, model.parameters(), Rng(options_.seed), {}, {}, {}, {}, communicator(), {}};
   optimizer_ = make_optimizer(options_.optimizer, run.parameters);
   schedule_ = options_.schedule;
   if (schedule_.kind == ScheduleKind::kCosine && schedule_.total_steps == 0) {
@@ -279,10 +282,18 @@ EpochRecord Trainer::train_epoch(Run& run) {
   }
   dist::Communicator& comm = run.comm;
   const bool together = comm.size() > 1;
-  // Every global batch, and this rank's share of each.
+  // Every global batch, and this rank's share of each (of equal cost on every rank).
   const std::vector<IdSpan> global = batches_of(order, options_.batch_size);
+  std::vector<std::vector<std::size_t>> shares;
   std::vector<IdSpan> mine;
-  for (IdSpan batch : global) mine.push_back(shard_of(batch, comm.rank(), comm.size()));
+  if (together) {
+    shares.reserve(global.size());
+    for (IdSpan batch : global)
+      shares.push_back(detail::balanced_share(batch, run.costs, comm.rank(), comm.size()));
+    mine.assign(shares.begin(), shares.end());
+  } else {
+    mine = global;
+  }
   run.progress->start_epoch(record.epoch, std::int64_t(order.size()));
   const auto start = std::chrono::steady_clock::now();
   double loss_sum = 0;
@@ -464,6 +475,15 @@ void Trainer::start_together(Run& run) {
     }
     run.comm.broadcast(
         std::span<std::byte>(static_cast<std::byte*>(value.raw_data()), value.nbytes()), 0);
+  }
+  const std::size_t examples = run.model.num_examples(Split::kTrain);
+  run.costs.resize(examples);
+  for (std::size_t id = 0; id < examples; ++id) {
+    const double cost = run.model.example_cost(Split::kTrain, id);
+    if (!(cost > 0) || !std::isfinite(cost))
+      fail("trainer", "model '", run.model.name(), "' gives training example ", id, " the cost ",
+           cost, "; costs must be positive and finite");
+    run.costs[id] = cost;
   }
   if (!run.comm.is_root()) {
     const auto& s = run.state.rng;

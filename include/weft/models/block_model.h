@@ -29,6 +29,8 @@ class BlockModel : public Model {
   const OptionValues& options() const final { return options_; }
   std::vector<Parameter> parameters() final { return store_.parameters(); }
   std::size_t num_examples(train::Split split) const final;
+  // The loom calls of the example woven alone (its nodes): what a rank's share costs.
+  double example_cost(train::Split split, std::size_t id) const final;
   train::BatchFigures train_batch(const train::Batch& batch, Rng& rng) final;
   train::BatchFigures eval_batch(const train::Batch& batch) final;
   std::unique_ptr<train::PreparedBatch> prepare_batch(train::Split split,

@@ -87,6 +87,10 @@ class TrainableModel {
                                                        std::span<const std::size_t> /*ids*/) {
     return nullptr;
   }
+  // What training on one example costs, relative to the others (e.g. its number of nodes):
+  // a data-parallel run gives its ranks shares of each batch of equal total cost. Any positive
+  // number; the default, 1 for every example, balances the number of examples.
+  virtual double example_cost(Split /*split*/, std::size_t /*id*/) const { return 1.0; }
   // The split-level figures (RMSE, ROC-AUC) from the scores eval_batch returned for every
   // evaluated example of the split, sorted by example index: the same whatever the order,
   // grouping or sharding of the batches.
