@@ -343,13 +343,17 @@ struct RunOutcome {
   std::int64_t batched_calls = 0;
 };
 
-RunOutcome run_strategy(TestModel& m, const Weaver& w, const Tensor& batch, Strategy strategy) {
+// max_step_rows > 0: the strategy's steps split into batched calls of at most that many rows.
+RunOutcome run_strategy(TestModel& m, const Weaver& w, const Tensor& batch, Strategy strategy,
+                        std::uint32_t max_step_rows = 0) {
   for (Parameter p : m.parameters()) p.zero_grad();
   Tape tape;
   Executor executor(m.loom, tape);
   Var fed = tape.variable(batch);
   executor.feed(m.word, fed);
-  auto result = executor.run(w, strategy);
+  loom::Schedule schedule = loom::make_schedule(w, strategy);
+  loom::limit_step_rows(schedule, max_step_rows);
+  auto result = executor.run(w, schedule);
   Var h = result.outputs(m.hidden);
   Var loss = sum(h * tape.constant(random_tensor(h.shape(), 7)));
   RunOutcome outcome;
@@ -409,9 +413,13 @@ std::string first_mismatch(TestModel& m, const Dag& dag) {
                std::to_string(b[i]) + " unbatched";
     return std::string();
   };
-  for (Strategy s : {Strategy::kByDepth, Strategy::kAgenda}) {
-    const RunOutcome batched = run_strategy(m, all, batch, s);
-    const std::string where = "strategy " + std::string(loom::strategy_name(s)) + ", ";
+  // by_depth and agenda, and by_depth with its steps cut to at most 2 rows.
+  for (const auto& [s, max_rows] :
+       {std::pair{Strategy::kByDepth, 0u}, std::pair{Strategy::kAgenda, 0u},
+        std::pair{Strategy::kByDepth, 2u}}) {
+    const RunOutcome batched = run_strategy(m, all, batch, s, max_rows);
+    const std::string where = "strategy " + std::string(loom::strategy_name(s)) +
+                              (max_rows ? ", at most 2 rows a step" : "") + ", ";
     if (auto d = differs(batched.hidden_out, reference.hidden_out); !d.empty())
       return where + "hidden outputs, " + d;
     if (auto d = differs(batched.pair_out, reference.pair_out); !d.empty())
@@ -671,6 +679,34 @@ TEST(LoomSchedule, TheLowerBoundIsTheLongestChainOfEachOperation) {
   EXPECT_EQ(tree_bound[m.embed], 1);
   EXPECT_EQ(tree_bound[m.combine], 3);
   EXPECT_EQ(loom::make_schedule(tree, Strategy::kByDepth).steps.size(), 4u);
+}
+
+// limit_step_rows keeps the calls, their order and their levels, in steps of at most the limit.
+TEST(LoomSchedule, LimitingStepRowsSplitsStepsInOrder) {
+  TestModel m;
+  Weaver w(m.loom);
+  for (int leaves : {8, 5, 8}) w.add_output(weave_balanced(m, w, leaves));
+  const loom::Schedule whole = loom::make_schedule(w, Strategy::kByDepth);
+  for (const std::uint32_t limit : {1u, 3u, 7u, 100u}) {
+    loom::Schedule split = whole;
+    loom::limit_step_rows(split, limit);
+    EXPECT_EQ(split.calls, whole.calls);
+    std::size_t expected_steps = 0;
+    for (const auto& step : whole.steps) expected_steps += (step.size() + limit - 1) / limit;
+    EXPECT_EQ(split.steps.size(), expected_steps) << "limit " << limit;
+    std::uint32_t next = 0;
+    for (const auto& step : split.steps) {
+      EXPECT_LE(step.size(), limit);
+      EXPECT_GT(step.size(), 0u);
+      EXPECT_EQ(step.begin, next);  // consecutive, in order
+      next = step.end;
+      for (std::uint32_t call : split.step_calls(step)) EXPECT_EQ(w.calls()[call].op, step.op);
+    }
+    EXPECT_EQ(next, whole.calls.size());
+  }
+  loom::Schedule unlimited = whole;
+  loom::limit_step_rows(unlimited, 0);
+  EXPECT_EQ(unlimited.steps.size(), whole.steps.size());
 }
 
 TEST(LoomSchedule, StepsListCallsInIdOrder) {

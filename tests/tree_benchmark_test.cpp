@@ -98,6 +98,24 @@ TEST(TreeBenchmark, UnbatchedEqualsFullDynamic) {
   EXPECT_NEAR(losses[0], losses[1], 1e-5 * std::abs(losses[1]));
 }
 
+// Steps cut to at most 3 rows compute the same loss and gradient as whole levels.
+TEST(TreeBenchmark, LimitingStepRowsKeepsTheNumbers) {
+  const auto trees = treelstm::benchmark_batch(TreeType::kRandom, 16, 6, false, 9, 0);
+  treelstm::StepResult results[2];
+  const std::uint32_t limits[2] = {0, 3};
+  for (int k = 0; k < 2; ++k) {
+    Rng rng(4);
+    treelstm::IclrBenchmarkModel model(BenchmarkCell::kTreeLstm, 6, 16, rng);
+    treelstm::TreeBenchmarkRunner runner(model, true, 1e-5f, limits[k]);
+    results[k] = runner.step(BenchMode::kFullDynamic, trees, true);
+  }
+  EXPECT_NEAR(results[0].loss, results[1].loss, 1e-5 * std::abs(results[0].loss));
+  EXPECT_NEAR(results[0].grad_sq, results[1].grad_sq, 1e-4 * results[0].grad_sq);
+  EXPECT_GT(results[0].grad_sq, 0);
+  EXPECT_EQ(results[0].internal_nodes, results[1].internal_nodes);
+  for (const auto& [rows, calls] : results[1].level_rows) EXPECT_LE(rows, 3);
+}
+
 TEST(TreeBenchmark, ManualRejectsMixedShapes) {
   Rng rng(1);
   treelstm::IclrBenchmarkModel model(BenchmarkCell::kTreeLstm, 4, 8, rng);

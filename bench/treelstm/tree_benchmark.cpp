@@ -131,8 +131,8 @@ detail::ManualPlan::Gather make_gather(const std::vector<Ref>& children,
 }  // namespace
 
 TreeBenchmarkRunner::TreeBenchmarkRunner(const IclrBenchmarkModel& model, bool train,
-                                         float learning_rate)
-    : model_(&model), train_(train), learning_rate_(learning_rate) {
+                                         float learning_rate, std::uint32_t max_step_rows)
+    : model_(&model), train_(train), learning_rate_(learning_rate), max_step_rows_(max_step_rows) {
   // Plain SGD (no momentum, no decay): value -= lr * grad, the update the original times.
   if (train_) optimizer_ = train::make_optimizer(train::OptimizerSpec{}, model.parameters());
 }
@@ -209,8 +209,9 @@ StepResult TreeBenchmarkRunner::step_loom(BenchMode mode, std::span<const Binary
   const auto start = std::chrono::steady_clock::now();
   loom::Weaver weaver(model_->loom());
   for (const BinaryTree& tree : trees) weaver.add_output(model_->weave(weaver, tree));
-  const loom::Schedule schedule = loom::make_schedule(
+  loom::Schedule schedule = loom::make_schedule(
       weaver, mode == BenchMode::kUnbatched ? loom::Strategy::kNone : loom::Strategy::kByDepth);
+  loom::limit_step_rows(schedule, max_step_rows_);
   result.weave_s = seconds_since(start);
   const auto run_start = std::chrono::steady_clock::now();
   {

@@ -50,6 +50,9 @@ struct TreeBenchmarkOptions {
   // Seconds per GEMM shape when measuring the sgemm ceiling; 0 skips it (gemm_fraction NaN).
   double ceiling_seconds = 0.05;
   float learning_rate = 1e-5f;
+  // Loom modes: steps of more calls than this run as several batched calls of at most this
+  // many rows (loom::limit_step_rows), so a level's arrays stay in cache; 0: no limit.
+  std::uint32_t max_step_rows = 0;
 };
 
 // Timed batches per row: int(32 / B) * repeats below batch 32 (the original's rule), else
@@ -77,7 +80,8 @@ struct StepResult {
 // the last tree shape, which like the original's static graph is built outside the timing).
 class TreeBenchmarkRunner {
  public:
-  TreeBenchmarkRunner(const IclrBenchmarkModel& model, bool train, float learning_rate);
+  TreeBenchmarkRunner(const IclrBenchmarkModel& model, bool train, float learning_rate,
+                      std::uint32_t max_step_rows = 0);
   ~TreeBenchmarkRunner();
   TreeBenchmarkRunner(const TreeBenchmarkRunner&) = delete;
   TreeBenchmarkRunner& operator=(const TreeBenchmarkRunner&) = delete;
@@ -93,6 +97,7 @@ class TreeBenchmarkRunner {
   const IclrBenchmarkModel* model_;
   bool train_;
   float learning_rate_;
+  std::uint32_t max_step_rows_;
   std::unique_ptr<train::Optimizer> optimizer_;  // SGD, when training
   Tape tape_;
   std::unique_ptr<detail::ManualPlan> plan_;

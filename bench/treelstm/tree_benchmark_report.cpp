@@ -90,6 +90,7 @@ std::string tree_benchmark_json(std::span<const TreeBenchmarkRow> rows,
                     {"repeats", options.repeats},
                     {"seed", options.seed},
                     {"max_unbatched_trees", options.max_unbatched_trees},
+                    {"max_step_rows", options.max_step_rows},
                     {"learning_rate", options.learning_rate}};
   doc["rows"] = rows_json(rows);
   return doc.dump(2) + "\n";

@@ -90,7 +90,7 @@ TreeBenchmarkRow run_row(const RowContext& ctx, CeilingCache& ceilings) {
   const TreeBenchmarkOptions& o = ctx.options;
   Rng init(model_seed(o.seed, ctx.vector_size));
   IclrBenchmarkModel model(o.cell, ctx.vector_size, o.tree_size, init);
-  TreeBenchmarkRunner runner(model, o.train, o.learning_rate);
+  TreeBenchmarkRunner runner(model, o.train, o.learning_rate, o.max_step_rows);
   const bool same_shape = ctx.mode == BenchMode::kManual || ctx.mode == BenchMode::kDynamic;
   const int trees = ctx.mode == BenchMode::kUnbatched
                         ? std::min(ctx.batch_size, std::max(1, o.max_unbatched_trees))

@@ -125,6 +125,18 @@ Schedule make_schedule(const Weaver& weaver, Strategy strategy) {
   return schedule;
 }
 
+void limit_step_rows(Schedule& schedule, std::uint32_t max_rows) {
+  if (max_rows == 0) return;
+  std::vector<ScheduleStep> steps;
+  steps.reserve(schedule.steps.size());
+  for (const ScheduleStep& step : schedule.steps) {
+    for (std::uint32_t begin = step.begin; begin < step.end; begin += max_rows)
+      steps.push_back(
+          ScheduleStep{step.op, step.level, begin, std::min(step.end, begin + max_rows)});
+  }
+  schedule.steps = std::move(steps);
+}
+
 std::string schedule_text(const Weaver& weaver, const Schedule& schedule) {
   std::ostringstream out;
   const Loom& loom = weaver.loom();

@@ -56,6 +56,7 @@ treelstm::TreeBenchmarkOptions to_options(const BenchTreeOptions& o) {
   options.seed = o.seed;
   options.max_unbatched_trees = o.max_unbatched_trees;
   options.ceiling_seconds = o.ceiling_seconds;
+  options.max_step_rows = o.max_step_rows;
   return options;
 }
 
@@ -130,6 +131,11 @@ CLI::App* add_bench_treelstm(CLI::App& bench, BenchTreeOptions& o) {
                   "Seconds per GEMM shape for the sgemm ceiling (0: skip, gemm_fraction empty)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 60.0));
+  cmd->add_option("--max-step-rows", o.max_step_rows,
+                  "Loom modes: split steps of more calls into batched calls of at most this many "
+                  "rows, keeping a level's arrays in cache (0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::Range(0u, 1u << 30));
   cmd->add_option("--format", o.format, "table, csv or json")
       ->capture_default_str()
       ->check(CLI::IsMember({"table", "csv", "json"}));

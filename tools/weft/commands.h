@@ -58,6 +58,7 @@ struct BenchTreeOptions {
   std::uint64_t seed = 1;
   int max_unbatched_trees = 32;
   double ceiling_seconds = 0.05;
+  std::uint32_t max_step_rows = 0;
   std::string format = "table";
   std::string out_file;                // empty: stdout
   std::string plot_file;               // empty: no SVG

@@ -45,6 +45,9 @@ struct Schedule {
 };
 
 Schedule make_schedule(const Weaver& weaver, Strategy strategy);
+// Splits every step of more than max_rows calls into steps of at most max_rows (0: none), in
+// order: the same calls and levels in more, smaller batched calls.
+void limit_step_rows(Schedule& schedule, std::uint32_t max_rows);
 
 // The fewest batched calls of each operation (indexed by OpId) that any schedule of this weave
 // can make: the longest chain of that operation's calls along one dependency path, since a
