@@ -259,7 +259,8 @@ void expect_near_json(const json& a, const json& b, const std::string& where);
 
 // loom_strategy auto is the model's choice (agenda where by_depth runs operations at every
 // depth they occur at: attention, langid, molecules); by_depth and agenda can be forced, and
-// both schedules give the same predictions; another value is refused with the choices.
+// both schedules, and steps cut to 2 rows (max_step_rows), give the same predictions; another
+// strategy is refused with the choices.
 TEST_F(SavedModels, EveryBuiltInModelSchedulesByItsChoiceOrTheOption) {
   const std::map<std::string, loom::Strategy> choice = {{"calculator", loom::Strategy::kByDepth},
                                                         {"sentiment", loom::Strategy::kByDepth},
@@ -276,11 +277,17 @@ TEST_F(SavedModels, EveryBuiltInModelSchedulesByItsChoiceOrTheOption) {
     for (const std::string& line : infer_lines(name))
       examples.push_back(by_choice->parse_example(line, "t:1"));
     const std::vector<json> reference = by_choice->predict(examples);
-    for (const char* forced : {"by_depth", "agenda"}) {
+    for (const char* forced : {"by_depth", "agenda", "steps of 2 rows"}) {
       OptionValues o = *options;
-      o.update({{"loom_strategy", forced}}, "test");
+      const bool cut = std::string(forced) == "steps of 2 rows";
+      if (cut)
+        o.update({{"max_step_rows", 2}}, "test");
+      else
+        o.update({{"loom_strategy", forced}}, "test");
       std::unique_ptr<Model> model = create_model(o);
-      EXPECT_EQ(loom::strategy_name(model->loom_strategy()), forced);
+      if (!cut) {
+        EXPECT_EQ(loom::strategy_name(model->loom_strategy()), forced);
+      }
       const std::vector<json> predictions = model->predict(examples);
       ASSERT_EQ(predictions.size(), reference.size());
       for (std::size_t i = 0; i < reference.size(); ++i)

@@ -68,6 +68,7 @@ void BlockModel::compile(blocks::Block root, loom::Strategy preferred) {
   const std::string& strategy = options_.text("loom_strategy");
   strategy_ = strategy == "auto" ? preferred : loom::parse_strategy(strategy);
   compiler_options.strategy = strategy_;
+  compiler_options.max_step_rows = std::uint32_t(options_.integer("max_step_rows"));
   compiler_options.threads = int(options_.integer("weave_threads"));
   compiler_options.device = store_.device();
   compiler_ = std::make_unique<blocks::Compiler>(root_, compiler_options);

@@ -23,6 +23,9 @@ namespace weft::blocks {
 struct CompilerOptions {
   int max_depth = 0;  // 0: unlimited
   loom::Strategy strategy = loom::Strategy::kByDepth;
+  // Steps of more calls than this run as several batched calls of at most this many rows
+  // (loom::limit_step_rows), so a level's arrays stay in cache; 0: no limit.
+  std::uint32_t max_step_rows = 0;
   int threads = 0;                        // weaving threads; 0: hardware concurrency
   std::size_t examples_per_thread = 256;  // below this a batch is woven on one thread
   // Where batches run: the loom executor's device. The weave's constants are copied there;
