@@ -356,14 +356,8 @@ BatchResult Compiler::run(const WovenBatch& batch, Tape& tape) const {
   result.batch_ = &batch;
   result.compiled_ = compiled_.get();
   loom::Executor executor(compiled_->loom, tape, options_.device);
-  if (options_.max_step_rows == 0) {
-    result.loom_ =
-        std::make_unique<loom::LoomResult>(executor.run(batch.weaver(), options_.strategy));
-  } else {
-    loom::Schedule schedule = loom::make_schedule(batch.weaver(), options_.strategy);
-    loom::limit_step_rows(schedule, options_.max_step_rows);
-    result.loom_ = std::make_unique<loom::LoomResult>(executor.run(batch.weaver(), schedule));
-  }
+  result.loom_ = std::make_unique<loom::LoomResult>(
+      executor.run(batch.weaver(), options_.strategy, options_.max_step_rows));
   for (const auto& values : batch.records_->outputs)
     result.outputs_.push_back(values.empty() ? Var() : result.loom_->gather(values));
   return result;

@@ -73,9 +73,10 @@ void Executor::feed(TypeId type, Var batch) {
   fed_[type] = batch;
 }
 
-LoomResult Executor::run(const Weaver& weaver, Strategy strategy) {
+LoomResult Executor::run(const Weaver& weaver, Strategy strategy, std::uint32_t max_step_rows) {
   auto start = std::chrono::steady_clock::now();
   Schedule schedule = make_schedule(weaver, strategy);
+  limit_step_rows(schedule, max_step_rows);
   double schedule_seconds = seconds_since(start);
   LoomResult result = run(weaver, schedule);
   result.stats_.schedule_seconds = schedule_seconds;
@@ -239,12 +240,21 @@ LoomResult Executor::run(const Weaver& weaver, const Schedule& schedule) {
   stats.batched_calls = std::int64_t(schedule.steps.size());
   stats.nodes = std::int64_t(weaver.num_calls());
   stats.execute_seconds = seconds_since(start);
-  const std::vector<std::int64_t> bound = min_batched_calls(weaver);  // not counted as running
-  for (OpId op = 0; op < loom_->num_operations(); ++op) {
-    stats.operations[op].min_batched_calls = bound[op];
-    stats.min_batched_calls += bound[op];
-  }
   return result;
+}
+
+const RunStats& LoomResult::stats() const {
+  // The lower bound is a pass over the whole weave: computed when the statistics are read,
+  // not on every run.
+  if (!bound_filled_ && weaver_ != nullptr) {
+    const std::vector<std::int64_t> bound = min_batched_calls(*weaver_);
+    for (std::size_t op = 0; op < bound.size(); ++op) {
+      stats_.operations[op].min_batched_calls = bound[op];
+      stats_.min_batched_calls += bound[op];
+    }
+    bound_filled_ = true;
+  }
+  return stats_;
 }
 
 Var LoomResult::gather(std::span<const Value> values) const {

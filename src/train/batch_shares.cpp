@@ -12,14 +12,12 @@ std::vector<std::size_t> balanced_share(std::span<const std::size_t> ids,
                                         std::span<const double> costs, int rank, int ranks) {
   if (ranks < 1 || rank < 0 || rank >= ranks)
     fail("trainer", "rank ", rank, " of ", ranks, " ranks has no share of a batch");
-  std::vector<std::size_t> order(ids.size());  // positions in ids, costliest first
-  std::iota(order.begin(), order.end(), std::size_t(0));
-  const auto cost = [&](std::size_t position) {
-    const std::size_t id = ids[position];
+  for (const std::size_t id : ids)
     if (id >= costs.size())
       fail("trainer", "example ", id, " has no cost (", costs.size(), " costs given)");
-    return costs[id];
-  };
+  const auto cost = [&](std::size_t position) { return costs[ids[position]]; };
+  std::vector<std::size_t> order(ids.size());  // positions in ids, costliest first
+  std::iota(order.begin(), order.end(), std::size_t(0));
   std::stable_sort(order.begin(), order.end(),
                    [&](std::size_t a, std::size_t b) { return cost(a) > cost(b); });
   std::vector<double> load(std::size_t(ranks), 0.0);

@@ -57,7 +57,10 @@ class Executor {
   void feed(TypeId type, Var batch);
   // Schedules and runs; record further ops (a loss) on the same tape, then backward(). The
   // weaver must outlive the result.
-  LoomResult run(const Weaver& weaver, Strategy strategy = Strategy::kByDepth);
+  // max_step_rows > 0 cuts larger steps into batched calls of at most that many rows
+  // (limit_step_rows).
+  LoomResult run(const Weaver& weaver, Strategy strategy = Strategy::kByDepth,
+                 std::uint32_t max_step_rows = 0);
   LoomResult run(const Weaver& weaver, const Schedule& schedule);
 
  private:
@@ -75,7 +78,8 @@ class LoomResult {
   Var outputs(TypeId type) const;
   // Any values of the weave gathered into one [n, ...shape] Var (all of one type).
   Var gather(std::span<const Value> values) const;
-  const RunStats& stats() const { return stats_; }
+  // The run's statistics; the schedule's lower bound in them is computed on the first call.
+  const RunStats& stats() const;
   // The schedule that ran (for schedule_text / schedule_dot).
   const Schedule& schedule() const { return schedule_; }
 
@@ -85,7 +89,8 @@ class LoomResult {
   std::vector<Var> chunks_;
   std::vector<ValueLocation> locations_;  // per value
   Schedule schedule_;
-  RunStats stats_;
+  mutable RunStats stats_;
+  mutable bool bound_filled_ = false;  // stats_'s lower bound
 };
 
 }  // namespace weft::loom
