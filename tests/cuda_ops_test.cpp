@@ -237,6 +237,19 @@ void add_loss_and_cell_cases(std::vector<CudaCase>& cases) {
                    {},
                    [](auto& v, auto&) { return lstm_cell_state(v[0], v[1]); }});
   cases.push_back({"lstm_cell_state",
+                   "two children, output gate after, recurrent dropout",
+                   {random_tensor({33, 5 * 16}, 90, -2, 2), random_tensor({33, 2 * 16}, 91)},
+                   {},
+                   [](auto& v, auto&) {
+                     Rng rng(98);
+                     return lstm_cell_state(v[0], v[1], 16, 0.3f, &rng);
+                   }});
+  cases.push_back({"lstm_hidden",
+                   "output gate at column 64",
+                   {random_tensor({33, 5 * 16}, 92, -2, 2), random_tensor({33, 16}, 93, -2, 2)},
+                   {},
+                   [](auto& v, auto&) { return lstm_hidden(v[0], 64, v[1]); }});
+  cases.push_back({"lstm_cell_state",
                    "one child",
                    {random_tensor({7, 3 * 5}, 88, -2, 2), random_tensor({7, 5}, 89)},
                    {},

@@ -295,8 +295,15 @@ parameters; clear() drops every node (Vars from before become invalid).)doc")
       "embedding_lookup",
       [](Var table, py::handle ids) { return embedding_lookup(table, index_tensor(ids)); },
       py::arg("table"), py::arg("ids"), "y[i] = table[ids[i]]");
-  m.def("lstm_cell_state", &lstm_cell_state, py::arg("gates"), py::arg("children"),
-        "c = sum_k sigmoid(f_k) * x_k + sigmoid(i) * tanh(g)");
+  m.def("lstm_cell_state", py::overload_cast<Var, Var>(&lstm_cell_state), py::arg("gates"),
+        py::arg("children"), "c = sum_k sigmoid(f_k) * x_k + sigmoid(i) * tanh(g)");
+  m.def("lstm_cell_state", py::overload_cast<Var, Var, std::int64_t, float, Rng*>(&lstm_cell_state),
+        py::arg("gates"), py::arg("children"), py::arg("hidden"),
+        py::arg("candidate_drop_prob") = 0.0f, py::arg("rng") = nullptr,
+        "c = sum_k sigmoid(f_k) * x_k + sigmoid(i) * dropout(tanh(g)), from the first (K+2)N "
+        "columns of gates");
+  m.def("lstm_hidden", &lstm_hidden, py::arg("gates"), py::arg("offset"), py::arg("c"),
+        "h = sigmoid(gates[:, offset : offset + N]) * tanh(c)");
 }
 
 }  // namespace weft::python

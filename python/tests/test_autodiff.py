@@ -53,6 +53,13 @@ def test_gradients_match_finite_differences():
     check_grad(lambda a: weft.mean(weft.softmax_cross_entropy(a, [0, 2, 1])), (3, 4))
     check_grad(lambda a, b: weft.sum(a / (weft.exp(b) + 1.0)), (2, 3), (2, 3))
     check_grad(lambda g, c: weft.sum(weft.lstm_cell_state(g, c)), (2, 16), (2, 8))
+    # A tree cell's gates [f_1 f_2 | i | g | o]: the state from the first 16 columns in place
+    # (hidden 4), the output from the last 4.
+    check_grad(
+        lambda g, c: weft.sum(weft.lstm_hidden(g, 16, weft.lstm_cell_state(g, c, hidden=4))),
+        (2, 20),
+        (2, 8),
+    )
     check_grad(lambda a: weft.l2_loss(weft.segment_mean(a, [0, 1, 1, 0], 2)), (4, 3))
     check_grad(lambda a: weft.sum(weft.concat(weft.split(a, 2)[::-1]) * a), (2, 6))
 

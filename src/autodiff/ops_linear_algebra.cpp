@@ -126,9 +126,12 @@ Var linear(Var x, Var weight, Var bias) {
   if (!bias_ok)
     fail("linear", "bias ", vb.shape(), " does not match weight ", vw.shape(), ": expected [",
          out_features, "] or [1, ", out_features, "]");
-  Tensor y = Tensor::empty(Shape{vx.shape()[0], out_features}, DType::kFloat32, vx.device());
-  gemm(vx, false, vw, false, 1.0f, 0.0f, y);
-  backend::binary(backend::BinaryOp::kAdd, y, vb, y);
+  // The bias rows first, then the product added onto them: one pass over y fewer than a
+  // product followed by a bias add (a product with beta 0 clears y itself).
+  const std::int64_t rows = vx.shape()[0];
+  Tensor y = Tensor::empty(Shape{rows, out_features}, DType::kFloat32, vx.device());
+  backend::copy_blocks(vb, 0, 0, y, 0, out_features, rows, out_features, false);
+  gemm(vx, false, vw, false, 1.0f, 1.0f, y);
   return x.tape().record(std::move(y), {x, weight, bias}, linear_backward);
 }
 

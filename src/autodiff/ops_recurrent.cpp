@@ -1,6 +1,7 @@
-// Fused recurrent-cell ops. lstm_cell_state is the cell-state update shared by the LSTM
-// (one child: the previous state) and the N-ary Tree-LSTM (K children), without the output
-// gate, which callers apply themselves where their model has one.
+// Fused recurrent-cell ops. lstm_cell_state is the cell-state update shared by the LSTM (one
+// child: the previous state) and the N-ary Tree-LSTM (K children), with recurrent dropout on
+// the candidate; lstm_hidden is the output h = sigmoid(o) * tanh(c). Both read their gates in
+// place from the cell's one pre-activation matrix, so a cell makes no slices of it.
 #include "../backend/kernels.h"
 #include "op_checks.h"
 #include "weft/autodiff/ops.h"
@@ -8,11 +9,30 @@
 namespace weft {
 namespace {
 
+// saved[0]: the candidate's dropout mask, undefined without dropout.
 void lstm_cell_state_backward(Tape& tape, std::uint32_t id) {
   const TapeNode& node = tape.node(id);
   const std::uint32_t gates = tape.input(id, 0), children = tape.input(id, 1);
-  backend::lstm_cell_state_backward(tape.node(gates).value, tape.node(children).value, node.grad,
-                                    tape.grad_of(gates), tape.grad_of(children));
+  const Tensor* mask = node.saved[0].defined() ? &node.saved[0] : nullptr;
+  backend::lstm_cell_state_backward(tape.node(gates).value, tape.node(children).value, mask,
+                                    node.grad, tape.grad_of(gates), tape.grad_of(children));
+}
+
+// int_attrs[0]: the output gate's first column.
+void lstm_hidden_backward(Tape& tape, std::uint32_t id) {
+  const TapeNode& node = tape.node(id);
+  const std::uint32_t gates = tape.input(id, 0), c = tape.input(id, 1);
+  backend::lstm_hidden_backward(tape.node(gates).value, node.int_attrs[0], tape.node(c).value,
+                                node.grad, tape.grad_of(gates), tape.grad_of(c));
+}
+
+void check_cell_inputs(const char* op, const Tensor& gates, const Tensor& other,
+                       const char* other_name) {
+  detail::require_float(op, "gates", gates);
+  detail::require_float(op, other_name, other);
+  detail::require_rank(op, "gates", gates, 2);
+  detail::require_rank(op, other_name, other, 2);
+  detail::require_same_device(op, gates, other);
 }
 
 }  // namespace
@@ -21,19 +41,63 @@ void lstm_cell_state_backward(Tape& tape, std::uint32_t id) {
 Var lstm_cell_state(Var gates, Var children) {
   const Tensor& vg = gates.value();
   const Tensor& vx = children.value();
-  detail::require_float("lstm_cell_state", "gates", vg);
-  detail::require_float("lstm_cell_state", "children", vx);
-  detail::require_rank("lstm_cell_state", "gates", vg, 2);
-  detail::require_rank("lstm_cell_state", "children", vx, 2);
-  detail::require_same_device("lstm_cell_state", vg, vx);
+  check_cell_inputs("lstm_cell_state", vg, vx, "children");
   const std::int64_t gw = vg.shape()[1], xw = vx.shape()[1];
   const std::int64_t n = (gw - xw) / 2;
   if (vg.shape()[0] != vx.shape()[0] || gw <= xw || (gw - xw) % 2 != 0 || n == 0 || xw % n != 0)
     fail("lstm_cell_state", "gates ", vg.describe(), " do not fit children ", vx.describe(),
          ": expected gates [B, (K+2)N] for children [B, KN] (K forget gates, input, candidate)");
-  Tensor c = Tensor::empty(Shape{vg.shape()[0], n}, DType::kFloat32, vg.device());
-  backend::lstm_cell_state(vg, vx, c);
-  return gates.tape().record(std::move(c), {gates, children}, lstm_cell_state_backward);
+  return lstm_cell_state(gates, children, n);
+}
+
+// c = sum_k sigmoid(f_k) * x_k + sigmoid(i) * dropout(tanh(g)), gates' first (K+2)N columns
+Var lstm_cell_state(Var gates, Var children, std::int64_t hidden, float candidate_drop_prob,
+                    Rng* rng) {
+  const Tensor& vg = gates.value();
+  const Tensor& vx = children.value();
+  check_cell_inputs("lstm_cell_state", vg, vx, "children");
+  const std::int64_t gw = vg.shape()[1], xw = vx.shape()[1];
+  if (hidden <= 0 || vg.shape()[0] != vx.shape()[0] || xw == 0 || xw % hidden != 0 ||
+      gw < xw + 2 * hidden)
+    fail("lstm_cell_state", "gates ", vg.describe(), " do not fit children ", vx.describe(),
+         " with hidden size ", hidden,
+         ": expected gates [B, W >= (K+2)N] starting with K forget gates, input and candidate, "
+         "for children [B, KN]");
+  if (!(candidate_drop_prob >= 0.0f && candidate_drop_prob < 1.0f))  // also rejects NaN
+    fail("lstm_cell_state", "candidate_drop_prob ", candidate_drop_prob,
+         " is outside [0, 1): it is the probability of zeroing an element of tanh(g)");
+  if (candidate_drop_prob > 0.0f && rng == nullptr)
+    fail("lstm_cell_state", "candidate_drop_prob ", candidate_drop_prob,
+         " needs an Rng for the dropout mask; pass one, or 0 for no dropout");
+  const Shape state{vg.shape()[0], hidden};
+  Tensor mask;
+  if (candidate_drop_prob > 0.0f) {
+    // Drawn as dropout(tanh(g), p, rng) draws its mask: the same seed gives the same mask.
+    mask = Tensor::empty(state, DType::kFloat32, vg.device());
+    backend::dropout_mask(1.0f - candidate_drop_prob, rng->next_u64(), mask);
+  }
+  Tensor c = Tensor::empty(state, DType::kFloat32, vg.device());
+  backend::lstm_cell_state(vg, vx, mask.defined() ? &mask : nullptr, c);
+  Var out = gates.tape().record(std::move(c), {gates, children}, lstm_cell_state_backward);
+  TapeNode& node = out.tape().node(out.id());
+  if (node.backward != nullptr) node.saved[0] = std::move(mask);
+  return out;
+}
+
+// h = sigmoid(gates[:, offset : offset + N]) * tanh(c)
+Var lstm_hidden(Var gates, std::int64_t offset, Var c) {
+  const Tensor& vg = gates.value();
+  const Tensor& vc = c.value();
+  check_cell_inputs("lstm_hidden", vg, vc, "c");
+  const std::int64_t n = vc.shape()[1];
+  if (vg.shape()[0] != vc.shape()[0] || offset < 0 || offset + n > vg.shape()[1])
+    fail("lstm_hidden", "gates ", vg.describe(), " have no output gate at columns [", offset, ", ",
+         offset + n, ") for c ", vc.describe(), ": expected gates [B, W >= offset + N]");
+  Tensor h = Tensor::empty(vc.shape(), DType::kFloat32, vc.device());
+  backend::lstm_hidden(vg, offset, vc, h);
+  Var out = gates.tape().record(std::move(h), {gates, c}, lstm_hidden_backward);
+  out.tape().node(out.id()).int_attrs[0] = offset;
+  return out;
 }
 
 }  // namespace weft

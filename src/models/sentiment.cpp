@@ -129,8 +129,9 @@ Block SentimentModel::make_blocks() {
   Block leaf = blocks::GetItem("id") >> blocks::Scalar(DType::kInt32) >>
                Function("leaf", {Type::scalar(DType::kInt32)}, [m](std::span<const Var> in) {
                  Var x = nn::mode_dropout((*m->embedding)(in[0]), m->input_dropout);
-                 auto [c, o] = split<2>(linear(x, m->leaf_weight, m->leaf_bias));
-                 return std::vector<Var>{sigmoid(o) * tanh(c), c};
+                 Var co = linear(x, m->leaf_weight, m->leaf_bias);  // [c | o]
+                 Var c = slice(co, 1, 0, m->hidden);
+                 return std::vector<Var>{lstm_hidden(co, m->hidden, c), c};
                });
   Block pair = blocks::GetItem("children") >> blocks::Record(std::vector<Block>{tree(), tree()}) >>
                Function("composer", {state, state}, [m](std::span<const Var> in) {

@@ -101,15 +101,9 @@ Initializer gate_bias(std::int64_t start, std::int64_t length, float value) {
 
 Initializer cell_weight_init(const Initializer& init) { return init ? init : glorot_uniform(); }
 
-Var cell_state(Var gates, Var children, std::int64_t arity, std::int64_t hidden,
-               float recurrent_dropout) {
-  if (!is_training() || recurrent_dropout == 0.0f) return lstm_cell_state(gates, children);
-  Var i = slice(gates, 1, arity * hidden, hidden);
-  Var g = slice(gates, 1, (arity + 1) * hidden, hidden);
-  Var c = sigmoid(i) * mode_dropout(tanh(g), recurrent_dropout);
-  for (std::int64_t k = 0; k < arity; ++k)
-    c = c + sigmoid(slice(gates, 1, k * hidden, hidden)) * slice(children, 1, k * hidden, hidden);
-  return c;
+Var cell_state(Var gates, Var children, std::int64_t hidden, float recurrent_dropout) {
+  if (!is_training() || recurrent_dropout == 0.0f) return lstm_cell_state(gates, children, hidden);
+  return lstm_cell_state(gates, children, hidden, recurrent_dropout, &dropout_rng());
 }
 
 }  // namespace weft::nn::detail

@@ -53,10 +53,10 @@ Initializer gate_bias(std::int64_t start, std::int64_t length, float value);
 // The default weight initializer of the cells: `init` if set, else glorot_uniform().
 Initializer cell_weight_init(const Initializer& init);
 
-// The LSTM-family cell state from gates [B, (K+2)N] = [f_1..f_K | i | g] and the K children's
-// states [B, KN]: sum_k sigmoid(f_k) c_k + sigmoid(i) tanh(g). The fused lstm_cell_state op,
-// unless recurrent dropout is active (training, drop > 0): then tanh(g) is dropped, unfused.
-Var cell_state(Var gates, Var children, std::int64_t arity, std::int64_t hidden,
-               float recurrent_dropout);
+// The LSTM-family cell state from gates [B, W] starting with [f_1..f_K | i | g] (an output
+// gate may follow) and the K children's states [B, KN]: sum_k sigmoid(f_k) c_k + sigmoid(i)
+// tanh(g), tanh(g) dropped with probability recurrent_dropout while training (the fused
+// lstm_cell_state op either way).
+Var cell_state(Var gates, Var children, std::int64_t hidden, float recurrent_dropout);
 
 }  // namespace weft::nn::detail

@@ -1,5 +1,5 @@
 // LSTMCell and GRUCell: one linear over [x | h] for the gates (one GEMM per batched step);
-// the LSTM's cell state through the fused lstm_cell_state op.
+// the LSTM's cell state and output through the fused lstm_cell_state and lstm_hidden ops.
 #include "layer_util.h"
 #include "weft/autodiff/ops.h"
 #include "weft/core/error.h"
@@ -28,10 +28,8 @@ std::pair<Var, Var> LSTMCell::operator()(Var x, Var h, Var c) const {
   Var xh = detail::checked_gate_input(where, x, input_size_, h_state, c_state, hidden_);
   Tape& tape = h.tape();
   Var gates = linear(xh, tape.parameter(weight_), tape.parameter(bias_));
-  Var c_new = detail::cell_state(slice(gates, 1, 0, 3 * hidden_), c, 1, hidden_,
-                                 options_.recurrent_dropout);
-  Var o = slice(gates, 1, 3 * hidden_, hidden_);
-  return {sigmoid(o) * tanh(c_new), c_new};
+  Var c_new = detail::cell_state(gates, c, hidden_, options_.recurrent_dropout);
+  return {lstm_hidden(gates, 3 * hidden_, c_new), c_new};
 }
 
 GRUCell::GRUCell(ParameterStore& store, const std::string& name, std::int64_t input_size,

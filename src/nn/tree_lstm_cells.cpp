@@ -1,5 +1,5 @@
 // The Tree-LSTM cells of Tai et al. 2015: N-ary (one linear over [x | h_1..h_K] to
-// [f_1..f_K | i | u | o], cell state by the fused op) and Child-Sum (a per-child forget
+// [f_1..f_K | i | u | o], cell state and output by the fused ops) and Child-Sum (a per-child forget
 // piece and a node piece, so blocks can batch children with Map and Sum).
 #include "layer_util.h"
 #include "weft/autodiff/ops.h"
@@ -40,10 +40,8 @@ std::pair<Var, Var> NaryTreeLSTMCell::operator()(Var x, std::span<const Var> chi
   Tape& tape = child_h[0].tape();
   const std::int64_t k = arity_;
   Var gates = linear(xh, tape.parameter(weight_), tape.parameter(bias_));
-  Var c = detail::cell_state(slice(gates, 1, 0, (k + 2) * hidden_), children, k, hidden_,
-                             options_.recurrent_dropout);
-  Var o = slice(gates, 1, (k + 2) * hidden_, hidden_);
-  return {sigmoid(o) * tanh(c), c};
+  Var c = detail::cell_state(gates, children, hidden_, options_.recurrent_dropout);
+  return {lstm_hidden(gates, (k + 2) * hidden_, c), c};
 }
 
 ChildSumTreeLSTMCell::ChildSumTreeLSTMCell(ParameterStore& store, const std::string& name,
@@ -77,9 +75,10 @@ std::pair<Var, Var> ChildSumTreeLSTMCell::node(Var x, Var h_sum, Var fc_sum) con
   const detail::NamedVar h_state[] = {{"h_sum", h_sum}}, fc_state[] = {{"fc_sum", fc_sum}};
   Var xh = detail::checked_gate_input(where, x, input_size_, h_state, fc_state, hidden_);
   Tape& tape = h_sum.tape();
-  auto [i, u, o] = split<3>(linear(xh, tape.parameter(iou_weight_), tape.parameter(iou_bias_)));
+  Var iou = linear(xh, tape.parameter(iou_weight_), tape.parameter(iou_bias_));
+  Var i = slice(iou, 1, 0, hidden_), u = slice(iou, 1, hidden_, hidden_);
   Var c = sigmoid(i) * mode_dropout(tanh(u), options_.recurrent_dropout) + fc_sum;
-  return {sigmoid(o) * tanh(c), c};
+  return {lstm_hidden(iou, 2 * hidden_, c), c};
 }
 
 }  // namespace weft::nn

@@ -130,6 +130,16 @@ Var dropout(Var x, float drop_prob, Rng& rng, bool training = true);
 // children [B, KN] = [x_1..x_K] (the previous cell state, or a tree node's K children's);
 // c = sum_k sigmoid(f_k) * x_k + sigmoid(i) * tanh(g), [B, N].
 Var lstm_cell_state(Var gates, Var children);
+// The same with the hidden size N given, read from the first (K+2)N columns of gates [B, W]
+// (W may be wider: an LSTM's output gate after them is left to lstm_hidden), and with
+// recurrent dropout on the candidate (Semeniuta et al. 2016): c = sum_k sigmoid(f_k) * x_k +
+// sigmoid(i) * dropout(tanh(g)), the mask drawn from rng as dropout(tanh(g), p, *rng) draws
+// it. candidate_drop_prob 0 is no dropout (rng may then be null).
+Var lstm_cell_state(Var gates, Var children, std::int64_t hidden, float candidate_drop_prob = 0.0f,
+                    Rng* rng = nullptr);
+// The LSTM output, fused: h = sigmoid(o) * tanh(c), o = gates[:, offset : offset + N] read in
+// place, c [B, N].
+Var lstm_hidden(Var gates, std::int64_t offset, Var c);
 
 template <int N>
 std::array<Var, N> split(Var x, int axis) {

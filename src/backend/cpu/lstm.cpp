@@ -1,10 +1,10 @@
-// CPU kernels of the fused LSTM cell state (kernels.def: lstm_cell_state). One pass per row
-// computes every gate's activation, so a Tree-LSTM node keeps only its gates and children
-// for backward instead of a dozen elementwise intermediates. The activations go through
-// Eigen's vectorized logistic and tanh (scalar std::exp / std::tanh cost ~40 % of a training
-// step at N = 128: BENCHMARKS.md, the ICLR benchmark).
-// GCC 12 reports false (maybe-)uninitialized warnings inside its own AVX-512 intrinsics when
-// Eigen's packet math is inlined (as in elementwise.cpp); they concern the compiler's header.
+// CPU kernels of the fused LSTM cell (kernels.def: lstm_cell_state, lstm_hidden). One pass per
+// row computes every gate's activation, so a Tree-LSTM node keeps only its gates, children and
+// dropout mask for backward instead of a dozen elementwise intermediates. The activations go
+// through Eigen's vectorized logistic and tanh (scalar std::exp / std::tanh cost ~40 % of a
+// training step at N = 128: BENCHMARKS.md, the ICLR benchmark). GCC 12 reports false
+// (maybe-)uninitialized warnings inside its own AVX-512 intrinsics when Eigen's packet math is
+// inlined (as in elementwise.cpp); they concern the compiler's header.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #include <Eigen/Core>
@@ -18,58 +18,104 @@ namespace {
 using ArrayMap = Eigen::Map<Eigen::ArrayXf>;
 using ConstArrayMap = Eigen::Map<const Eigen::ArrayXf>;
 
+// rows, hidden size n, children k, and the gates' row stride (at least (k + 2) n).
 struct CellShape {
-  std::int64_t rows, n, k;
+  std::int64_t rows, n, k, stride;
 };
 
-CellShape cell_shape(const Tensor& gates, const Tensor& children) {
-  const std::int64_t n = (gates.row_size() - children.row_size()) / 2;
+CellShape cell_shape(const Tensor& gates, const Tensor& children, std::int64_t n) {
   WEFT_ASSERT(n > 0 && children.row_size() % n == 0 && gates.rows() == children.rows());
-  return {gates.rows(), n, children.row_size() / n};
+  const std::int64_t k = children.row_size() / n;
+  WEFT_ASSERT(gates.row_size() >= (k + 2) * n);
+  return {gates.rows(), n, k, gates.row_size()};
 }
 
 }  // namespace
 
-void lstm_cell_state(const Tensor& gates, const Tensor& children, Tensor& c) {
-  const auto [rows, n, k] = cell_shape(gates, children);
+void lstm_cell_state(const Tensor& gates, const Tensor& children, const Tensor* candidate_mask,
+                     Tensor& c) {
+  const auto [rows, n, k, stride] = cell_shape(gates, children, c.row_size());
   const float* g = gates.data<float>();
   const float* x = children.data<float>();
+  const float* m = candidate_mask ? candidate_mask->data<float>() : nullptr;
   float* out = c.data<float>();
   for (std::int64_t r = 0; r < rows; ++r) {
-    const float* gr = g + r * (k + 2) * n;
+    const float* gr = g + r * stride;
     const float* xr = x + r * k * n;
     ArrayMap cr(out + r * n, n);
-    cr = ConstArrayMap(gr + k * n, n).logistic() * ConstArrayMap(gr + (k + 1) * n, n).tanh();
+    if (m)
+      cr = ConstArrayMap(gr + k * n, n).logistic() *
+           (ConstArrayMap(gr + (k + 1) * n, n).tanh() * ConstArrayMap(m + r * n, n));
+    else
+      cr = ConstArrayMap(gr + k * n, n).logistic() * ConstArrayMap(gr + (k + 1) * n, n).tanh();
     for (std::int64_t child = 0; child < k; ++child)
       cr += ConstArrayMap(gr + child * n, n).logistic() * ConstArrayMap(xr + child * n, n);
   }
 }
 
-void lstm_cell_state_backward(const Tensor& gates, const Tensor& children, const Tensor& dc,
-                              Tensor* dgates, Tensor* dchildren) {
-  const auto [rows, n, k] = cell_shape(gates, children);
+void lstm_cell_state_backward(const Tensor& gates, const Tensor& children,
+                              const Tensor* candidate_mask, const Tensor& dc, Tensor* dgates,
+                              Tensor* dchildren) {
+  const auto [rows, n, k, stride] = cell_shape(gates, children, dc.row_size());
   const float* g = gates.data<float>();
   const float* x = children.data<float>();
+  const float* m = candidate_mask ? candidate_mask->data<float>() : nullptr;
   const float* d = dc.data<float>();
   float* dg = dgates ? dgates->data<float>() : nullptr;
   float* dx = dchildren ? dchildren->data<float>() : nullptr;
   Eigen::ArrayXf f(n), t(n);
   for (std::int64_t r = 0; r < rows; ++r) {
-    const float* gr = g + r * (k + 2) * n;
+    const float* gr = g + r * stride;
     const float* xr = x + r * k * n;
     const ConstArrayMap dr(d + r * n, n);
     for (std::int64_t child = 0; child < k; ++child) {
       f = ConstArrayMap(gr + child * n, n).logistic();
       if (dg)
-        ArrayMap(dg + r * (k + 2) * n + child * n, n) +=
+        ArrayMap(dg + r * stride + child * n, n) +=
             dr * ConstArrayMap(xr + child * n, n) * f * (1 - f);
       if (dx) ArrayMap(dx + r * k * n + child * n, n) += dr * f;
     }
     if (!dg) continue;
     f = ConstArrayMap(gr + k * n, n).logistic();
     t = ConstArrayMap(gr + (k + 1) * n, n).tanh();
-    ArrayMap(dg + r * (k + 2) * n + k * n, n) += dr * t * f * (1 - f);
-    ArrayMap(dg + r * (k + 2) * n + (k + 1) * n, n) += dr * f * (1 - t * t);
+    if (m) {
+      const ConstArrayMap mr(m + r * n, n);
+      ArrayMap(dg + r * stride + k * n, n) += dr * (t * mr) * f * (1 - f);
+      ArrayMap(dg + r * stride + (k + 1) * n, n) += dr * f * mr * (1 - t * t);
+    } else {
+      ArrayMap(dg + r * stride + k * n, n) += dr * t * f * (1 - f);
+      ArrayMap(dg + r * stride + (k + 1) * n, n) += dr * f * (1 - t * t);
+    }
+  }
+}
+
+void lstm_hidden(const Tensor& gates, std::int64_t offset, const Tensor& c, Tensor& h) {
+  const std::int64_t rows = c.rows(), n = c.row_size(), stride = gates.row_size();
+  WEFT_ASSERT(gates.rows() == rows && offset >= 0 && offset + n <= stride);
+  const float* g = gates.data<float>();
+  const float* cv = c.data<float>();
+  float* out = h.data<float>();
+  for (std::int64_t r = 0; r < rows; ++r)
+    ArrayMap(out + r * n, n) =
+        ConstArrayMap(g + r * stride + offset, n).logistic() * ConstArrayMap(cv + r * n, n).tanh();
+}
+
+void lstm_hidden_backward(const Tensor& gates, std::int64_t offset, const Tensor& c,
+                          const Tensor& dh, Tensor* dgates, Tensor* dc) {
+  const std::int64_t rows = c.rows(), n = c.row_size(), stride = gates.row_size();
+  WEFT_ASSERT(gates.rows() == rows && offset >= 0 && offset + n <= stride);
+  const float* g = gates.data<float>();
+  const float* cv = c.data<float>();
+  const float* d = dh.data<float>();
+  float* dg = dgates ? dgates->data<float>() : nullptr;
+  float* dcv = dc ? dc->data<float>() : nullptr;
+  Eigen::ArrayXf o(n), t(n);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    o = ConstArrayMap(g + r * stride + offset, n).logistic();
+    t = ConstArrayMap(cv + r * n, n).tanh();
+    const ConstArrayMap dr(d + r * n, n);
+    if (dg) ArrayMap(dg + r * stride + offset, n) += dr * t * o * (1 - o);
+    if (dcv) ArrayMap(dcv + r * n, n) += dr * o * (1 - t * t);
   }
 }
 

@@ -172,13 +172,15 @@ __global__ void dropout_mask_kernel(float keep_prob, std::uint64_t seed, float* 
 }
 
 // One thread per (row, unit): gates row = [f_1..f_K | i | g], children row = [x_1..x_K].
-__global__ void lstm_cell_state_kernel(const float* gates, const float* children, float* c,
-                                       std::int64_t rows, std::int64_t n, std::int64_t k) {
+__global__ void lstm_cell_state_kernel(const float* gates, const float* children, const float* mask,
+                                       float* c, std::int64_t rows, std::int64_t n, std::int64_t k,
+                                       std::int64_t stride) {
   WEFT_GRID_STRIDE(e, rows * n) {
     const std::int64_t r = e / n, u = e % n;
-    const float* g = gates + r * (k + 2) * n + u;
+    const float* g = gates + r * stride + u;
     const float* x = children + r * k * n + u;
-    float total = sigmoid_of(g[k * n]) * tanhf(g[(k + 1) * n]);
+    const float candidate = mask ? tanhf(g[(k + 1) * n]) * mask[e] : tanhf(g[(k + 1) * n]);
+    float total = sigmoid_of(g[k * n]) * candidate;
     for (std::int64_t child = 0; child < k; ++child)
       total += sigmoid_of(g[child * n]) * x[child * n];
     c[e] = total;
@@ -186,11 +188,12 @@ __global__ void lstm_cell_state_kernel(const float* gates, const float* children
 }
 
 __global__ void lstm_cell_state_backward_kernel(const float* gates, const float* children,
-                                                const float* dc, float* dgates, float* dchildren,
-                                                std::int64_t rows, std::int64_t n, std::int64_t k) {
+                                                const float* mask, const float* dc, float* dgates,
+                                                float* dchildren, std::int64_t rows, std::int64_t n,
+                                                std::int64_t k, std::int64_t stride) {
   WEFT_GRID_STRIDE(e, rows * n) {
     const std::int64_t r = e / n, u = e % n;
-    const std::int64_t gate0 = r * (k + 2) * n + u, child0 = r * k * n + u;
+    const std::int64_t gate0 = r * stride + u, child0 = r * k * n + u;
     const float d = dc[e];
     for (std::int64_t child = 0; child < k; ++child) {
       const float f = sigmoid_of(gates[gate0 + child * n]);
@@ -198,10 +201,32 @@ __global__ void lstm_cell_state_backward_kernel(const float* gates, const float*
       if (dchildren) dchildren[child0 + child * n] += d * f;
     }
     if (!dgates) continue;
+    const float m = mask ? mask[e] : 1.0f;
     const float i = sigmoid_of(gates[gate0 + k * n]);
     const float t = tanhf(gates[gate0 + (k + 1) * n]);
-    dgates[gate0 + k * n] += d * t * i * (1 - i);
-    dgates[gate0 + (k + 1) * n] += d * i * (1 - t * t);
+    dgates[gate0 + k * n] += d * (t * m) * i * (1 - i);
+    dgates[gate0 + (k + 1) * n] += d * i * m * (1 - t * t);
+  }
+}
+
+__global__ void lstm_hidden_kernel(const float* gates, const float* c, float* h, std::int64_t rows,
+                                   std::int64_t n, std::int64_t stride, std::int64_t offset) {
+  WEFT_GRID_STRIDE(e, rows * n) {
+    const std::int64_t r = e / n, u = e % n;
+    h[e] = sigmoid_of(gates[r * stride + offset + u]) * tanhf(c[e]);
+  }
+}
+
+__global__ void lstm_hidden_backward_kernel(const float* gates, const float* c, const float* dh,
+                                            float* dgates, float* dc, std::int64_t rows,
+                                            std::int64_t n, std::int64_t stride,
+                                            std::int64_t offset) {
+  WEFT_GRID_STRIDE(e, rows * n) {
+    const std::int64_t r = e / n, u = e % n;
+    const float o = sigmoid_of(gates[r * stride + offset + u]);
+    const float t = tanhf(c[e]);
+    if (dgates) dgates[r * stride + offset + u] += dh[e] * t * o * (1 - o);
+    if (dc) dc[e] += dh[e] * o * (1 - t * t);
   }
 }
 
@@ -310,32 +335,57 @@ void dropout_mask(float keep_prob, std::uint64_t seed, Tensor& mask) {
 
 namespace {
 struct CellShape {
-  std::int64_t rows, n, k;
+  std::int64_t rows, n, k, stride;
 };
-CellShape cell_shape(const Tensor& gates, const Tensor& children) {
-  const std::int64_t n = (gates.row_size() - children.row_size()) / 2;
+CellShape cell_shape(const Tensor& gates, const Tensor& children, std::int64_t n) {
   WEFT_ASSERT(n > 0 && children.row_size() % n == 0 && gates.rows() == children.rows());
-  return {gates.rows(), n, children.row_size() / n};
+  const std::int64_t k = children.row_size() / n;
+  WEFT_ASSERT(gates.row_size() >= (k + 2) * n);
+  return {gates.rows(), n, k, gates.row_size()};
 }
+const float* data_or_null(const Tensor* t) { return t ? t->data<float>() : nullptr; }
+float* data_or_null(Tensor* t) { return t ? t->data<float>() : nullptr; }
 }  // namespace
 
-void lstm_cell_state(const Tensor& gates, const Tensor& children, Tensor& c) {
-  const auto [rows, n, k] = cell_shape(gates, children);
+void lstm_cell_state(const Tensor& gates, const Tensor& children, const Tensor* candidate_mask,
+                     Tensor& c) {
+  const auto [rows, n, k, stride] = cell_shape(gates, children, c.row_size());
   if (rows == 0) return;
   lstm_cell_state_kernel<<<grid_for(rows * n), kThreads, 0, stream()>>>(
-      gates.data<float>(), children.data<float>(), c.data<float>(), rows, n, k);
+      gates.data<float>(), children.data<float>(), data_or_null(candidate_mask), c.data<float>(),
+      rows, n, k, stride);
   check_launch("lstm_cell_state");
 }
 
-void lstm_cell_state_backward(const Tensor& gates, const Tensor& children, const Tensor& dc,
-                              Tensor* dgates, Tensor* dchildren) {
-  const auto [rows, n, k] = cell_shape(gates, children);
+void lstm_cell_state_backward(const Tensor& gates, const Tensor& children,
+                              const Tensor* candidate_mask, const Tensor& dc, Tensor* dgates,
+                              Tensor* dchildren) {
+  const auto [rows, n, k, stride] = cell_shape(gates, children, dc.row_size());
   if (rows == 0 || (!dgates && !dchildren)) return;
   lstm_cell_state_backward_kernel<<<grid_for(rows * n), kThreads, 0, stream()>>>(
-      gates.data<float>(), children.data<float>(), dc.data<float>(),
-      dgates ? dgates->data<float>() : nullptr, dchildren ? dchildren->data<float>() : nullptr,
-      rows, n, k);
+      gates.data<float>(), children.data<float>(), data_or_null(candidate_mask), dc.data<float>(),
+      data_or_null(dgates), data_or_null(dchildren), rows, n, k, stride);
   check_launch("lstm_cell_state_backward");
+}
+
+void lstm_hidden(const Tensor& gates, std::int64_t offset, const Tensor& c, Tensor& h) {
+  const std::int64_t rows = c.rows(), n = c.row_size(), stride = gates.row_size();
+  WEFT_ASSERT(gates.rows() == rows && offset >= 0 && offset + n <= stride);
+  if (rows * n == 0) return;
+  lstm_hidden_kernel<<<grid_for(rows * n), kThreads, 0, stream()>>>(
+      gates.data<float>(), c.data<float>(), h.data<float>(), rows, n, stride, offset);
+  check_launch("lstm_hidden");
+}
+
+void lstm_hidden_backward(const Tensor& gates, std::int64_t offset, const Tensor& c,
+                          const Tensor& dh, Tensor* dgates, Tensor* dc) {
+  const std::int64_t rows = c.rows(), n = c.row_size(), stride = gates.row_size();
+  WEFT_ASSERT(gates.rows() == rows && offset >= 0 && offset + n <= stride);
+  if (rows * n == 0 || (!dgates && !dc)) return;
+  lstm_hidden_backward_kernel<<<grid_for(rows * n), kThreads, 0, stream()>>>(
+      gates.data<float>(), c.data<float>(), dh.data<float>(), data_or_null(dgates),
+      data_or_null(dc), rows, n, stride, offset);
+  check_launch("lstm_hidden_backward");
 }
 
 }  // namespace weft::backend::cuda
