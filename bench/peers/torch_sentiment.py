@@ -360,10 +360,10 @@ def count_hits(hits, prefix, logits, labels):
     positive = p[:, 3] + p[:, 4] > p[:, 0] + p[:, 1]
     keep = labels != 2
     binary = (positive[keep] == (labels[keep] > 2)).sum()
-    for name, hit, count in ((prefix + "_fine", fine, len(labels)),
-                             (prefix + "_binary", binary, int(keep.sum()))):
+    counts = ((prefix + "_fine", fine, len(labels)), (prefix + "_binary", binary, keep.sum()))
+    for name, hit, count in counts:
         old = hits.get(name, (0, 0))
-        hits[name] = (old[0] + int(hit), old[1] + count)
+        hits[name] = (old[0] + int(hit), old[1] + int(count))
 
 
 def run_weft(args, *command, stdin=None):
@@ -375,7 +375,7 @@ def run_weft(args, *command, stdin=None):
 
 def check(args):
     """Loss, accuracies and root predictions of the same weights on the same trees."""
-    weights, options, vocabulary, _ = read_checkpoint(args.check)
+    weights, _, vocabulary, _ = read_checkpoint(args.check)
     model = TreeLSTM(weights, 0.0, 0.0, args.composer_layout.split(","))
     index = {w: i for i, w in enumerate(vocabulary)}
     lines, trees = read_split(args.data_dir, args.split, args.max_eval)
@@ -427,7 +427,7 @@ def compare_step(args, work):
     for run, rate in (("a", ["--learning-rate", "1e-30"]), ("b", [])):
         run_weft(args, *common, *rate, "--checkpoint", os.path.join(work, run + ".safetensors"),
                  "--log", os.path.join(work, run + ".jsonl"))
-    w0, options, vocabulary, state_a = read_checkpoint(os.path.join(work, "a.safetensors"))
+    w0, _, vocabulary, state_a = read_checkpoint(os.path.join(work, "a.safetensors"))
     w1, _, _, _ = read_checkpoint(os.path.join(work, "b.safetensors"))
     with open(os.path.join(work, "a.jsonl")) as f:
         weft_loss = json.loads(f.readline())["train"]["loss"]
@@ -475,7 +475,7 @@ def train(args):
     _, train_trees = read_split(args.data_dir, "train", args.max_train)
     _, dev_trees = read_split(args.data_dir, "dev", args.max_eval)
     if args.init:
-        weights, options, vocabulary, _ = read_checkpoint(args.init)
+        weights, _, vocabulary, _ = read_checkpoint(args.init)
         print(f"torch_sentiment: weights and vocabulary of {args.init}")
     else:
         _, test_trees = read_split(args.data_dir, "test", args.max_eval)
