@@ -413,10 +413,10 @@ std::string first_mismatch(TestModel& m, const Dag& dag) {
                std::to_string(b[i]) + " unbatched";
     return std::string();
   };
-  // by_depth and agenda, and by_depth with its steps cut to at most 2 rows.
+  // by_depth, sinks_last and agenda, and by_depth with its steps cut to at most 2 rows.
   for (const auto& [s, max_rows] :
-       {std::pair{Strategy::kByDepth, 0u}, std::pair{Strategy::kAgenda, 0u},
-        std::pair{Strategy::kByDepth, 2u}}) {
+       {std::pair{Strategy::kByDepth, 0u}, std::pair{Strategy::kSinksLast, 0u},
+        std::pair{Strategy::kAgenda, 0u}, std::pair{Strategy::kByDepth, 2u}}) {
     const RunOutcome batched = run_strategy(m, all, batch, s, max_rows);
     const std::string where = "strategy " + std::string(loom::strategy_name(s)) +
                               (max_rows ? ", at most 2 rows a step" : "") + ", ";
@@ -548,7 +548,8 @@ TEST(LoomProperty, NoScheduleBeatsTheLowerBoundOnRandomDags) {
         reference = std::max(reference, longest_chain_from(w, c, op));
       ASSERT_EQ(bound[op], reference) << m.loom.operation(op).name;
     }
-    for (Strategy strategy : {Strategy::kByDepth, Strategy::kAgenda, Strategy::kNone}) {
+    for (Strategy strategy :
+         {Strategy::kByDepth, Strategy::kSinksLast, Strategy::kAgenda, Strategy::kNone}) {
       const loom::Schedule s = loom::make_schedule(w, strategy);
       std::vector<std::int64_t> steps(m.loom.num_operations(), 0);
       for (const auto& step : s.steps) ++steps[step.op];
@@ -681,6 +682,64 @@ TEST(LoomSchedule, TheLowerBoundIsTheLongestChainOfEachOperation) {
   EXPECT_EQ(loom::make_schedule(tree, Strategy::kByDepth).steps.size(), 4u);
 }
 
+// A per-node head (split's pair, read by nothing but the caller) on every node of trees of
+// 8 and 5 leaves: by depth runs it at every depth (5 steps), sinks_last once at the last
+// depth, which is the bound; the other operations keep their steps, and every output equals
+// by_depth's.
+TEST(LoomSchedule, SinksLastRunsAPerNodeHeadOnceAtTheLastDepth) {
+  TestModel m;
+  Weaver w(m.loom);
+  for (int leaves : {8, 5}) {
+    std::vector<Value> level;
+    for (int i = 0; i < leaves; ++i) {
+      float values[3] = {float(i), 0.5f, -0.25f * float(leaves)};
+      level.push_back(w.call(m.embed, {w.constant(m.word, values)})[0]);
+    }
+    for (Value v : level) w.add_output(w.call(m.split, {v})[1]);
+    while (level.size() > 1) {
+      std::vector<Value> next;
+      for (std::size_t i = 0; i + 1 < level.size(); i += 2) {
+        next.push_back(w.call(m.combine, {level[i], level[i + 1]})[0]);
+        w.add_output(w.call(m.split, {next.back()})[1]);
+      }
+      if (level.size() % 2) next.push_back(level.back());
+      level = next;
+    }
+    w.add_output(level[0]);
+  }
+  const std::vector<std::int64_t> bound = loom::min_batched_calls(w);
+  ASSERT_EQ(bound[m.split], 1);
+  auto steps_of = [&](const loom::Schedule& s, OpId op) {
+    return std::count_if(s.steps.begin(), s.steps.end(),
+                         [&](const loom::ScheduleStep& step) { return step.op == op; });
+  };
+  const loom::Schedule by_depth = loom::make_schedule(w, Strategy::kByDepth);
+  const loom::Schedule sinks_last = loom::make_schedule(w, Strategy::kSinksLast);
+  EXPECT_EQ(steps_of(by_depth, m.split), 4);  // depths 2..5: after the embeds and 3 combines
+  EXPECT_EQ(steps_of(sinks_last, m.split), 1);
+  EXPECT_EQ(steps_of(sinks_last, m.combine), steps_of(by_depth, m.combine));
+  EXPECT_EQ(steps_of(sinks_last, m.embed), 1);
+  EXPECT_EQ(sinks_last.steps.back().op, m.split);
+  EXPECT_EQ(sinks_last.steps.back().size(), 13u + 4 + 2 + 1 + 2 + 1 + 1);
+  EXPECT_EQ(sinks_last.num_levels, by_depth.num_levels);
+
+  auto outputs = [&](Strategy strategy) {
+    Tape tape;
+    Executor executor(m.loom, tape);
+    const auto result = executor.run(w, strategy);
+    return std::pair{result.outputs(m.pair).value().to_float_vector(),
+                     result.outputs(m.hidden).value().to_float_vector()};
+  };
+  const auto expected = outputs(Strategy::kByDepth), got = outputs(Strategy::kSinksLast);
+  ASSERT_EQ(got.first.size(), expected.first.size());
+  ASSERT_EQ(got.second.size(), expected.second.size());
+  for (std::size_t i = 0; i < got.first.size(); ++i)
+    EXPECT_NEAR(got.first[i], expected.first[i], 1e-6) << "pair output element " << i;
+  for (std::size_t i = 0; i < got.second.size(); ++i)
+    EXPECT_NEAR(got.second[i], expected.second[i], 1e-6) << "hidden output element " << i;
+  EXPECT_EQ(loom::parse_strategy("sinks_last"), Strategy::kSinksLast);
+}
+
 // limit_step_rows keeps the calls, their order and their levels, in steps of at most the limit.
 TEST(LoomSchedule, LimitingStepRowsSplitsStepsInOrder) {
   TestModel m;
@@ -713,7 +772,7 @@ TEST(LoomSchedule, StepsListCallsInIdOrder) {
   TestModel m;
   Weaver w(m.loom);
   for (int leaves : {4, 6, 2}) w.add_output(weave_balanced(m, w, leaves));
-  for (Strategy strategy : {Strategy::kByDepth, Strategy::kAgenda}) {
+  for (Strategy strategy : {Strategy::kByDepth, Strategy::kSinksLast, Strategy::kAgenda}) {
     loom::Schedule s = loom::make_schedule(w, strategy);
     std::size_t total = 0;
     for (const auto& step : s.steps) {
@@ -918,8 +977,9 @@ TEST(LoomExecutor, MisuseIsReportedByMessage) {
                         [](std::span<const Var>) { return std::vector<Var>{}; });
       },
       {"[loom] operation 'none' needs at least one input and one output"});
-  expect_error([] { loom::parse_strategy("greedy"); },
-               {"[schedule] unknown strategy 'greedy'; expected by_depth, agenda or none"});
+  expect_error(
+      [] { loom::parse_strategy("greedy"); },
+      {"[schedule] unknown strategy 'greedy'; expected by_depth, sinks_last, agenda or none"});
 }
 
 TEST(LoomExecutor, AFedBatchOnAnotherDeviceIsNamed) {

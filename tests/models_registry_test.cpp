@@ -258,12 +258,13 @@ TEST_F(SavedModels, EveryBuiltInModelPredictsTheSameFromItsCheckpointAlone) {
 void expect_near_json(const json& a, const json& b, const std::string& where);
 
 // loom_strategy auto is the model's choice (agenda where by_depth runs operations at every
-// depth they occur at: attention, langid, molecules); by_depth and agenda can be forced, and
-// both schedules, and steps cut to 2 rows (max_step_rows), give the same predictions; another
-// strategy is refused with the choices.
+// depth they occur at: attention, langid, molecules; sinks_last where a per-node head does:
+// sentiment); by_depth, sinks_last and agenda can be forced, and every schedule, and steps cut
+// to 2 rows (max_step_rows), give the same predictions; another strategy is refused with the
+// choices.
 TEST_F(SavedModels, EveryBuiltInModelSchedulesByItsChoiceOrTheOption) {
   const std::map<std::string, loom::Strategy> choice = {{"calculator", loom::Strategy::kByDepth},
-                                                        {"sentiment", loom::Strategy::kByDepth},
+                                                        {"sentiment", loom::Strategy::kSinksLast},
                                                         {"attention", loom::Strategy::kAgenda},
                                                         {"langid", loom::Strategy::kAgenda},
                                                         {"molecules", loom::Strategy::kAgenda}};
@@ -277,7 +278,7 @@ TEST_F(SavedModels, EveryBuiltInModelSchedulesByItsChoiceOrTheOption) {
     for (const std::string& line : infer_lines(name))
       examples.push_back(by_choice->parse_example(line, "t:1"));
     const std::vector<json> reference = by_choice->predict(examples);
-    for (const char* forced : {"by_depth", "agenda", "steps of 2 rows"}) {
+    for (const char* forced : {"by_depth", "sinks_last", "agenda", "steps of 2 rows"}) {
       OptionValues o = *options;
       const bool cut = std::string(forced) == "steps of 2 rows";
       if (cut)

@@ -1,4 +1,5 @@
-// The scheduling strategies (by_depth, agenda, none) and the schedule's text and DOT views.
+// The scheduling strategies (by_depth, sinks_last, agenda, none) and the schedule's text and
+// DOT views.
 #include "weft/loom/schedule.h"
 
 #include <algorithm>
@@ -14,6 +15,8 @@ std::string_view strategy_name(Strategy strategy) {
   switch (strategy) {
     case Strategy::kByDepth:
       return "by_depth";
+    case Strategy::kSinksLast:
+      return "sinks_last";
     case Strategy::kAgenda:
       return "agenda";
     case Strategy::kNone:
@@ -24,25 +27,44 @@ std::string_view strategy_name(Strategy strategy) {
 
 Strategy parse_strategy(std::string_view name) {
   return parse_named("schedule", "strategy", name,
-                     {Strategy::kByDepth, Strategy::kAgenda, Strategy::kNone}, strategy_name);
+                     {Strategy::kByDepth, Strategy::kSinksLast, Strategy::kAgenda, Strategy::kNone},
+                     strategy_name);
 }
 
 namespace {
 
+// The depth each call runs at: its own, or with sinks_last the deepest for every call whose
+// output no call consumes (its arguments are all computed by then, and nothing waits for it).
+std::vector<std::uint32_t> run_depths(const Weaver& weaver, bool sinks_last) {
+  const auto calls = weaver.calls();
+  std::vector<std::uint32_t> depth(calls.size());
+  for (std::uint32_t id = 0; id < calls.size(); ++id) depth[id] = calls[id].depth;
+  if (!sinks_last) return depth;
+  std::vector<bool> consumed(calls.size(), false);
+  for (std::uint32_t id = 0; id < calls.size(); ++id)
+    for (Value a : weaver.call_args(id))
+      if (weaver.kind_of(a) == ValueKind::kCallOutput) consumed[weaver.info(a).index] = true;
+  for (std::uint32_t id = 0; id < calls.size(); ++id)
+    if (!consumed[id]) depth[id] = weaver.deepest();
+  return depth;
+}
+
 // One step per (depth, operation): a counting sort of the calls by that key, stable, so
 // every step lists its calls in id order.
-Schedule schedule_by_depth(const Weaver& weaver) {
+Schedule schedule_by_depth(const Weaver& weaver, bool sinks_last) {
   Schedule schedule;
   const auto calls = weaver.calls();
+  const std::vector<std::uint32_t> depth = run_depths(weaver, sinks_last);
   const std::size_t num_ops = weaver.loom().num_operations();
   const std::size_t keys = std::size_t(weaver.deepest() + 1) * num_ops;
   std::vector<std::uint32_t> start(keys + 1, 0);
-  for (const auto& c : calls) ++start[std::size_t(c.depth) * num_ops + c.op + 1];
+  for (std::uint32_t id = 0; id < calls.size(); ++id)
+    ++start[std::size_t(depth[id]) * num_ops + calls[id].op + 1];
   for (std::size_t k = 0; k < keys; ++k) start[k + 1] += start[k];
   schedule.calls.resize(calls.size());
   std::vector<std::uint32_t> cursor(start.begin(), start.end() - 1);
   for (std::uint32_t id = 0; id < calls.size(); ++id)
-    schedule.calls[cursor[std::size_t(calls[id].depth) * num_ops + calls[id].op]++] = id;
+    schedule.calls[cursor[std::size_t(depth[id]) * num_ops + calls[id].op]++] = id;
   for (std::size_t k = 0; k < keys; ++k)
     if (start[k + 1] > start[k])
       schedule.steps.push_back(
@@ -112,7 +134,8 @@ Schedule make_schedule(const Weaver& weaver, Strategy strategy) {
   Schedule schedule;
   switch (strategy) {
     case Strategy::kByDepth:
-      schedule = schedule_by_depth(weaver);
+    case Strategy::kSinksLast:
+      schedule = schedule_by_depth(weaver, strategy == Strategy::kSinksLast);
       break;
     case Strategy::kAgenda:
       schedule = schedule_agenda(weaver);

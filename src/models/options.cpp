@@ -170,10 +170,11 @@ const std::vector<OptionSpec>& common_options() {
       {.name = "loom_strategy",
        .kind = OptionKind::kString,
        .default_value = "auto",
-       .help = "How the loom schedules a batch's calls: by_depth, agenda, or auto (the model's "
-               "choice, the one nearer the schedule's lower bound on its data)",
+       .help = "How the loom schedules a batch's calls: by_depth, sinks_last (by depth, calls "
+               "nothing consumes at the last depth), agenda, or auto (the model's choice, the "
+               "one nearest the schedule's lower bound on its data)",
        .role = OptionRole::kRuntime,
-       .choices = {"auto", "by_depth", "agenda"}},
+       .choices = {"auto", "by_depth", "sinks_last", "agenda"}},
       {.name = "max_step_rows",
        .kind = OptionKind::kInt,
        .default_value = 0,

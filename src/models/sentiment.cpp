@@ -113,7 +113,8 @@ SentimentModel::SentimentModel(const OptionValues& options, const ModelInit& ini
       s, "classifier", m.hidden, kClasses,
       nn::FCOptions{.activation = nn::Activation::kNone, .input_dropout = m.input_dropout});
   m.data.embeddings.matrix = Tensor();  // copied into the parameter
-  compile(make_blocks());
+  // The per-node classifier runs once, after the last composer, instead of at every depth.
+  compile(make_blocks(), loom::Strategy::kSinksLast);
 }
 
 SentimentModel::~SentimentModel() = default;

@@ -66,7 +66,7 @@ int run(int argc, char** argv) {
   loom_cmd->add_option("--vector-size", loom.vector_size, "Hidden vector size")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 16));
-  loom_cmd->add_option("--strategy", loom.strategy, "by_depth, agenda or none")
+  loom_cmd->add_option("--strategy", loom.strategy, "by_depth, sinks_last, agenda or none")
       ->capture_default_str();
   loom_cmd->add_option("--seed", loom.seed, "Seed of the trees and weights")->capture_default_str();
   loom_cmd->add_option("--dot", loom.dot_file, "Write the schedule as Graphviz DOT to this file");

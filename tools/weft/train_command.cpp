@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -77,8 +78,8 @@ train::TrainerOptions training_recipe(const TrainOptions& options, const models:
   return t;
 }
 
-// Dynamic batching (by depth and by agenda, each with its batched calls against the
-// schedule's lower bound) against one call per node, inference on the same test examples.
+// Dynamic batching (by depth, sinks last and by agenda, each with its batched calls against
+// the schedule's lower bound) against one call per node, inference on the same test examples.
 void report_batching_speedup(models::Model& model, std::size_t batch_size) {
   const std::span<const nlohmann::json> all = model.examples(train::Split::kTest);
   const auto examples = all.subspan(0, std::min<std::size_t>(all.size(), 1024));
@@ -86,28 +87,31 @@ void report_batching_speedup(models::Model& model, std::size_t batch_size) {
   const auto rate = [&](loom::Strategy strategy) {
     return models::inference_rate(model.root_block(), examples, strategy, batch_size);
   };
-  const models::InferenceRate by_depth = rate(loom::Strategy::kByDepth);
-  const models::InferenceRate agenda = rate(loom::Strategy::kAgenda);
+  const loom::Strategy batched[] = {loom::Strategy::kByDepth, loom::Strategy::kSinksLast,
+                                    loom::Strategy::kAgenda};
+  std::vector<models::InferenceRate> rates;
+  for (loom::Strategy strategy : batched) rates.push_back(rate(strategy));
   const models::InferenceRate unbatched = rate(loom::Strategy::kNone);
   const auto above_bound = [](const models::InferenceRate& r) {
     return r.min_batched_calls > 0
                ? 100.0 * double(r.batched_calls - r.min_batched_calls) / double(r.min_batched_calls)
                : 0.0;
   };
+  const auto chosen_at = std::find(std::begin(batched), std::end(batched), model.loom_strategy());
   const models::InferenceRate& chosen =
-      model.loom_strategy() == loom::Strategy::kAgenda ? agenda : by_depth;
+      rates[chosen_at == std::end(batched) ? 0 : std::size_t(chosen_at - std::begin(batched))];
   fmt::print(
       "dynamic batching ({}): {:.0f} examples/s, one call per node: {:.0f} examples/s, speedup "
       "{:.1f}x (inference, {} test examples, batch {})\n",
       loom::strategy_name(model.loom_strategy()), chosen.examples_per_second,
       unbatched.examples_per_second, chosen.examples_per_second / unbatched.examples_per_second,
       examples.size(), batch_size);
-  fmt::print(
-      "schedules: by_depth {} batched calls ({:.0f} examples/s), agenda {} ({:.0f} examples/s), "
-      "lower bound {} (by_depth +{:.1f}%, agenda +{:.1f}%)\n",
-      by_depth.batched_calls, by_depth.examples_per_second, agenda.batched_calls,
-      agenda.examples_per_second, by_depth.min_batched_calls, above_bound(by_depth),
-      above_bound(agenda));
+  std::string line = "schedules:";
+  for (std::size_t k = 0; k < rates.size(); ++k)
+    line += fmt::format("{} {} {} batched calls ({:.0f} examples/s, +{:.1f}% over the bound)",
+                        k == 0 ? "" : ",", loom::strategy_name(batched[k]), rates[k].batched_calls,
+                        rates[k].examples_per_second, above_bound(rates[k]));
+  fmt::print("{}; lower bound {}\n", line, rates[0].min_batched_calls);
 }
 
 void add_checkpoint_flags(CLI::App& cmd, std::vector<std::string>& checkpoints,

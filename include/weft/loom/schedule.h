@@ -19,15 +19,19 @@
 WEFT_API_BEGIN
 namespace weft::loom {
 
-enum class Strategy { kByDepth, kAgenda, kNone };
+// kByDepth: one step per (depth, operation), TensorFlow Fold's schedule. kSinksLast: the same,
+// except that every call whose output no call consumes (a per-node classifier, a loss term)
+// runs at the last depth, so such an operation is one step however deep its calls are.
+// kAgenda: DyNet's (below). kNone: one call per step.
+enum class Strategy { kByDepth, kSinksLast, kAgenda, kNone };
 
 std::string_view strategy_name(Strategy strategy);
-// "by_depth" / "agenda" / "none"; throws naming the accepted names otherwise.
+// "by_depth" / "sinks_last" / "agenda" / "none"; throws naming the accepted names otherwise.
 Strategy parse_strategy(std::string_view name);
 
 struct ScheduleStep {
   OpId op;
-  std::uint32_t level;  // by_depth: depth - 1; otherwise the step's index
+  std::uint32_t level;  // by_depth, sinks_last: depth - 1 (run depth); otherwise the step's index
   std::uint32_t begin;  // calls()[begin, end) are this step's call ids, ascending
   std::uint32_t end;
   std::uint32_t size() const { return end - begin; }
