@@ -89,10 +89,10 @@ std::string csv_row(const Result& r) {
   return line;
 }
 
-// Backward products (the ones with a transpose) accumulate: tree_lstm_gemm_shapes' rule, so
-// a CSV row determines its GemmShape.
+// Every product accumulates (backward ones into the gradients, forward ones onto linear's bias
+// rows): tree_lstm_gemm_shapes' rule, so a CSV row determines its GemmShape.
 GemmShape shape_from_row(long long m, long long n, long long k, int ta, int tb) {
-  return {m, n, k, ta != 0, tb != 0, ta != 0 || tb != 0};
+  return {m, n, k, ta != 0, tb != 0, true};
 }
 
 // Measures Weft's backend gemm with `provider` at every shape.

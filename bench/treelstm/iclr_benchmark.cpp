@@ -163,8 +163,9 @@ std::vector<GemmShape> tree_lstm_gemm_shapes(std::int64_t rows, std::int64_t vec
   if (rows <= 0 || n <= 0)
     fail("gemm_ceiling", "rows and vector_size must be positive, got ", rows, " and ", n);
   std::vector<GemmShape> shapes = {
-      {rows, n, 2 * n, false, false, false},  // hidden = [l | r] · W0
-      {rows, 4 * n, n, false, false, false},  // gates = hidden · W1
+      // linear writes its bias rows first and adds the product onto them (beta 1)
+      {rows, n, 2 * n, false, false, true},  // hidden = b0 + [l | r] · W0
+      {rows, 4 * n, n, false, false, true},  // gates = b1 + hidden · W1
   };
   if (training) {
     shapes.push_back({rows, n, 4 * n, false, true, true});  // d_hidden = d_gates · W1ᵀ
