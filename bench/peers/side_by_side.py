@@ -53,6 +53,8 @@ def parse_args():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--max-unbatched-trees", type=int, default=32)
     p.add_argument("--ceiling-seconds", default="0.05")
+    p.add_argument("--max-step-rows", type=int, default=0,
+                   help="Weft runs loom steps in batched calls of at most this many rows (0: whole)")
     p.add_argument("--out-dir", default="side_by_side_out")
     p.add_argument("--reuse-weft", action="store_true",
                    help="keep the Weft rows and exports already in --out-dir; run PyTorch only "
@@ -69,7 +71,8 @@ def run_weft(args):
         "--infer" if args.infer else "--train", "--threads", str(args.threads),
         "--repeats", str(args.repeats), "--seed", str(args.seed),
         "--max-unbatched-trees", str(args.max_unbatched_trees),
-        "--ceiling-seconds", args.ceiling_seconds, "--format", "json",
+        "--ceiling-seconds", args.ceiling_seconds, "--max-step-rows", str(args.max_step_rows),
+        "--format", "json",
         "--out", os.path.join(args.out_dir, "weft.json"), "--export", args.out_dir,
         "--plot", os.path.join(args.out_dir, "weft.svg"),
     ]

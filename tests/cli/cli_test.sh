@@ -105,8 +105,12 @@ fi
   { echo "FAIL train --schedule cosine --warmup-steps"; cat "$work/cosine.out"; failures=$((failures + 1)); }
 
 # Each model's own flags come from the registry.
-"$weft" train sentiment --help | grep -q -- "--recurrent-dropout" || { echo "FAIL sentiment --help"; failures=$((failures + 1)); }
-"$weft" infer molecules --help | grep -q -- "--task" || { echo "FAIL molecules --help"; failures=$((failures + 1)); }
+# The help is read whole before it is searched: grep -q stops reading at its match, and under
+# pipefail the writer's SIGPIPE would fail the check.
+help=$("$weft" train sentiment --help)
+grep -q -- "--recurrent-dropout" <<<"$help" || { echo "FAIL sentiment --help"; failures=$((failures + 1)); }
+help=$("$weft" infer molecules --help)
+grep -q -- "--task" <<<"$help" || { echo "FAIL molecules --help"; failures=$((failures + 1)); }
 
 expect_error cosine-too-short "the whole run is 4 steps (1 epochs x 4 batches of 64)" \
   "$weft" train calculator --max-train 200 --max-eval 50 --epochs 1 --hidden 8 --schedule cosine \
