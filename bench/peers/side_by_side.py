@@ -23,18 +23,10 @@ import subprocess
 import sys
 
 
-def _pin_threads():
-    """GEMM threads must be pinned before torch loads: torch.set_num_threads does not reach
-    the OpenBLAS pthread pool that Debian's torch calls for matrix products."""
-    pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("--threads", type=int, default=1)
-    threads = str(pre.parse_known_args()[0].threads)
-    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[name] = threads
-
-
-_pin_threads()
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peer_threads import pin_gemm_threads  # noqa: E402
+
+pin_gemm_threads()  # before torch loads
 import torch_treelstm as peer  # noqa: E402
 
 

@@ -39,18 +39,10 @@ CLASSES = 5
 GATES = ("f1", "f2", "i", "g", "o")  # the composer's column blocks in Weft's order
 
 
-def _pin_threads():
-    """GEMM threads are pinned before torch loads (see side_by_side.py: torch.set_num_threads
-    does not reach the OpenBLAS pool of Debian's torch)."""
-    pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("--threads", type=int, default=1)
-    threads = str(pre.parse_known_args()[0].threads)
-    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[name] = threads
-
-
-_pin_threads()
 sys.path.insert(0, HERE)
+from peer_threads import pin_gemm_threads  # noqa: E402
+
+pin_gemm_threads()  # before torch loads
 from torch_treelstm import load_safetensors, torch  # noqa: E402
 
 if torch is not None:
