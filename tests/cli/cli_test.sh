@@ -35,11 +35,18 @@ fi
 grep -q '^test: {"accuracy"' "$work/train.out" || { echo "FAIL train output"; cat "$work/train.out"; failures=$((failures + 1)); }
 [[ $(wc -l <"$work/log.jsonl") -eq 2 ]] || { echo "FAIL log lines"; failures=$((failures + 1)); }
 
-# eval prints one JSON object with the requested splits.
-"$weft" eval calculator --max-eval 100 --checkpoint "$work/calc.safetensors" --splits dev,test \
-  >"$work/eval.out" 2>&1 || { echo "FAIL eval"; cat "$work/eval.out"; failures=$((failures + 1)); }
+# eval prints one JSON object with the requested splits, and on stderr how many examples each
+# covers: the checkpoint's max_eval (a data option) unless the command line overrides it.
+"$weft" eval calculator --checkpoint "$work/calc.safetensors" --splits dev,test \
+  >"$work/eval.out" 2>"$work/eval.err" || { echo "FAIL eval"; cat "$work/eval.err"; failures=$((failures + 1)); }
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert set(d)=={"dev","test"}; assert 0<=d["test"]["accuracy"]<=1' \
   "$work/eval.out" || { echo "FAIL eval JSON"; cat "$work/eval.out"; failures=$((failures + 1)); }
+grep -qF "calculator: evaluating 100 dev, 100 test examples (max_eval 100" "$work/eval.err" ||
+  { echo "FAIL eval counts"; cat "$work/eval.err"; failures=$((failures + 1)); }
+"$weft" eval calculator --max-eval 40 --checkpoint "$work/calc.safetensors" --splits test \
+  >/dev/null 2>"$work/eval40.err"
+grep -qF "evaluating 40 test examples" "$work/eval40.err" ||
+  { echo "FAIL eval counts with --max-eval"; cat "$work/eval40.err"; failures=$((failures + 1)); }
 
 # infer: one JSON line per example line (blank lines skipped).
 printf '{"op": "-", "left": {"number": 1}, "right": {"number": 8}}\n\n{"number": 3}\n' >"$work/in.jsonl"

@@ -307,6 +307,18 @@ int run_eval(const EvalOptions& options) {
   if (options.checkpoints.size() > 1)
     fmt::print(stderr, "{}: an ensemble of {} checkpoints (their probabilities averaged)\n",
                model->name(), options.checkpoints.size());
+  // How many examples each figure covers: max_eval is a data option, so a checkpoint trained
+  // with --max-eval N evaluates N examples unless --max-eval says otherwise.
+  std::string counts;
+  for (train::Split split : splits)
+    counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", model->examples(split).size(),
+                          train::split_name(split));
+  const std::int64_t max_eval = model->options().integer("max_eval");
+  fmt::print(stderr, "{}: evaluating {} examples{}\n", model->name(), counts,
+             max_eval > 0 ? fmt::format(" (max_eval {} from the checkpoint or the command line; "
+                                        "--max-eval 0 for every example)",
+                                        max_eval)
+                          : "");
   nlohmann::json out = nlohmann::json::object();
   for (train::Split split : splits) {
     out[std::string(train::split_name(split))] =
