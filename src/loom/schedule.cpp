@@ -33,20 +33,14 @@ Strategy parse_strategy(std::string_view name) {
 
 namespace {
 
-// The depth each call runs at: its own, or with sinks_last the deepest for every call whose
-// output no call consumes (its arguments are all computed by then, and nothing waits for it).
-std::vector<std::uint32_t> run_depths(const Weaver& weaver, bool sinks_last) {
-  const auto calls = weaver.calls();
-  std::vector<std::uint32_t> depth(calls.size());
-  for (std::uint32_t id = 0; id < calls.size(); ++id) depth[id] = calls[id].depth;
-  if (!sinks_last) return depth;
-  std::vector<bool> consumed(calls.size(), false);
-  for (std::uint32_t id = 0; id < calls.size(); ++id)
+// The calls whose output no call consumes (sinks_last runs them at the deepest depth: their
+// arguments are all computed by then, and nothing waits for them).
+std::vector<bool> sink_calls(const Weaver& weaver) {
+  std::vector<bool> sink(weaver.num_calls(), true);
+  for (std::uint32_t id = 0; id < weaver.num_calls(); ++id)
     for (Value a : weaver.call_args(id))
-      if (weaver.kind_of(a) == ValueKind::kCallOutput) consumed[weaver.info(a).index] = true;
-  for (std::uint32_t id = 0; id < calls.size(); ++id)
-    if (!consumed[id]) depth[id] = weaver.deepest();
-  return depth;
+      if (weaver.kind_of(a) == ValueKind::kCallOutput) sink[weaver.info(a).index] = false;
+  return sink;
 }
 
 // One step per (depth, operation): a counting sort of the calls by that key, stable, so
@@ -54,17 +48,20 @@ std::vector<std::uint32_t> run_depths(const Weaver& weaver, bool sinks_last) {
 Schedule schedule_by_depth(const Weaver& weaver, bool sinks_last) {
   Schedule schedule;
   const auto calls = weaver.calls();
-  const std::vector<std::uint32_t> depth = run_depths(weaver, sinks_last);
+  const std::vector<bool> sink = sinks_last ? sink_calls(weaver) : std::vector<bool>();
+  const auto depth_of = [&](std::uint32_t id) {
+    return sinks_last && sink[id] ? weaver.deepest() : calls[id].depth;
+  };
   const std::size_t num_ops = weaver.loom().num_operations();
   const std::size_t keys = std::size_t(weaver.deepest() + 1) * num_ops;
   std::vector<std::uint32_t> start(keys + 1, 0);
   for (std::uint32_t id = 0; id < calls.size(); ++id)
-    ++start[std::size_t(depth[id]) * num_ops + calls[id].op + 1];
+    ++start[std::size_t(depth_of(id)) * num_ops + calls[id].op + 1];
   for (std::size_t k = 0; k < keys; ++k) start[k + 1] += start[k];
   schedule.calls.resize(calls.size());
   std::vector<std::uint32_t> cursor(start.begin(), start.end() - 1);
   for (std::uint32_t id = 0; id < calls.size(); ++id)
-    schedule.calls[cursor[std::size_t(depth[id]) * num_ops + calls[id].op]++] = id;
+    schedule.calls[cursor[std::size_t(depth_of(id)) * num_ops + calls[id].op]++] = id;
   for (std::size_t k = 0; k < keys; ++k)
     if (start[k + 1] > start[k])
       schedule.steps.push_back(

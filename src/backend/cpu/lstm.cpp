@@ -43,11 +43,8 @@ void lstm_cell_state(const Tensor& gates, const Tensor& children, const Tensor* 
     const float* gr = g + r * stride;
     const float* xr = x + r * k * n;
     ArrayMap cr(out + r * n, n);
-    if (m)
-      cr = ConstArrayMap(gr + k * n, n).logistic() *
-           (ConstArrayMap(gr + (k + 1) * n, n).tanh() * ConstArrayMap(m + r * n, n));
-    else
-      cr = ConstArrayMap(gr + k * n, n).logistic() * ConstArrayMap(gr + (k + 1) * n, n).tanh();
+    cr = ConstArrayMap(gr + k * n, n).logistic() * ConstArrayMap(gr + (k + 1) * n, n).tanh();
+    if (m) cr *= ConstArrayMap(m + r * n, n);
     for (std::int64_t child = 0; child < k; ++child)
       cr += ConstArrayMap(gr + child * n, n).logistic() * ConstArrayMap(xr + child * n, n);
   }
@@ -63,7 +60,7 @@ void lstm_cell_state_backward(const Tensor& gates, const Tensor& children,
   const float* d = dc.data<float>();
   float* dg = dgates ? dgates->data<float>() : nullptr;
   float* dx = dchildren ? dchildren->data<float>() : nullptr;
-  Eigen::ArrayXf f(n), t(n);
+  Eigen::ArrayXf f(n), t(n), masked(m ? n : 0);
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* gr = g + r * stride;
     const float* xr = x + r * k * n;
@@ -78,14 +75,11 @@ void lstm_cell_state_backward(const Tensor& gates, const Tensor& children,
     if (!dg) continue;
     f = ConstArrayMap(gr + k * n, n).logistic();
     t = ConstArrayMap(gr + (k + 1) * n, n).tanh();
-    if (m) {
-      const ConstArrayMap mr(m + r * n, n);
-      ArrayMap(dg + r * stride + k * n, n) += dr * (t * mr) * f * (1 - f);
-      ArrayMap(dg + r * stride + (k + 1) * n, n) += dr * f * mr * (1 - t * t);
-    } else {
-      ArrayMap(dg + r * stride + k * n, n) += dr * t * f * (1 - f);
-      ArrayMap(dg + r * stride + (k + 1) * n, n) += dr * f * (1 - t * t);
-    }
+    // With a mask m: d i = dc m t σ'(i), d g = dc m σ(i) tanh'(g): dc m in place of dc.
+    if (m) masked = dr * ConstArrayMap(m + r * n, n);
+    const ConstArrayMap dm(m ? masked.data() : d + r * n, n);
+    ArrayMap(dg + r * stride + k * n, n) += dm * t * f * (1 - f);
+    ArrayMap(dg + r * stride + (k + 1) * n, n) += dm * f * (1 - t * t);
   }
 }
 
