@@ -1,5 +1,7 @@
 // matmul and batch_matmul (every transpose combination) and linear: reference, gradients,
 // batching, errors.
+#include <cmath>
+
 #include "op_test_util.h"
 
 namespace weft::testing {
@@ -172,6 +174,61 @@ TEST(Op_linear, ParameterGradientsAccumulateAcrossBackwardCalls) {
   }
   // d/db of sum over 4 rows, twice: 8 per output.
   for (float g : b.grad().to_float_vector()) EXPECT_FLOAT_EQ(g, 8.0f);
+}
+
+// A weight applied to a few rows at a time, as a loom step applies it once per depth, through
+// linear and matmul alike: its gradient is xᵀ · dy summed over every call, for a parameter
+// and for a plain variable.
+TEST(Op_linear, WeightGradientOfManySmallCallsEqualsTheSumOfTheirProducts) {
+  const std::int64_t in = 16, out = 24;
+  const std::vector<std::int64_t> call_rows = {1, 2, 3, 1, 12, 2, 2, 2, 2, 2, 4};
+  std::vector<Tensor> xs, cotangents;
+  for (std::size_t k = 0; k < call_rows.size(); ++k) {
+    xs.push_back(random_tensor({call_rows[k], in}, 100 + int(k)));
+    cotangents.push_back(random_tensor({call_rows[k], out}, 200 + int(k)));
+  }
+  // Reference in float64: sum over calls of xᵀ · c.
+  std::vector<double> expected(std::size_t(in * out), 0.0);
+  for (std::size_t k = 0; k < xs.size(); ++k) {
+    const std::vector<float> x = xs[k].to_float_vector(), c = cotangents[k].to_float_vector();
+    for (std::int64_t r = 0; r < call_rows[k]; ++r)
+      for (std::int64_t i = 0; i < in; ++i)
+        for (std::int64_t j = 0; j < out; ++j)
+          expected[std::size_t(i * out + j)] +=
+              double(x[std::size_t(r * in + i)]) * double(c[std::size_t(r * out + j)]);
+  }
+  const Tensor w_value = random_tensor({in, out}, 300);
+  for (bool as_parameter : {true, false}) {
+    SCOPED_TRACE(as_parameter ? "parameter" : "variable");
+    Parameter w_param("w", w_value.clone());
+    Parameter b("b", Tensor::zeros({out}));
+    Tape tape;
+    TapeScope scope(tape);
+    Var w = as_parameter ? tape.parameter(w_param) : tape.variable(w_value.clone());
+    Var x0 = tape.variable(xs[0]);
+    Var loss;
+    for (std::size_t k = 0; k < xs.size(); ++k) {
+      Var x = k == 0 ? x0 : tape.constant(xs[k]);
+      Var y = k % 3 == 2 ? matmul(x, w) : linear(x, w, b);
+      Var term = sum(y * tape.constant(cotangents[k]));
+      loss = k == 0 ? term : loss + term;
+    }
+    tape.backward(loss);
+    const std::vector<float> got =
+        as_parameter ? w_param.grad().to_float_vector() : w.grad().to_float_vector();
+    ASSERT_EQ(got.size(), expected.size());
+    for (std::size_t i = 0; i < got.size(); ++i)
+      EXPECT_NEAR(got[i], expected[i], 1e-4 * (1.0 + std::abs(expected[i]))) << "element " << i;
+    // The first call's input gradient: c₀ · Wᵀ.
+    const std::vector<float> dx = x0.grad().to_float_vector(), c = cotangents[0].to_float_vector(),
+                             wv = w_value.to_float_vector();
+    for (std::int64_t i = 0; i < in; ++i) {
+      double want = 0;
+      for (std::int64_t j = 0; j < out; ++j)
+        want += double(c[std::size_t(j)]) * wv[std::size_t(i * out + j)];
+      EXPECT_NEAR(dx[std::size_t(i)], want, 1e-4 * (1.0 + std::abs(want)));
+    }
+  }
 }
 
 TEST(Op_linear, ErrorsNameTheOperands) {
