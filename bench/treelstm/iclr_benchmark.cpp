@@ -100,17 +100,17 @@ BinaryTree make_tree(TreeType type, int leaves, int vocab, Rng& rng) {
 }
 
 IclrBenchmarkModel::IclrBenchmarkModel(BenchmarkCell cell, std::int64_t vector_size,
-                                       std::int64_t vocab, Rng& rng)
-    : cell_(cell), vector_size_(vector_size) {
+                                       std::int64_t vocab, Rng& rng, Device device)
+    : cell_(cell), vector_size_(vector_size), device_(device) {
   if (vector_size < 1 || vocab < 1)
     fail("model", "vector size and vocabulary must be positive, got ", vector_size, " and ", vocab);
   const std::int64_t n = vector_size;
-  table_ = Parameter("embedding", uniform(Shape{vocab, n}, 0.0f, 1.0f, rng));
-  w0_ = Parameter("w0", unit_scaling(2 * n, n, 1.43f, rng));
-  b0_ = Parameter("b0", Tensor::zeros({n}));
+  table_ = Parameter("embedding", uniform(Shape{vocab, n}, 0.0f, 1.0f, rng).to(device));
+  w0_ = Parameter("w0", unit_scaling(2 * n, n, 1.43f, rng).to(device));
+  b0_ = Parameter("b0", Tensor::zeros({n}, DType::kFloat32, device));
   if (cell == BenchmarkCell::kTreeLstm) {
-    w1_ = Parameter("w1", unit_scaling(n, 4 * n, 1.0f, rng));
-    b1_ = Parameter("b1", Tensor::zeros({4 * n}));
+    w1_ = Parameter("w1", unit_scaling(n, 4 * n, 1.0f, rng).to(device));
+    b1_ = Parameter("b1", Tensor::zeros({4 * n}, DType::kFloat32, device));
   }
   const loom::TypeShape word{DType::kInt32, {}, "word"};
   const loom::TypeShape hidden{DType::kFloat32, {n}, "hidden"};

@@ -46,7 +46,10 @@ class IclrBenchmarkModel {
  public:
   // Initialised as the original: W0 and the FC weight uniform-unit-scaling 1.43, the gate
   // weight 1.0, biases 0, the embedding table uniform in [0, 1).
-  IclrBenchmarkModel(BenchmarkCell cell, std::int64_t vector_size, std::int64_t vocab, Rng& rng);
+  // The parameters are drawn on the host (the same values on every device) and placed on
+  // `device`.
+  IclrBenchmarkModel(BenchmarkCell cell, std::int64_t vector_size, std::int64_t vocab, Rng& rng,
+                     Device device = Device::kCpu);
   IclrBenchmarkModel(const IclrBenchmarkModel&) = delete;
   IclrBenchmarkModel& operator=(const IclrBenchmarkModel&) = delete;
 
@@ -63,11 +66,13 @@ class IclrBenchmarkModel {
   loom::TypeId word_type() const { return word_; }
   std::int64_t vector_size() const { return vector_size_; }
   BenchmarkCell cell() const { return cell_; }
+  Device device() const { return device_; }
   std::vector<Parameter> parameters() const;
 
  private:
   BenchmarkCell cell_;
   std::int64_t vector_size_;
+  Device device_;
   Parameter table_, w0_, b0_, w1_, b1_;
   loom::Loom loom_;
   loom::TypeId word_ = 0, hidden_ = 0;

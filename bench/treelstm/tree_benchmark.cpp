@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "weft/autodiff/ops.h"
+#include "weft/backend/cuda.h"
 #include "weft/core/error.h"
 #include "weft/core/named_enum.h"
 #include "weft/loom/executor.h"
@@ -105,7 +106,8 @@ namespace {
 using Ref = std::pair<int, std::int32_t>;  // (source, node index within its tree's part)
 
 detail::ManualPlan::Gather make_gather(const std::vector<Ref>& children,
-                                       const std::vector<std::int32_t>& per_tree, int batch) {
+                                       const std::vector<std::int32_t>& per_tree, int batch,
+                                       Device device) {
   detail::ManualPlan::Gather gather;
   const auto k = std::int32_t(children.size());
   std::map<int, std::vector<std::int32_t>> rows_of;   // source -> rows, in row order
@@ -121,10 +123,12 @@ detail::ManualPlan::Gather make_gather(const std::vector<Ref>& children,
   for (auto& [source, rows] : rows_of) {
     gather.sources.push_back(source);
     for (std::int32_t slot : slots_of[source]) permutation[std::size_t(slot)] = position++;
-    gather.indices.push_back(Tensor::from_vector(Shape{std::int64_t(rows.size())}, rows));
+    gather.indices.push_back(
+        Tensor::from_vector(Shape{std::int64_t(rows.size())}, rows).to(device));
   }
   if (gather.sources.size() > 1)
-    gather.permutation = Tensor::from_vector(Shape{std::int64_t(permutation.size())}, permutation);
+    gather.permutation =
+        Tensor::from_vector(Shape{std::int64_t(permutation.size())}, permutation).to(device);
   return gather;
 }
 
@@ -218,7 +222,7 @@ StepResult TreeBenchmarkRunner::step_loom(BenchMode mode, std::span<const Binary
     tape_.clear();
     tape_.set_grad_enabled(train_);
     TapeScope scope(tape_);
-    loom::Executor executor(model_->loom(), tape_);
+    loom::Executor executor(model_->loom(), tape_, model_->device());
     const loom::LoomResult run = executor.run(weaver, schedule);
     finish(run.outputs(model_->hidden_type()), result, want_grad_sq);
   }
@@ -248,7 +252,7 @@ StepResult TreeBenchmarkRunner::step_manual(std::span<const BinaryTree> trees, b
       for (std::size_t j = 0; j < levels.left[d].size(); ++j)
         interleaved.insert(interleaved.end(), {levels.left[d][j], levels.right[d][j]});
       level.identity = is_identity(interleaved, levels.per_tree);
-      level.children = make_gather(interleaved, levels.per_tree, batch);
+      level.children = make_gather(interleaved, levels.per_tree, batch, model_->device());
       plan_->levels.push_back(std::move(level));
       const std::int64_t rows = std::int64_t(levels.left[d].size()) * batch;
       ++plan_->level_rows[rows];
@@ -266,8 +270,8 @@ StepResult TreeBenchmarkRunner::step_manual(std::span<const BinaryTree> trees, b
     for (const BinaryTree& tree : trees)
       for (std::int32_t v : tree.postorder)
         if (v >= 0) words.push_back(v);
-    std::vector<Var> values{
-        model_->leaf(Tensor::from_vector(Shape{std::int64_t(words.size())}, words))};
+    std::vector<Var> values{model_->leaf(
+        Tensor::from_vector(Shape{std::int64_t(words.size())}, words).to(model_->device()))};
     const std::int64_t n = model_->vector_size();
     for (const detail::ManualPlan::Level& level : plan_->levels) {
       Var rows = build_children(level.children, values, level.identity);
@@ -282,10 +286,10 @@ StepResult TreeBenchmarkRunner::step_manual(std::span<const BinaryTree> trees, b
 }
 
 // The loss and, when training, backward and the SGD update p -= lr · grad (then grad = 0),
-// through the library's optimizer.
+// through the library's optimizer. On a GPU the step ends when its last kernel has run.
 void TreeBenchmarkRunner::finish(Var roots, StepResult& result, bool want_grad_sq) {
   if (!train_) {
-    result.loss = double(sum(roots).value().item());
+    result.loss = double(sum(roots).value().item());  // a copy to the host: synchronises
     return;
   }
   Var loss = l2_loss(roots);
@@ -296,6 +300,7 @@ void TreeBenchmarkRunner::finish(Var roots, StepResult& result, bool want_grad_s
       for (float g : p.grad().to_float_vector()) result.grad_sq += double(g) * double(g);
   optimizer_->step(learning_rate_);
   optimizer_->zero_grad();
+  if (model_->device() == Device::kCuda) cuda_synchronize();
 }
 
 }  // namespace weft::treelstm

@@ -49,6 +49,9 @@ struct TreeBenchmarkOptions {
   int max_unbatched_trees = 32;
   // Seconds per GEMM shape when measuring the sgemm ceiling; 0 skips it (gemm_fraction NaN).
   double ceiling_seconds = 0.05;
+  // Where the model's parameters live and every mode runs (Device::kCuda: on the GPU, with
+  // the ceiling measured through cuBLAS there).
+  Device device = Device::kCpu;
   float learning_rate = 1e-5f;
   // Loom modes: steps of more calls than this run as several batched calls of at most this
   // many rows (loom::limit_step_rows), so a level's arrays stay in cache; 0: no limit.

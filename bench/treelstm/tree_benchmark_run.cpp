@@ -4,13 +4,16 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <map>
 #include <tuple>
 
 #include "treelstm/tree_benchmark.h"
+#include "weft/autodiff/ops.h"
 #include "weft/backend/cpu.h"
+#include "weft/backend/cuda.h"
 #include "weft/backend/gemm_ceiling.h"
 #include "weft/core/error.h"
 #include "weft/core/memory_usage.h"
@@ -32,11 +35,49 @@ std::vector<GemmShape> cell_shapes(BenchmarkCell cell, std::int64_t rows, std::i
   return fc;
 }
 
+// GFLOP/s of one product shape on `device` (the CUDA side of sgemm_ceiling_gflops), through
+// matmul on a tape without gradients: products queued back to back in rounds of 16, each
+// round ended by a synchronisation, as a loom step queues its kernels. (matmul writes a fresh
+// output: the accumulating shapes are timed without their beta = 1, a negligible difference.)
+double device_gemm_gflops(const GemmShape& shape, Device device, double min_seconds) {
+  const auto operand = [&](std::int64_t rows, std::int64_t cols) {
+    return Tensor::full(Shape{rows, cols}, 0.5f, device);
+  };
+  const Tensor a = shape.transpose_a ? operand(shape.k, shape.m) : operand(shape.m, shape.k);
+  const Tensor b = shape.transpose_b ? operand(shape.n, shape.k) : operand(shape.k, shape.n);
+  Tape tape;
+  tape.set_grad_enabled(false);
+  const auto round = [&] {
+    tape.clear();
+    const Var va = tape.constant(a), vb = tape.constant(b);
+    for (int k = 0; k < 16; ++k) matmul(va, vb, shape.transpose_a, shape.transpose_b);
+    cuda_synchronize();
+  };
+  round();  // warm-up: cuBLAS picks and loads its kernel
+  std::int64_t products = 0;
+  const auto start = std::chrono::steady_clock::now();
+  double elapsed = 0;
+  while (elapsed < min_seconds) {
+    round();
+    products += 16;
+    elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  return gemm_flops(shape) * double(products) / elapsed / 1e9;
+}
+
+double ceiling_gflops(const std::vector<GemmShape>& shapes, Device device, double min_seconds) {
+  if (device == Device::kCpu) return sgemm_ceiling_gflops(shapes, min_seconds);
+  std::vector<double> rates;
+  for (const GemmShape& shape : shapes)
+    rates.push_back(device_gemm_gflops(shape, device, min_seconds));
+  return combine_gflops(shapes, rates);
+}
+
 // Call sizes are bucketed to the nearest power of two up to 1024 (sgemm's rate is flat
 // beyond), and each bucket's ceiling is measured once per process.
 class CeilingCache {
  public:
-  explicit CeilingCache(double seconds) : seconds_(seconds) {}
+  CeilingCache(double seconds, Device device) : seconds_(seconds), device_(device) {}
 
   // GFLOP/s of sgemm at the products of every internal call in `level_rows`, combined as
   // the flop-weighted harmonic mean (the rate of running them all).
@@ -54,9 +95,10 @@ class CeilingCache {
       const auto key = std::make_tuple(cell, n, train, bucket);
       auto found = cache_.find(key);
       if (found == cache_.end())
-        found =
-            cache_.emplace(key, sgemm_ceiling_gflops(cell_shapes(cell, bucket, n, train), seconds_))
-                .first;
+        found = cache_
+                    .emplace(key,
+                             ceiling_gflops(cell_shapes(cell, bucket, n, train), device_, seconds_))
+                    .first;
       total += w;
       seconds += w / found->second;
     }
@@ -65,6 +107,7 @@ class CeilingCache {
 
  private:
   double seconds_;
+  Device device_;
   std::map<std::tuple<BenchmarkCell, std::int64_t, bool, std::int64_t>, double> cache_;
 };
 
@@ -89,7 +132,7 @@ struct RowContext {
 TreeBenchmarkRow run_row(const RowContext& ctx, CeilingCache& ceilings) {
   const TreeBenchmarkOptions& o = ctx.options;
   Rng init(model_seed(o.seed, ctx.vector_size));
-  IclrBenchmarkModel model(o.cell, ctx.vector_size, o.tree_size, init);
+  IclrBenchmarkModel model(o.cell, ctx.vector_size, o.tree_size, init, o.device);
   TreeBenchmarkRunner runner(model, o.train, o.learning_rate, o.max_step_rows);
   const bool same_shape = ctx.mode == BenchMode::kManual || ctx.mode == BenchMode::kDynamic;
   const int trees = ctx.mode == BenchMode::kUnbatched
@@ -178,7 +221,9 @@ std::vector<TreeBenchmarkRow> run_tree_benchmark(const TreeBenchmarkOptions& opt
                                                  const ProgressFn& progress) {
   check_options(options);
   set_num_threads(options.threads);
-  CeilingCache ceilings(options.ceiling_seconds);
+  if (options.device == Device::kCuda && !cuda_available())
+    fail("bench", "--device cuda: CUDA is not available (", cuda_unavailable_reason(), ")");
+  CeilingCache ceilings(options.ceiling_seconds, options.device);
   std::vector<TreeBenchmarkRow> rows;
   for (std::int64_t v : options.vector_sizes)
     for (int b : options.batch_sizes)

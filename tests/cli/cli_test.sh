@@ -141,6 +141,10 @@ expect_error broken-json "broken.jsonl:1" \
 printf '{"id": 1, "number": 3}\n{"number": 4}\n' >"$work/unkeyed.jsonl"
 expect_error missing-key "unkeyed.jsonl:2: --key id needs a JSON object with a 'id' field" \
   "$weft" infer calculator --checkpoint "$work/calc.safetensors" --input "$work/unkeyed.jsonl" --key id
+if "$weft" info | grep -q "^cuda: not available"; then
+  expect_error bench-cuda-unavailable "--device cuda: CUDA is not available (" \
+    "$weft" bench treelstm --device cuda --modes manual --batch-sizes 1 --vector-size 8
+fi
 expect_error missing-data "no-such-dir" "$weft" train sentiment --data-dir "$work/no-such-dir"
 expect_error bad-option-value "option 'hidden' must be an integer" "$weft" train calculator --hidden 2.5
 expect_error bad-resume "does-not-exist" "$weft" train calculator --resume "$work/does-not-exist"

@@ -31,8 +31,9 @@ before the clock starts. One untimed warm-up batch, then --repeats timed batches
 speedup_vs_unbatched = trees_per_s / unbatched's at the same (or nearest) batch size;
 ratio_vs_manual = batch_s_median / manual's at the same batch size (empty when not run).
 gemm_fraction = model GEMM GFLOP/s (12N^2 per node tree-lstm, 4N^2 tree-fc, x3 training) over
-the sgemm ceiling measured in this process at the products the row made (call sizes rounded
-to powers of two up to 1024). peak_rss_mb: VmHWM, reset before each row.)";
+the sgemm ceiling (cuBLAS's with --device cuda) measured in this process at the products the
+row made (call sizes rounded to powers of two up to 1024). peak_rss_mb: VmHWM (host memory),
+reset before each row.)";
 
 void write_text(const std::string& path, const std::string& text, const char* what) {
   std::ofstream out(path, std::ios::binary);
@@ -57,6 +58,7 @@ treelstm::TreeBenchmarkOptions to_options(const BenchTreeOptions& o) {
   options.max_unbatched_trees = o.max_unbatched_trees;
   options.ceiling_seconds = o.ceiling_seconds;
   options.max_step_rows = o.max_step_rows;
+  options.device = o.device == "cuda" ? Device::kCuda : Device::kCpu;
   return options;
 }
 
@@ -136,6 +138,11 @@ CLI::App* add_bench_treelstm(CLI::App& bench, BenchTreeOptions& o) {
                   "rows, keeping a level's arrays in cache (0: no limit)")
       ->capture_default_str()
       ->check(CLI::Range(0u, 1u << 30));
+  cmd->add_option("--device", o.device,
+                  "Where the model runs: cpu, or cuda (a build with the CUDA backend and a GPU; "
+                  "the ceiling is then cuBLAS's at the row's products)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   cmd->add_option("--format", o.format, "table, csv or json")
       ->capture_default_str()
       ->check(CLI::IsMember({"table", "csv", "json"}));

@@ -59,6 +59,7 @@ struct BenchTreeOptions {
   int max_unbatched_trees = 32;
   double ceiling_seconds = 0.05;
   std::uint32_t max_step_rows = 0;
+  std::string device = "cpu";
   std::string format = "table";
   std::string out_file;                // empty: stdout
   std::string plot_file;               // empty: no SVG
