@@ -83,9 +83,12 @@ void check_binary(BinaryVarFn op, double (*f)(double, double)) {
   auto apply = [op](const std::vector<Var>& v) { return op(v[0], v[1]); };
   // Divisors stay in [0.5, 2) so that div is smooth.
   const Shape full{4, 3};
-  const std::vector<std::pair<Shape, Shape>> cases = {{full, full},        {full, Shape{3}},
-                                                      {full, Shape{1, 3}}, {full, Shape{}},
-                                                      {Shape{3}, full},    {Shape{1}, full}};
+  // Rows of 10 (a vector's width or more) take the sums' and differences' row-wise gradient
+  // path; rows of 3 and scalars the element loop.
+  const Shape wide{3, 10};
+  const std::vector<std::pair<Shape, Shape>> cases = {
+      {full, full},     {full, Shape{3}}, {full, Shape{1, 3}}, {full, Shape{}},
+      {Shape{3}, full}, {Shape{1}, full}, {wide, Shape{10}},   {Shape{10}, wide}};
   std::uint64_t seed = 30;
   for (const auto& [sa, sb] : cases) {
     SCOPED_TRACE("lhs " + sa.to_string() + " rhs " + sb.to_string());
