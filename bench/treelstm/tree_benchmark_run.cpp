@@ -4,7 +4,6 @@
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -35,11 +34,13 @@ std::vector<GemmShape> cell_shapes(BenchmarkCell cell, std::int64_t rows, std::i
   return fc;
 }
 
-// GFLOP/s of one product shape on `device` (the CUDA side of sgemm_ceiling_gflops), through
-// matmul on a tape without gradients: products queued back to back in rounds of 16, each
-// round ended by a synchronisation, as a loom step queues its kernels. (matmul writes a fresh
-// output: the accumulating shapes are timed without their beta = 1, a negligible difference.)
+// GFLOP/s of one product shape on `device` (the CUDA side of sgemm_ceiling_gflops), with
+// measure_gflops' protocol over calls of 16 products queued back to back through matmul on a
+// tape without gradients, then a synchronisation, as a loom step queues its kernels. (matmul
+// writes a fresh output: the accumulating shapes are timed without their beta = 1, a
+// negligible difference.)
 double device_gemm_gflops(const GemmShape& shape, Device device, double min_seconds) {
+  constexpr int kQueued = 16;
   const auto operand = [&](std::int64_t rows, std::int64_t cols) {
     return Tensor::full(Shape{rows, cols}, 0.5f, device);
   };
@@ -47,22 +48,13 @@ double device_gemm_gflops(const GemmShape& shape, Device device, double min_seco
   const Tensor b = shape.transpose_b ? operand(shape.n, shape.k) : operand(shape.k, shape.n);
   Tape tape;
   tape.set_grad_enabled(false);
-  const auto round = [&] {
+  const auto queued_products = [&] {
     tape.clear();
     const Var va = tape.constant(a), vb = tape.constant(b);
-    for (int k = 0; k < 16; ++k) matmul(va, vb, shape.transpose_a, shape.transpose_b);
+    for (int k = 0; k < kQueued; ++k) matmul(va, vb, shape.transpose_a, shape.transpose_b);
     cuda_synchronize();
   };
-  round();  // warm-up: cuBLAS picks and loads its kernel
-  std::int64_t products = 0;
-  const auto start = std::chrono::steady_clock::now();
-  double elapsed = 0;
-  while (elapsed < min_seconds) {
-    round();
-    products += 16;
-    elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  }
-  return gemm_flops(shape) * double(products) / elapsed / 1e9;
+  return kQueued * measure_gflops(shape, queued_products, min_seconds);
 }
 
 double ceiling_gflops(const std::vector<GemmShape>& shapes, Device device, double min_seconds) {

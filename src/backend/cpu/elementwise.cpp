@@ -142,25 +142,28 @@ void binary_with(const Tensor& a, const Tensor& b, Tensor& y, Fn fn) {
 }
 
 // Accumulates grad_a(a, b) * dy into da and grad_b(a, b) * dy into db, each reduced over
-// its operand's period (a broadcast operand receives the sum over the rows it was used in).
+// its operand's period (a broadcast operand receives the sum over the rows it was used in,
+// row after row). One branch-free loop per wanted gradient, so that each vectorizes (a
+// single loop testing which gradients are wanted at every element stayed scalar at -O2).
 template <typename GradA, typename GradB>
 void binary_backward_with(const Tensor& a, const Tensor& b, const Tensor& dy, Tensor* da,
                           Tensor* db, GradA grad_a, GradB grad_b) {
   const std::int64_t n = dy.numel();
   const std::int64_t na = a.numel(), nb = b.numel();
+  const std::int64_t period = std::min(na, nb);
   const float* pa = a.data<float>();
   const float* pb = b.data<float>();
   const float* pdy = dy.data<float>();
   float* pda = da ? da->data<float>() : nullptr;
   float* pdb = db ? db->data<float>() : nullptr;
-  for (std::int64_t start = 0; start < n; start += std::min(na, nb)) {
-    const std::int64_t period = std::min(na, nb);
+  for (std::int64_t start = 0; start < n; start += period) {
     const std::int64_t ia = na == n ? start : 0, ib = nb == n ? start : 0;
-    for (std::int64_t j = 0; j < period; ++j) {
-      const float va = pa[ia + j], vb = pb[ib + j], g = pdy[start + j];
-      if (pda) pda[ia + j] += grad_a(va, vb) * g;
-      if (pdb) pdb[ib + j] += grad_b(va, vb) * g;
-    }
+    if (pda)
+      for (std::int64_t j = 0; j < period; ++j)
+        pda[ia + j] += grad_a(pa[ia + j], pb[ib + j]) * pdy[start + j];
+    if (pdb)
+      for (std::int64_t j = 0; j < period; ++j)
+        pdb[ib + j] += grad_b(pa[ia + j], pb[ib + j]) * pdy[start + j];
   }
 }
 
@@ -184,40 +187,11 @@ void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& y) {
   }
 }
 
-namespace {
-
-// dx += dy (or -= for the subtrahend), where dx is dy's shape or its row-broadcast period:
-// a broadcast operand (a bias) gets dy's rows added one after another, the same sums in the
-// same order as the element loop of binary_backward_with, as Eigen vector adds (that loop,
-// branching on which gradients are wanted at every element, stays scalar at -O2, and a
-// bias's gradient was 4% of a Tree-LSTM training step).
-void add_rows_into(const Tensor& dy, bool subtract, Tensor& dx) {
-  const std::int64_t n = dy.numel(), period = dx.numel();
-  const float* rows = dy.data<float>();
-  ArrayMap out(dx.data<float>(), period);
-  for (std::int64_t start = 0; start < n; start += period) {
-    if (subtract)
-      out -= ConstArrayMap(rows + start, period);
-    else
-      out += ConstArrayMap(rows + start, period);
-  }
-}
-
-}  // namespace
-
 void binary_backward(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& dy, Tensor* da,
                      Tensor* db) {
   WEFT_ASSERT(a.numel() == dy.numel() || b.numel() == dy.numel());
   if (dy.numel() == 0) return;
   auto one = [](float, float) { return 1.0f; };
-  // Sums and differences with a period of a vector's width or more (not a scalar, whose rows of
-  // one element are better left to the element loop).
-  const std::int64_t period = std::min(a.numel(), b.numel());
-  if ((op == BinaryOp::kAdd || op == BinaryOp::kSub) && period >= 8) {
-    if (da) add_rows_into(dy, false, *da);
-    if (db) add_rows_into(dy, op == BinaryOp::kSub, *db);
-    return;
-  }
   switch (op) {
     case BinaryOp::kAdd:
       return binary_backward_with(a, b, dy, da, db, one, one);
