@@ -2,7 +2,8 @@
 // so the RNG matters, and a prepare_batch hook run on a background thread) and a scripted
 // one-parameter model whose dev figures are chosen per epoch. Checks: the loss falls; the
 // same seed gives the same numbers (with and without preparing ahead); resuming from a
-// checkpoint equals never stopping; the best epoch's parameters are restored and saved; the
+// checkpoint equals never stopping; the best epoch's parameters are restored and saved; weight
+// averaging against an average computed here; the
 // JSON-lines log and the console output; and the errors a misbehaving model gets.
 #include "weft/train/trainer.h"
 
@@ -238,6 +239,107 @@ TEST_F(TrainTrainer, ResumeEqualsUninterrupted) {
   ASSERT_EQ(a.size(), 6u);
   ASSERT_EQ(b.size(), 6u);
   for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(without_times(a[i]), without_times(b[i]));
+}
+
+// The exponential moving average the trainer should keep, computed here from every update's
+// live values: per the TrainerOptions::average_decay formula.
+struct ExpectedAverage {
+  std::vector<double> average;
+  std::vector<std::vector<double>> at_epoch_end;  // index e: after epoch e + 1
+
+  void update(std::int64_t step, std::span<const float> live, const train::TrainerOptions& o) {
+    if (step % o.average_every != 0) return;
+    const double n = double(step / o.average_every - 1);
+    const double d = std::min(std::pow(o.average_decay, o.average_every), (1 + n) / (10 + n));
+    for (std::size_t i = 0; i < live.size(); ++i)
+      average[i] = d * average[i] + (1 - d) * double(live[i]);
+  }
+};
+
+void expect_near_all(std::span<const float> got, std::span<const double> want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < got.size(); ++i)
+    EXPECT_NEAR(got[i], want[i], 1e-5 * (1 + std::abs(want[i]))) << "element " << i;
+}
+
+std::vector<float> values_of(Logistic& model) {
+  std::vector<float> all = model.w_.value().to_float_vector();
+  for (float b : model.b_.value().to_float_vector()) all.push_back(b);
+  return all;
+}
+
+TEST_F(TrainTrainer, WeightAveragingEvaluatesKeepsAndReturnsTheAverage) {
+  Logistic model(1);
+  train::TrainerOptions o = options(5);
+  o.average_decay = 0.8;
+  o.average_every = 2;
+  o.best_checkpoint_path = path("best.ckpt");
+  ExpectedAverage expected;
+  for (float v : values_of(model)) expected.average.push_back(v);  // the initial values
+  std::vector<float> last_live;
+  o.on_step = [&](std::int64_t step, double, double) {
+    last_live = values_of(model);  // on_step sees the live values, not the average
+    expected.update(step, last_live, o);
+    if (step % 15 == 0) expected.at_epoch_end.push_back(expected.average);  // 15 batches an epoch
+  };
+  train::Trainer trainer(o);
+  const train::TrainResult result = trainer.fit(model);
+  ASSERT_EQ(expected.at_epoch_end.size(), 5u);
+  const std::size_t best = std::size_t(result.state.best_epoch);
+  ASSERT_GE(best, 1u);
+  // What the run returns, what it wrote as the best and what it evaluated on dev is the average
+  // at the best epoch, not the live values.
+  expect_near_all(values_of(model), expected.at_epoch_end[best - 1]);
+  Logistic loaded(99);
+  train::load_checkpoint(path("best.ckpt"), loaded.parameters());
+  EXPECT_EQ(values_of(loaded), values_of(model));
+  const train::MetricSet dev = trainer.evaluate(model, Split::kDev);
+  EXPECT_DOUBLE_EQ(dev.value("loss"), result.epochs[best - 1].dev.value("loss"));
+  double furthest = 0;  // from the live values at the end: the average must lag behind them
+  for (std::size_t i = 0; i < last_live.size(); ++i)
+    furthest = std::max(furthest, std::abs(double(last_live[i]) - expected.average[i]));
+  EXPECT_GT(furthest, 1e-3);
+
+  Logistic without_best(1);
+  o.best_metric.clear();
+  o.best_checkpoint_path.clear();
+  expected.average.clear();
+  for (float v : values_of(without_best)) expected.average.push_back(v);
+  o.on_step = [&](std::int64_t step, double, double) {
+    expected.update(step, values_of(without_best), o);
+  };
+  train::Trainer(o).fit(without_best);
+  expect_near_all(values_of(without_best), expected.average);  // the last average
+}
+
+TEST_F(TrainTrainer, WeightAveragingResumesExactly) {
+  train::TrainerOptions o = options(4);
+  o.average_decay = 0.9;
+  Logistic straight(1);
+  const train::TrainResult full = train::Trainer(o).fit(straight);
+  o.checkpoint_path = path("last.ckpt");
+  o.best_checkpoint_path = path("best.ckpt");
+  {
+    Logistic first(1);
+    train::TrainerOptions half = o;
+    half.epochs = 2;
+    train::Trainer(half).fit(first);
+  }
+  const train::Checkpoint saved = train::read_checkpoint_info(path("last.ckpt"));
+  EXPECT_EQ(saved.extra.count("average/logistic/w"), 1u);  // the epoch checkpoint: both
+  EXPECT_EQ(train::read_checkpoint_info(path("best.ckpt")).extra.count("average/logistic/w"), 0u);
+  Logistic resumed(99);
+  o.resume_from = path("last.ckpt");
+  const train::TrainResult rest = train::Trainer(o).fit(resumed);
+  ASSERT_EQ(rest.epochs.size(), 2u);
+  for (std::size_t e = 0; e < 2; ++e) expect_same_records(rest.epochs[e], full.epochs[e + 2]);
+  EXPECT_EQ(values_of(resumed), values_of(straight));
+
+  o.average_decay = 1.0;
+  expect_error([&] { train::Trainer{o}; }, {"[trainer] average_decay must be in [0, 1)"});
+  o.average_decay = 0.5;
+  o.average_every = 0;
+  expect_error([&] { train::Trainer{o}; }, {"[trainer] average_every must be >= 1"});
 }
 
 // One parameter p, pushed up by exactly 1 per epoch (one batch, gradient -1, lr 1), whose dev

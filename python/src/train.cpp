@@ -159,6 +159,10 @@ TrainerOptions trainer_options_from(TrainerOptions o, const py::dict& kw) {
       o.clip_norm = v.cast<double>();
     else if (k == "clip_value")
       o.clip_value = v.cast<double>();
+    else if (k == "average_decay")
+      o.average_decay = v.cast<double>();
+    else if (k == "average_every")
+      o.average_every = v.cast<int>();
     else if (k == "best_metric")
       o.best_metric = v.cast<std::string>();
     else if (k == "best_mode")
@@ -186,7 +190,8 @@ TrainerOptions trainer_options_from(TrainerOptions o, const py::dict& kw) {
     } else {
       fail("Trainer", "unknown option '", k,
            "' (epochs, batch_size, seed, shuffle, optimizer, learning_rate, schedule, clip_norm, "
-           "clip_value, best_metric, best_mode, restore_best, checkpoint, best_checkpoint, resume, "
+           "clip_value, average_decay, average_every, best_metric, best_mode, restore_best, "
+           "checkpoint, best_checkpoint, resume, "
            "log, prepare_ahead, threads, progress)");
     }
   }
@@ -390,7 +395,7 @@ outputs / metrics and, when training, calls backward on the batch's MEAN loss.)d
 
   py::class_<Trainer>(m, "Trainer", R"doc(
 Trainer(epochs=10, batch_size=32, optimizer=OptimizerSpec(...), learning_rate=..., schedule=...,
-clip_norm=0, best_metric="", checkpoint="", best_checkpoint="", resume="", log="",
+clip_norm=0, average_decay=0 (weight averaging), best_metric="", checkpoint="", best_checkpoint="", resume="", log="",
 progress="auto"|"bar"|"lines"|"off", seed=0, threads=0, ...). fit(model) returns one dict per
 epoch (the JSON-lines log's records); evaluate(model, "dev") a dict of figures.)doc")
       .def(py::init(

@@ -51,19 +51,26 @@ train::TrainerOptions Recipe::trainer_options(train::TrainerOptions base) const 
   base.optimizer = optimizer;
   base.schedule = schedule;
   base.clip_norm = clip_norm;
+  base.average_decay = average_decay;
+  base.average_every = average_every;
   base.best_metric = best_metric;
   base.best_mode = best_mode;
   return base;
 }
 
 nlohmann::json Recipe::to_json() const {
-  return {{"epochs", epochs},
-          {"batch_size", batch_size},
-          {"optimizer", optimizer.describe()},
-          {"schedule", schedule.describe()},
-          {"clip_norm", clip_norm},
-          {"best_metric", best_metric},
-          {"best_mode", best_mode == train::BestMode::kMax ? "max" : "min"}};
+  nlohmann::json j = {{"epochs", epochs},
+                      {"batch_size", batch_size},
+                      {"optimizer", optimizer.describe()},
+                      {"schedule", schedule.describe()},
+                      {"clip_norm", clip_norm},
+                      {"best_metric", best_metric},
+                      {"best_mode", best_mode == train::BestMode::kMax ? "max" : "min"}};
+  if (average_decay > 0) {
+    j["average_decay"] = average_decay;
+    j["average_every"] = average_every;
+  }
+  return j;
 }
 
 OptionValues ModelEntry::default_options() const {

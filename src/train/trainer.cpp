@@ -17,6 +17,7 @@
 #include "progress.h"
 #include "tensor_match.h"
 #include "weft/backend/cpu.h"
+#include "weft/backend/tensor_ops.h"
 #include "weft/core/error.h"
 #include "weft/core/rng.h"
 #include "weft/dist/communicator.h"
@@ -25,6 +26,7 @@ namespace weft::train {
 namespace {
 
 constexpr std::string_view kBestPrefix = "best/";
+constexpr std::string_view kAveragePrefix = "average/";
 
 using BatchBody = std::function<void(const Batch&)>;
 using IdSpan = std::span<const std::size_t>;
@@ -205,6 +207,16 @@ void all_reduce_row_sparse(dist::Communicator& comm, Parameter& p, float share) 
                   Tensor::from_vector(p.shape().with_rows(k), packed));
 }
 
+// average = d * average + (1 - d) * value on the parameter's device, through the optimizers'
+// kernel: an SGD step on `average` with the gradient `value`, rate -(1 - d), after shrinking by d.
+void blend_into(Tensor& average, const Tensor& value, double d) {
+  backend::UpdateArgs args;
+  args.rule = backend::UpdateRule::kSgd;
+  args.shrink = float(d);
+  args.learning_rate = -float(1.0 - d);
+  backend::apply_update(args, average, value, nullptr, nullptr);
+}
+
 }  // namespace
 
 struct Trainer::Run {
@@ -215,6 +227,8 @@ struct Trainer::Run {
   // The trainable parameters' values at the best epoch (frozen ones cannot differ), in the
   // optimizer's order; empty if none or when not kept in memory.
   std::vector<Tensor> best;
+  // With weight averaging: the average of the trainable parameters, in the optimizer's order.
+  std::vector<Tensor> average;
   std::unique_ptr<detail::Progress> progress;
   std::ofstream log;
   dist::Communicator& comm;  // the ranks training together (a single process by default)
@@ -230,7 +244,7 @@ TrainResult Trainer::fit(TrainableModel& model) {
   if (options_.threads > 0) set_num_threads(options_.threads);
   if (model.num_examples(Split::kTrain) == 0)
     fail("trainer", "model '", model.name(), "' has no training examples");
-  Run run{model, model.parameters(), Rng(options_.seed), {}, {}, {}, {}, communicator(), {}};
+  Run run{model, model.parameters(), Rng(options_.seed), {}, {}, {}, {}, {}, communicator(), {}};
   optimizer_ = make_optimizer(options_.optimizer, run.parameters);
   schedule_ = options_.schedule;
   if (schedule_.kind == ScheduleKind::kCosine && schedule_.total_steps == 0) {
@@ -249,6 +263,8 @@ TrainResult Trainer::fit(TrainableModel& model) {
   const bool resuming = !options_.resume_from.empty();
   if (resuming) resume(run);
   if (run.comm.size() > 1) start_together(run);
+  if (options_.average_decay > 0 && run.average.empty())
+    for (const Parameter& p : optimizer_->parameters()) run.average.push_back(p.value().clone());
   const bool root = run.comm.is_root();
   if (!options_.log_path.empty() && root) {
     run.log.open(options_.log_path, resuming ? std::ios::app : std::ios::trunc);
@@ -264,6 +280,8 @@ TrainResult Trainer::fit(TrainableModel& model) {
   }
   if (options_.restore_best && !options_.best_metric.empty() && run.state.best_dev)
     restore_best(run);
+  else if (!run.average.empty())
+    swap_in_average(run);  // the model a run returns is its average
   result.state = run.state;
   return result;
 }
@@ -337,6 +355,8 @@ EpochRecord Trainer::train_epoch(Run& run) {
         if (options_.clip_norm > 0) clip_grad_norm(parameters, options_.clip_norm);
         optimizer_->step(lr);
         ++run.state.step;
+        if (!run.average.empty() && run.state.step % options_.average_every == 0)
+          update_average(run);
 #ifndef NDEBUG
         if (together && run.state.step % 50 == 0) check_replicas(run);
 #endif
@@ -358,7 +378,31 @@ EpochRecord Trainer::train_epoch(Run& run) {
   return record;
 }
 
+void Trainer::update_average(Run& run) const {
+  const double n = double(run.state.step / options_.average_every - 1);
+  const double d = std::min(std::pow(options_.average_decay, double(options_.average_every)),
+                            (1 + n) / (10 + n));
+  const std::vector<Parameter>& trainable = optimizer_->parameters();
+  for (std::size_t i = 0; i < trainable.size(); ++i)
+    blend_into(run.average[i], trainable[i].value(), d);
+}
+
+std::vector<Tensor> Trainer::swap_in_average(Run& run) const {
+  std::vector<Tensor> live;
+  const std::vector<Parameter>& trainable = optimizer_->parameters();
+  for (std::size_t i = 0; i < trainable.size(); ++i) {
+    Parameter p = trainable[i];
+    live.push_back(p.value().clone());
+    detail::copy_values(run.average[i], p.value());
+  }
+  return live;
+}
+
 void Trainer::finish_epoch(Run& run, EpochRecord& record) {
+  // With weight averaging the average is the model evaluated, kept and written as the best;
+  // the live values come back before the epoch checkpoint (which holds both).
+  std::vector<Tensor> live;
+  if (!run.average.empty()) live = swap_in_average(run);
   if (run.model.num_examples(Split::kDev) > 0) record.dev = evaluate(run.model, Split::kDev);
   if (!options_.best_metric.empty()) {
     if (record.dev.empty())
@@ -381,8 +425,13 @@ void Trainer::finish_epoch(Run& run, EpochRecord& record) {
   if (run.comm.is_root()) run.state.rng = run.rng.state();
   const bool root = run.comm.is_root();
   if (root && record.best && !options_.best_checkpoint_path.empty())
-    save(run, options_.best_checkpoint_path);
-  if (root && !options_.checkpoint_path.empty()) save(run, options_.checkpoint_path);
+    save(run, options_.best_checkpoint_path, /*with_average=*/false);
+  for (std::size_t i = 0; i < live.size(); ++i) {
+    Parameter p = optimizer_->parameters()[i];
+    detail::copy_values(live[i], p.value());
+  }
+  if (root && !options_.checkpoint_path.empty())
+    save(run, options_.checkpoint_path, /*with_average=*/true);
   if (run.log.is_open()) {
     run.log << record.to_json() << '\n';
     run.log.flush();
@@ -502,10 +551,15 @@ void Trainer::check_replicas(Run& run) const {
   }
 }
 
-void Trainer::save(Run& run, const std::string& path) const {
+void Trainer::save(Run& run, const std::string& path, bool with_average) const {
   io::TensorMap extra;
   for (std::size_t i = 0; i < run.best.size(); ++i)
     extra.emplace(std::string(kBestPrefix) + optimizer_->parameters()[i].name(), run.best[i]);
+  if (with_average) {
+    for (std::size_t i = 0; i < run.average.size(); ++i)
+      extra.emplace(std::string(kAveragePrefix) + optimizer_->parameters()[i].name(),
+                    run.average[i]);
+  }
   save_checkpoint(path, run.parameters, optimizer_.get(), run.state,
                   {run.model.name(), checkpoint_config(run.model, options_)}, extra);
 }
@@ -518,18 +572,33 @@ void Trainer::resume(Run& run) {
          " steps but its training state says ", c.state.step);
   run.rng.set_state(c.state.rng);
   run.state = c.state;
-  std::vector<detail::ExpectedTensor> expected;
-  for (const Parameter& p : optimizer_->parameters())
-    expected.push_back({std::string(kBestPrefix) + p.name(), p.shape(), DType::kFloat32});
-  io::TensorMap best;
-  for (const auto& [name, tensor] : c.extra)
-    if (name.compare(0, kBestPrefix.size(), kBestPrefix) == 0) best.emplace(name, tensor);
-  if (best.empty() || !options_.keep_best_in_memory) return;
-  const std::vector<std::string> problems =
-      detail::compare_tensors(expected, best, "best-model tensor", "the model");
-  if (!problems.empty())
-    fail("trainer", "cannot resume from '", path, "': ", detail::join(problems));
-  for (const detail::ExpectedTensor& e : expected) run.best.push_back(best.at(e.name));
+  // The tensors of the checkpoint named `prefix` + a trainable parameter's name, in the
+  // optimizer's order: none, or one for every trainable parameter, of its shape.
+  const auto tensors_named = [&](std::string_view prefix, std::string_view what) {
+    std::vector<detail::ExpectedTensor> expected;
+    for (const Parameter& p : optimizer_->parameters())
+      expected.push_back({std::string(prefix) + p.name(), p.shape(), DType::kFloat32});
+    io::TensorMap found;
+    for (const auto& [name, tensor] : c.extra)
+      if (name.starts_with(prefix)) found.emplace(name, tensor);
+    std::vector<Tensor> tensors;
+    if (found.empty()) return tensors;
+    const std::vector<std::string> problems =
+        detail::compare_tensors(expected, found, what, "the model");
+    if (!problems.empty())
+      fail("trainer", "cannot resume from '", path, "': ", detail::join(problems));
+    for (const detail::ExpectedTensor& e : expected) tensors.push_back(found.at(e.name));
+    return tensors;
+  };
+  if (options_.keep_best_in_memory) run.best = tensors_named(kBestPrefix, "best-model tensor");
+  if (options_.average_decay > 0) {
+    const std::vector<Tensor> average = tensors_named(kAveragePrefix, "weight-average tensor");
+    const std::vector<Parameter>& trainable = optimizer_->parameters();
+    for (std::size_t i = 0; i < average.size(); ++i) {
+      run.average.push_back(trainable[i].value().clone());  // on the parameter's device
+      detail::copy_values(average[i], run.average.back());
+    }
+  }
 }
 
 }  // namespace weft::train

@@ -24,6 +24,11 @@ void TrainerOptions::validate() const {
   if (batch_size == 0) fail("trainer", "batch_size must be >= 1");
   if (clip_norm < 0) fail("trainer", "clip_norm must be >= 0 (0 = off), got ", clip_norm);
   if (clip_value < 0) fail("trainer", "clip_value must be >= 0 (0 = off), got ", clip_value);
+  if (!(average_decay >= 0 && average_decay < 1))
+    fail("trainer", "average_decay must be in [0, 1) (0 = no weight averaging), got ",
+         average_decay);
+  if (average_every < 1)
+    fail("trainer", "average_every must be >= 1 optimizer update, got ", average_every);
   if (threads < 0) fail("trainer", "threads must be >= 0 (0 = leave as is), got ", threads);
   if (!best_metric.empty() && restore_best && !keep_best_in_memory && best_checkpoint_path.empty())
     fail("trainer",
@@ -37,17 +42,21 @@ void TrainerOptions::validate() const {
 }
 
 std::string TrainerOptions::to_json() const {
-  const nlohmann::json j = {{"epochs", epochs},
-                            {"batch_size", batch_size},
-                            {"seed", seed},
-                            {"shuffle", shuffle},
-                            {"optimizer", optimizer.describe()},
-                            {"schedule", schedule.describe()},
-                            {"clip_norm", clip_norm},
-                            {"clip_value", clip_value},
-                            {"best_metric", best_metric},
-                            {"best_mode", best_mode == BestMode::kMax ? "max" : "min"},
-                            {"threads", threads}};
+  nlohmann::json j = {{"epochs", epochs},
+                      {"batch_size", batch_size},
+                      {"seed", seed},
+                      {"shuffle", shuffle},
+                      {"optimizer", optimizer.describe()},
+                      {"schedule", schedule.describe()},
+                      {"clip_norm", clip_norm},
+                      {"clip_value", clip_value},
+                      {"best_metric", best_metric},
+                      {"best_mode", best_mode == BestMode::kMax ? "max" : "min"},
+                      {"threads", threads}};
+  if (average_decay > 0) {
+    j["average_decay"] = average_decay;
+    j["average_every"] = average_every;
+  }
   return j.dump();
 }
 

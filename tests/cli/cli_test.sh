@@ -106,6 +106,19 @@ if [[ -n $data && -f $data/sst/dev.txt && -f $data/glove-sst/glove.6B.100d.sst.t
     --data-dir "$data" --max-train 20 --max-eval 10 --epochs 1 --embedding-aliases "$work/aliases.txt"
 fi
 
+# Weight averaging: the best checkpoint holds the average the run evaluated on dev, so eval on it
+# gives the best epoch's dev figures (the live weights would not).
+"$weft" train calculator --max-train 300 --max-eval 100 --epochs 3 --hidden 8 --average-weights 0.9 \
+  --average-every 2 --best-checkpoint "$work/avg.safetensors" --log "$work/avg.jsonl" --progress off \
+  --no-compare >"$work/avg.out" 2>&1 || { echo "FAIL train --average-weights"; cat "$work/avg.out"; failures=$((failures + 1)); }
+"$weft" eval calculator --checkpoint "$work/avg.safetensors" --splits dev >"$work/avg-eval.out" 2>/dev/null
+python3 - "$work/avg.jsonl" "$work/avg-eval.out" <<'PY' || { echo "FAIL --average-weights best checkpoint"; cat "$work/avg.jsonl" "$work/avg-eval.out"; failures=$((failures + 1)); }
+import json, sys
+best = [json.loads(l) for l in open(sys.argv[1]) if json.loads(l)["best"]][-1]
+dev = json.load(open(sys.argv[2]))["dev"]
+assert abs(best["dev"]["loss"] - dev["loss"]) < 1e-9, (best["dev"], dev)
+PY
+
 # A cosine schedule with warm-up over the whole run (the trainer works out its length).
 "$weft" train calculator --max-train 200 --max-eval 50 --epochs 1 --hidden 8 --schedule cosine \
   --warmup-steps 2 --progress off --no-compare >"$work/cosine.out" 2>&1 ||

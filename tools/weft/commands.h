@@ -89,6 +89,8 @@ struct TrainOptions {
   double clip_norm = -1;                      // 0: off; < 0: the model's recipe
   double embedding_learning_rate_scale = -1;  // < 0: the model's recipe
   std::string sparse_updates;                 // empty: the recipe's (lazy)
+  double average_decay = -1;                  // weight averaging; < 0: the model's recipe
+  int average_every = 0;                      // 0: the model's recipe
   std::string checkpoint;                     // written after every epoch when set
   std::string best_checkpoint;                // written when the dev figure improves
   std::string resume;                         // continue from this checkpoint

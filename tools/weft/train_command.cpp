@@ -63,6 +63,8 @@ train::TrainerOptions training_recipe(const TrainOptions& options, const models:
   t.schedule.warmup_steps = options.warmup_steps;
   t.schedule.total_steps = 0;  // a cosine decays over the whole run: the Trainer fills it in
   if (options.clip_norm >= 0) t.clip_norm = options.clip_norm;
+  if (options.average_decay >= 0) t.average_decay = options.average_decay;
+  if (options.average_every > 0) t.average_every = options.average_every;
   if (!options.sparse_updates.empty())
     t.optimizer.sparse_update = train::parse_sparse_update(options.sparse_updates);
   if (options.embedding_learning_rate_scale >= 0) {
@@ -201,6 +203,15 @@ CLI::App* add_train(CLI::App& app, TrainOptions& o, ModelFlags& models) {
     model.add_option("--sparse-updates", o.sparse_updates,
                      "Row-sparse gradients (word vectors): lazy, only the rows a batch used, or "
                      "dense, every row as a dense gradient would (default: the recipe's, lazy)");
+    model
+        .add_option("--average-weights", o.average_decay,
+                    "Evaluate and keep an exponential moving average of the weights, with this "
+                    "decay per update (0: off; default: the recipe's)")
+        ->check(CLI::Range(0.0, 0.999999));
+    model
+        .add_option("--average-every", o.average_every,
+                    "Updates between updates of the weight average (default: the recipe's)")
+        ->check(CLI::Range(1, 1000000));
     model.add_option("--checkpoint", o.checkpoint, "Write a checkpoint here after every epoch");
     model.add_option("--best-checkpoint", o.best_checkpoint,
                      "Write the best model (by dev figure) here");

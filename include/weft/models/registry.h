@@ -26,12 +26,15 @@ struct Recipe {
   train::OptimizerSpec optimizer;
   train::LrSchedule schedule;  // a cosine's total_steps 0: the whole run
   double clip_norm = 0;
+  double average_decay = 0;  // weight averaging (TrainerOptions::average_decay); 0: off
+  int average_every = 1;
   std::string best_metric;  // the dev figure that selects the best epoch
   train::BestMode best_mode = train::BestMode::kMax;
 
   // The trainer options with these fields set (the rest as `base` has them).
   train::TrainerOptions trainer_options(train::TrainerOptions base = {}) const;
-  // {"epochs", "batch_size", "optimizer", "schedule", "clip_norm", "best_metric", "best_mode"}.
+  // {"epochs", "batch_size", "optimizer", "schedule", "clip_norm", "best_metric", "best_mode"},
+  // and "average_decay", "average_every" when the recipe averages weights.
   nlohmann::json to_json() const;
 };
 

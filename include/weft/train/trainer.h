@@ -1,7 +1,8 @@
 // The train / eval loop, generic over TrainableModel: seeded shuffling each epoch, mini-batch
 // forward/backward by the model, clipping, optimizer updates under a learning-rate schedule,
 // dev evaluation with best-model selection, atomic checkpoints every epoch, resuming from one
-// (model, optimizer, epoch, step, RNG: the run continues exactly as if never stopped), an
+// (model, optimizer, epoch, step, RNG: the run continues exactly as if never stopped), optional
+// weight averaging (the model evaluated and kept is an exponential moving average), an
 // optional background thread preparing the next batch, a progress bar on terminals, and a
 // JSON-lines log with one object per epoch. Same seed, data and thread count: same numbers.
 #pragma once
@@ -116,6 +117,17 @@ struct TrainerOptions {
   std::string best_metric;
   BestMode best_mode = BestMode::kMax;
   bool restore_best = true;
+  // Weight averaging (Polyak): when average_decay > 0 the trainer keeps an exponential moving
+  // average of the trainable parameters, updated after every `average_every` optimizer updates:
+  //   average = d * average + (1 - d) * value,  d = min(average_decay^average_every, (1+n)/(10+n))
+  // with n the updates of the average before this one (so the first few weigh about equally
+  // instead of the initial values lingering). The average is the model: it is evaluated on
+  // dev, kept as the best, written to best_checkpoint_path and left in the parameters at the
+  // end, while training goes on from the live values. The epoch checkpoints hold the live
+  // values and the average (as "average/<name>"), so a resumed run averages on exactly; one
+  // resumed from a checkpoint without an average starts it from the resumed values.
+  double average_decay = 0;  // per optimizer update, in [0, 1); 0: off
+  int average_every = 1;     // optimizer updates between updates of the average
   // Keep a copy of the best epoch's trainable parameters in memory (and in the epoch
   // checkpoints, as "best/<name>", so a resumed run restores the same best). Off, restoring
   // reads best_checkpoint_path instead, which must then be set.
@@ -192,7 +204,10 @@ class Trainer {
   EpochRecord train_epoch(Run& run);
   void finish_epoch(Run& run, EpochRecord& record);
   void resume(Run& run);
-  void save(Run& run, const std::string& path) const;
+  void save(Run& run, const std::string& path, bool with_average) const;
+  void update_average(Run& run) const;
+  // Copies the weight average into the trainable parameters; returns their previous values.
+  std::vector<Tensor> swap_in_average(Run& run) const;
   void restore_best(Run& run) const;
   void start_together(Run& run);
   void check_replicas(Run& run) const;
