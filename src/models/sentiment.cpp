@@ -54,7 +54,9 @@ ModelEntry sentiment_entry() {
                            .help = "Keep the pretrained word vectors fixed (default: fine-tune)"});
   entry.recipe = [](const OptionValues&) {
     Recipe r;
-    r.epochs = 20;
+    // 30 epochs, chosen on dev (EXPERIMENTS.md, issue 19): averaged over five seeds, the dev
+    // root accuracy still rises after epoch 20 and the dev loss is lowest around 23-28.
+    r.epochs = 30;
     r.batch_size = 25;
     r.optimizer.kind = train::OptimizerKind::kAdagrad;
     r.optimizer.weight_decay = 1e-4;
