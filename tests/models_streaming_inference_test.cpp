@@ -4,7 +4,8 @@
 // (batches_ahead + 1) batches on a long stream; an ensemble streams too; an error in the
 // source or in a batch reaches the caller after the predictions before it, and isolated
 // failures fail alone, with the source on the calling thread or its own; a source fed as it
-// goes, on its own thread, ends batches and never has an example held back while it waits.
+// goes, on its own thread, ends batches and never has an example held back while it waits, and
+// is woken when the stream fails.
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -257,6 +258,50 @@ TEST(StreamingInference, AFedSourceOnItsOwnThreadEndsBatchesAndIsNeverHeldBack) 
     EXPECT_EQ(batches, expected_batches);
     EXPECT_EQ(stats.batches, 9);
     EXPECT_EQ(stats.examples, 40);
+  }
+}
+
+// A failure that is no example's (here the sink's) while the source thread waits for examples
+// that will not come (a quiet server's queue): the stream calls interrupt_source, the source
+// returns, and the error reaches the caller at once. Without the call the source would wait
+// until its deadline, which fails the test.
+TEST(StreamingInference, AFailureWakesASourceWaitingForExamples) {
+  std::unique_ptr<Model> model = calculator(9);
+  const std::vector<json> examples = dev_examples(*model);
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool interrupted = false, timed_out = false;
+  std::size_t given = 0;
+  const ExampleSource quiet_after_three = [&](StreamExample& next) {
+    std::unique_lock<std::mutex> lock(mutex);
+    if (given == 3) {
+      timed_out = !changed.wait_for(lock, std::chrono::seconds(20), [&] { return interrupted; });
+      return false;
+    }
+    next.example = examples[given++];
+    next.ends_batch = given == 3;
+    return true;
+  };
+  const PredictionSink failing_sink = [](StreamedPrediction&) {
+    fail("test", "the client went away");
+  };
+  for (const int ahead : {0, 1}) {
+    SCOPED_TRACE("batches_ahead " + std::to_string(ahead));
+    given = 0;
+    interrupted = timed_out = false;
+    StreamingOptions options;
+    options.batch_size = 8;
+    options.batches_ahead = ahead;
+    options.source_thread = true;
+    options.interrupt_source = [&] {
+      std::lock_guard<std::mutex> lock(mutex);
+      interrupted = true;
+      changed.notify_all();
+    };
+    EXPECT_THAT([&] { predict_stream(*model, quiet_after_three, failing_sink, options); },
+                ThrowsMessage<Error>(HasSubstr("the client went away")));
+    EXPECT_TRUE(interrupted);
+    EXPECT_FALSE(timed_out) << "the source waited for its deadline";
   }
 }
 

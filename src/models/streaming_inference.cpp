@@ -313,12 +313,14 @@ StreamingStats Stream::with_source_thread() {
     reader_done = true;
     changed.notify_all();
   });
-  const auto stop_reader = [&] {
+  const auto stop_reader = [&](bool interrupt) {
     {
       std::lock_guard<std::mutex> lock(mutex);
       stop_reading = true;
+      interrupt = interrupt && !reader_done;
     }
     changed.notify_all();
+    if (interrupt && options_.interrupt_source) options_.interrupt_source();
     reader.join();  // after the source's current call returns
   };
 
@@ -339,10 +341,10 @@ StreamingStats Stream::with_source_thread() {
       changed.notify_all();
     }
   } catch (...) {
-    stop_reader();
+    stop_reader(/*interrupt=*/true);
     throw;
   }
-  stop_reader();
+  stop_reader(/*interrupt=*/false);
   if (source_error) std::rethrow_exception(source_error);
   return stats_;
 }

@@ -100,6 +100,19 @@ void ModelWorker::run_loop() {
     streaming.source_thread = true;     // the source waits for requests while batches run
     streaming.isolate_failures = true;  // a bad instance fails alone
     streaming.on_batch = [&](std::int64_t, std::int64_t size) { count_batch(std::size_t(size)); };
+    // A failure that is not an instance's ends the stream while the source may be waiting for
+    // requests: wake it, so the instances in flight are answered now, not at the next request.
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      source_interrupted_ = false;
+    }
+    streaming.interrupt_source = [&] {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        source_interrupted_ = true;
+      }
+      queue_changed_.notify_all();
+    };
     const models::ExampleSource source = [&](models::StreamExample& next) {
       return next_instance(next, model.get(), in_batch);
     };
@@ -134,15 +147,17 @@ bool ModelWorker::next_instance(models::StreamExample& next, const models::Model
                                 std::size_t& in_batch) {
   const std::size_t max_batch = std::max<std::size_t>(1, options_.max_batch);
   std::unique_lock<std::mutex> lock(mutex_);
-  queue_changed_.wait(lock, [&] { return !queue_.empty() || stopping_; });
-  if (queue_.empty()) return false;  // stopping, drained
+  queue_changed_.wait(lock, [&] { return !queue_.empty() || stopping_ || source_interrupted_; });
+  if (queue_.empty() || source_interrupted_) return false;  // stopping and drained, or interrupted
   // A batch's first instance: under load (the last batch served several requests) wait a
   // little for more; a quiet server answers at once, so batching costs a lone client nothing.
   if (in_batch == 0 && max_batch > 1 && last_batch_requests_ > 1 && options_.max_wait_ms > 0) {
     const auto deadline =
         Clock::now() + std::chrono::microseconds(std::int64_t(options_.max_wait_ms * 1000));
-    queue_changed_.wait_until(lock, deadline,
-                              [&] { return stopping_ || queue_.size() >= max_batch; });
+    queue_changed_.wait_until(lock, deadline, [&] {
+      return stopping_ || source_interrupted_ || queue_.size() >= max_batch;
+    });
+    if (source_interrupted_) return false;
   }
   // Instances parsed by a reloaded model start the next stream.
   if (queue_.front().model.get() != model) return false;

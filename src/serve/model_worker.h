@@ -109,6 +109,7 @@ class ModelWorker {
   std::shared_ptr<models::Model> model_;
   std::string checkpoint_;
   bool stopping_ = false;
+  bool source_interrupted_ = false;  // the running stream failed: its source must stop waiting
   std::size_t last_batch_requests_ = 0;
   std::deque<InFlight> in_flight_;  // handed to the driver, in order, awaiting predictions
   std::mutex reload_mutex_;

@@ -51,6 +51,12 @@ struct StreamingOptions {
   // batches are held. An error in a batch or the sink waits for the source's current call to
   // return before it reaches the caller.
   bool source_thread = false;
+  // With source_thread: called on the calling thread when the stream ends early by an error (a
+  // batch's, the sink's) while the source thread may be inside a call that waits for examples
+  // (a server's queue). It must make that call return soon (false, or an example, which is then
+  // dropped): the error reaches the caller only after the call returned. Unset, the error waits
+  // until the source returns by itself.
+  std::function<void()> interrupt_source;
   // Computes a key for examples whose source gave none (TensorFlow Fold's key_fn), on the
   // thread that calls the source.
   std::function<nlohmann::json(const nlohmann::json& example, std::int64_t index)> key;
