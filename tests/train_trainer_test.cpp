@@ -165,6 +165,14 @@ void expect_same_records(const train::EpochRecord& a, const train::EpochRecord& 
   EXPECT_EQ(without_times(a.to_json()), without_times(b.to_json()));
 }
 
+// The first `epochs` of the run `o` describes, on a fresh model (writing its checkpoints);
+// returns how many epochs ran.
+std::size_t train_first_epochs(train::TrainerOptions o, int epochs) {
+  Logistic first(1);
+  o.epochs = epochs;
+  return train::Trainer(o).fit(first).epochs.size();
+}
+
 TEST_F(TrainTrainer, LossFallsAndDevAccuracyRises) {
   Logistic model(1);
   train::Trainer trainer(options(6));
@@ -213,12 +221,7 @@ TEST_F(TrainTrainer, ResumeEqualsUninterrupted) {
 
   o.log_path = path("resumed.jsonl");
   o.checkpoint_path = path("last.ckpt");
-  {
-    Logistic first(1);
-    train::TrainerOptions half = o;
-    half.epochs = 3;
-    EXPECT_EQ(train::Trainer(half).fit(first).epochs.size(), 3u);
-  }
+  EXPECT_EQ(train_first_epochs(o, 3), 3u);
   const train::Checkpoint saved = train::read_checkpoint_info(path("last.ckpt"));
   EXPECT_EQ(saved.state.epoch, 3);
   EXPECT_EQ(saved.state.step, 45);
@@ -319,12 +322,7 @@ TEST_F(TrainTrainer, WeightAveragingResumesExactly) {
   const train::TrainResult full = train::Trainer(o).fit(straight);
   o.checkpoint_path = path("last.ckpt");
   o.best_checkpoint_path = path("best.ckpt");
-  {
-    Logistic first(1);
-    train::TrainerOptions half = o;
-    half.epochs = 2;
-    train::Trainer(half).fit(first);
-  }
+  EXPECT_EQ(train_first_epochs(o, 2), 2u);
   const train::Checkpoint saved = train::read_checkpoint_info(path("last.ckpt"));
   EXPECT_EQ(saved.extra.count("average/logistic/w"), 1u);  // the epoch checkpoint: both
   EXPECT_EQ(train::read_checkpoint_info(path("best.ckpt")).extra.count("average/logistic/w"), 0u);
