@@ -257,6 +257,33 @@ TEST_F(SavedModels, EveryBuiltInModelPredictsTheSameFromItsCheckpointAlone) {
 // Numbers equal to float32 rounding, everything else exactly (predictions from two devices).
 void expect_near_json(const json& a, const json& b, const std::string& where);
 
+// inference_rate runs the schedule its compiler options ask for: one call per node makes the
+// most calls, by depth more than sinks last (which runs the root classifier once), none below
+// the bound; cutting steps to 2 rows makes more calls again, against the same bound.
+TEST_F(SavedModels, InferenceRateTimesTheScheduleItIsGiven) {
+  const std::unique_ptr<Model> model = create_model(*small_options("calculator"));
+  const std::span<const json> examples = model->examples(train::Split::kTest);
+  ASSERT_EQ(examples.size(), 8u);
+  const auto rate = [&](loom::Strategy strategy, std::uint32_t max_step_rows) {
+    return inference_rate(
+        model->root_block(), examples,
+        blocks::CompilerOptions{.strategy = strategy, .max_step_rows = max_step_rows}, 4);
+  };
+  const InferenceRate unbatched = rate(loom::Strategy::kNone, 0);
+  const InferenceRate by_depth = rate(loom::Strategy::kByDepth, 0);
+  const InferenceRate sinks_last = rate(loom::Strategy::kSinksLast, 0);
+  const InferenceRate cut = rate(loom::Strategy::kByDepth, 2);
+  EXPECT_GT(unbatched.batched_calls, by_depth.batched_calls);
+  EXPECT_GT(by_depth.batched_calls, sinks_last.batched_calls);
+  EXPECT_GE(sinks_last.batched_calls, sinks_last.min_batched_calls);
+  EXPECT_EQ(by_depth.min_batched_calls, sinks_last.min_batched_calls);
+  EXPECT_GE(by_depth.batched_calls, by_depth.min_batched_calls);
+  EXPECT_GT(cut.batched_calls, by_depth.batched_calls);
+  EXPECT_EQ(cut.min_batched_calls, by_depth.min_batched_calls);
+  for (const InferenceRate& r : {unbatched, by_depth, sinks_last, cut})
+    EXPECT_GT(r.examples_per_second, 0.0);
+}
+
 // loom_strategy auto is the model's choice (agenda where by_depth runs operations at every
 // depth they occur at: attention, langid, molecules; sinks_last where a head on every node or
 // on roots at every depth does: sentiment, calculator); by_depth, sinks_last and agenda can be

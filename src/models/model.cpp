@@ -17,11 +17,11 @@ std::string Model::config_json() const {
 }
 
 InferenceRate inference_rate(const blocks::Block& root, std::span<const nlohmann::json> examples,
-                             loom::Strategy strategy, std::size_t batch_size) {
+                             const blocks::CompilerOptions& options, std::size_t batch_size) {
   if (examples.empty() || batch_size == 0) {
     fail("inference_rate", "needs examples and a positive batch size");
   }
-  blocks::Compiler compiler(root, blocks::CompilerOptions{.strategy = strategy});
+  blocks::Compiler compiler(root, options);
   Tape tape;
   tape.set_grad_enabled(false);
   TapeScope scope(tape);

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "weft/blocks/blocks.h"
+#include "weft/blocks/compiler.h"
 #include "weft/core/export.h"
 #include "weft/loom/schedule.h"
 #include "weft/models/options.h"
@@ -72,12 +73,12 @@ struct InferenceRate {
   std::int64_t min_batched_calls = 0;
 };
 
-// Inference throughput of `root` over `examples` in batches of `batch_size`, scheduled with
-// `strategy`: by_depth is dynamic batching, none one call per node (the unbatched baseline).
-// Weaving is included; gradients are off. The first batch runs once untimed before the timed
-// pass (warm-up).
+// Inference throughput of `root` over `examples` in batches of `batch_size`, compiled with
+// `options` (its strategy: by_depth is dynamic batching, none one call per node, the unbatched
+// baseline; its max_step_rows and weaving threads as the model runs them). Weaving is included;
+// gradients are off. The first batch runs once untimed before the timed pass (warm-up).
 InferenceRate inference_rate(const blocks::Block& root, std::span<const nlohmann::json> examples,
-                             loom::Strategy strategy, std::size_t batch_size);
+                             const blocks::CompilerOptions& options, std::size_t batch_size);
 
 }  // namespace weft::models
 WEFT_API_END
