@@ -263,8 +263,7 @@ TrainResult Trainer::fit(TrainableModel& model) {
   const bool resuming = !options_.resume_from.empty();
   if (resuming) resume(run);
   if (run.comm.size() > 1) start_together(run);
-  if (options_.average_decay > 0 && run.average.empty())
-    for (const Parameter& p : optimizer_->parameters()) run.average.push_back(p.value().clone());
+  if (options_.average_decay > 0 && run.average.empty()) run.average = trainable_values();
   const bool root = run.comm.is_root();
   if (!options_.log_path.empty() && root) {
     run.log.open(options_.log_path, resuming ? std::ios::app : std::ios::trunc);
@@ -281,7 +280,7 @@ TrainResult Trainer::fit(TrainableModel& model) {
   if (options_.restore_best && !options_.best_metric.empty() && run.state.best_dev)
     restore_best(run);
   else if (!run.average.empty())
-    swap_in_average(run);  // the model a run returns is its average
+    set_trainable_values(run.average);  // the model a run returns is its average
   result.state = run.state;
   return result;
 }
@@ -387,22 +386,28 @@ void Trainer::update_average(Run& run) const {
     blend_into(run.average[i], trainable[i].value(), d);
 }
 
-std::vector<Tensor> Trainer::swap_in_average(Run& run) const {
-  std::vector<Tensor> live;
+std::vector<Tensor> Trainer::trainable_values() const {
+  std::vector<Tensor> values;
+  for (const Parameter& p : optimizer_->parameters()) values.push_back(p.value().clone());
+  return values;
+}
+
+void Trainer::set_trainable_values(const std::vector<Tensor>& values) const {
   const std::vector<Parameter>& trainable = optimizer_->parameters();
   for (std::size_t i = 0; i < trainable.size(); ++i) {
     Parameter p = trainable[i];
-    live.push_back(p.value().clone());
-    detail::copy_values(run.average[i], p.value());
+    detail::copy_values(values[i], p.value());
   }
-  return live;
 }
 
 void Trainer::finish_epoch(Run& run, EpochRecord& record) {
   // With weight averaging the average is the model evaluated, kept and written as the best;
   // the live values come back before the epoch checkpoint (which holds both).
   std::vector<Tensor> live;
-  if (!run.average.empty()) live = swap_in_average(run);
+  if (!run.average.empty()) {
+    live = trainable_values();
+    set_trainable_values(run.average);
+  }
   if (run.model.num_examples(Split::kDev) > 0) record.dev = evaluate(run.model, Split::kDev);
   if (!options_.best_metric.empty()) {
     if (record.dev.empty())
@@ -418,18 +423,14 @@ void Trainer::finish_epoch(Run& run, EpochRecord& record) {
       run.state.best_dev = value;
       run.state.best_epoch = record.epoch;
       run.best.clear();
-      if (options_.keep_best_in_memory)
-        for (const Parameter& p : optimizer_->parameters()) run.best.push_back(p.value().clone());
+      if (options_.keep_best_in_memory) run.best = trainable_values();
     }
   }
   if (run.comm.is_root()) run.state.rng = run.rng.state();
   const bool root = run.comm.is_root();
   if (root && record.best && !options_.best_checkpoint_path.empty())
     save(run, options_.best_checkpoint_path, /*with_average=*/false);
-  for (std::size_t i = 0; i < live.size(); ++i) {
-    Parameter p = optimizer_->parameters()[i];
-    detail::copy_values(live[i], p.value());
-  }
+  if (!live.empty()) set_trainable_values(live);
   if (root && !options_.checkpoint_path.empty())
     save(run, options_.checkpoint_path, /*with_average=*/true);
   if (run.log.is_open()) {
@@ -441,12 +442,8 @@ void Trainer::finish_epoch(Run& run, EpochRecord& record) {
 }
 
 void Trainer::restore_best(Run& run) const {
-  const std::vector<Parameter>& trainable = optimizer_->parameters();
   if (!run.best.empty()) {
-    for (std::size_t i = 0; i < trainable.size(); ++i) {
-      Parameter p = trainable[i];
-      detail::copy_values(run.best[i], p.value());
-    }
+    set_trainable_values(run.best);
   } else if (!options_.best_checkpoint_path.empty()) {
     load_checkpoint(options_.best_checkpoint_path, run.parameters);
   }
@@ -593,10 +590,10 @@ void Trainer::resume(Run& run) {
   if (options_.keep_best_in_memory) run.best = tensors_named(kBestPrefix, "best-model tensor");
   if (options_.average_decay > 0) {
     const std::vector<Tensor> average = tensors_named(kAveragePrefix, "weight-average tensor");
-    const std::vector<Parameter>& trainable = optimizer_->parameters();
-    for (std::size_t i = 0; i < average.size(); ++i) {
-      run.average.push_back(trainable[i].value().clone());  // on the parameter's device
-      detail::copy_values(average[i], run.average.back());
+    if (!average.empty()) {
+      run.average = trainable_values();  // on the parameters' device
+      for (std::size_t i = 0; i < average.size(); ++i)
+        detail::copy_values(average[i], run.average[i]);
     }
   }
 }

@@ -115,10 +115,11 @@ void report_batching_speedup(models::Model& model, std::size_t batch_size) {
                : 0.0;
   };
   const std::size_t batched = kSchedules - 1;  // the last is one call per node
-  const auto chosen_at =
-      std::find(std::begin(schedules), std::begin(schedules) + batched, model.loom_strategy());
-  const models::InferenceRate& chosen =
-      rates[std::size_t(chosen_at - std::begin(schedules)) % batched];
+  // The model's schedule among the batched ones (by_depth for any other).
+  const std::size_t chosen_index = std::size_t(
+      std::find(std::begin(schedules), std::begin(schedules) + batched, model.loom_strategy()) -
+      std::begin(schedules));
+  const models::InferenceRate& chosen = rates[chosen_index < batched ? chosen_index : 0];
   const models::InferenceRate& unbatched = rates[batched];
   fmt::print(
       "dynamic batching ({}): {:.0f} examples/s, one call per node: {:.0f} examples/s, speedup "

@@ -206,8 +206,9 @@ class Trainer {
   void resume(Run& run);
   void save(Run& run, const std::string& path, bool with_average) const;
   void update_average(Run& run) const;
-  // Copies the weight average into the trainable parameters; returns their previous values.
-  std::vector<Tensor> swap_in_average(Run& run) const;
+  // Copies of the trainable parameters' values, in the optimizer's order; and the reverse.
+  std::vector<Tensor> trainable_values() const;
+  void set_trainable_values(const std::vector<Tensor>& values) const;
   void restore_best(Run& run) const;
   void start_together(Run& run);
   void check_replicas(Run& run) const;
