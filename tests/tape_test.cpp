@@ -2,6 +2,7 @@
 #include "weft/autodiff/tape.h"
 
 #include <cmath>
+#include <functional>
 
 #include "op_test_util.h"
 
@@ -18,6 +19,67 @@ TEST(Tape, ValueUsedTwiceGetsTheSumOfBothGradients) {
   for (int i = 0; i < 2; ++i) {
     double t = std::tanh(x.value().to_float_vector()[i]);
     EXPECT_NEAR(g[i], (2 * t + 1) * (1 - t * t), 1e-6);
+  }
+}
+
+// The first gradient to reach a node is written into a fresh buffer (Tape::grad_target, beta 0:
+// products, concat, the LSTM kernels), later ones are added. x feeds seven consumers of both
+// kinds, two of them reading x twice (matmul(x, xᵀ), lstm_hidden(x, 0, x)), one reading it as
+// gates wider than the cell uses (lstm_cell_state); each consumer is recorded
+// last once, so each is the first to reach x once, and every gradient is checked against
+// finite differences. (Debug builds fill fresh buffers with NaN, so a kernel that leaves part
+// of one unwritten fails here.)
+TEST(Tape, FirstGradientIsWrittenLaterOnesAdded) {
+  constexpr int kConsumers = 7;
+  auto sigmoid_of = [](double v) { return 1.0 / (1.0 + std::exp(-v)); };
+  for (int last = 0; last < kConsumers; ++last) {
+    SCOPED_TRACE("consumer recorded last: " + std::to_string(last));
+    auto op = [last](const std::vector<Var>& v) {
+      const Var x = v[0], w = v[1], b = v[2];
+      const std::function<Var()> consumers[kConsumers] = {
+          [&] { return tanh(x); },
+          [&] { return matmul(x, w); },
+          [&] { return linear(x, w, b); },
+          [&] {
+            return concat({x, x});
+          },
+          [&] { return lstm_hidden(x, 0, x); },
+          [&] { return matmul(x, x, false, true); },
+          [&] { return lstm_cell_state(x, slice(x, 1, 0, 1), 1); }};
+      std::vector<Var> parts(kConsumers);
+      for (int k = 1; k <= kConsumers; ++k) {
+        const int which = (last + k) % kConsumers;  // `last` is recorded last
+        parts[std::size_t(which)] = consumers[which]();
+      }
+      return concat(parts);
+    };
+    auto reference = [&sigmoid_of](const std::vector<HostArray>& in) {
+      const HostArray &x = in[0], &w = in[1], &b = in[2];
+      constexpr int kRows = 3, kCols = 4, kOut = 4 + 4 + 4 + 8 + 4 + 3 + 1;
+      HostArray y(Shape{kRows, kOut}, std::vector<double>(kRows * kOut, 0.0));
+      for (int r = 0; r < kRows; ++r) {
+        double* out = &y.values[std::size_t(r * kOut)];
+        const double* xr = &x.values[std::size_t(r * kCols)];
+        for (int c = 0; c < kCols; ++c) {
+          out[c] = std::tanh(xr[c]);
+          double product = 0;
+          for (int k = 0; k < kCols; ++k) product += xr[k] * w[std::size_t(k * kCols + c)];
+          out[4 + c] = product;
+          out[8 + c] = product + b[std::size_t(c)];
+          out[12 + c] = out[16 + c] = xr[c];
+          out[20 + c] = sigmoid_of(xr[c]) * std::tanh(xr[c]);
+        }
+        for (int q = 0; q < kRows; ++q) {
+          double dot = 0;
+          for (int k = 0; k < kCols; ++k) dot += xr[k] * x[std::size_t(q * kCols + k)];
+          out[24 + q] = dot;
+        }
+        out[27] = sigmoid_of(xr[0]) * xr[0] + sigmoid_of(xr[1]) * std::tanh(xr[2]);
+      }
+      return y;
+    };
+    check_op(op, reference,
+             {random_tensor({3, 4}, 11), random_tensor({4, 4}, 12), random_tensor({4}, 13)});
   }
 }
 

@@ -1,6 +1,7 @@
 // Matrix products: matmul with optional transposes, its batched form (one product per batch
 // item) and linear (x · W + b). Forward and
-// backward are all GEMMs through the backend; gradients accumulate with beta = 1.
+// backward are all GEMMs through the backend; the first gradient to reach a node is written
+// with beta = 0, later ones added with beta = 1 (Tape::grad_target).
 #include "../backend/kernels.h"
 #include "op_checks.h"
 #include "weft/autodiff/ops.h"
@@ -21,17 +22,18 @@ void product_backward(Tape& tape, std::uint32_t id) {
   const Tensor& dy = node.grad;
   const Tensor& a = tape.node(tape.input(id, 0)).value;
   const Tensor& b = tape.node(tape.input(id, 1)).value;
-  if (Tensor* da = tape.grad_of(tape.input(id, 0))) {
+  // One target at a time: a product of a node with itself gets its second term added.
+  if (const Tape::GradTarget da = tape.grad_target(tape.input(id, 0)); da.grad) {
     if (!ta)
-      product(dy, false, b, !tb, 1.0f, 1.0f, *da);
+      product(dy, false, b, !tb, 1.0f, da.beta, *da.grad);
     else
-      product(b, tb, dy, true, 1.0f, 1.0f, *da);
+      product(b, tb, dy, true, 1.0f, da.beta, *da.grad);
   }
-  if (Tensor* db = tape.grad_of(tape.input(id, 1))) {
+  if (const Tape::GradTarget db = tape.grad_target(tape.input(id, 1)); db.grad) {
     if (!tb)
-      product(a, !ta, dy, false, 1.0f, 1.0f, *db);
+      product(a, !ta, dy, false, 1.0f, db.beta, *db.grad);
     else
-      product(dy, true, a, ta, 1.0f, 1.0f, *db);
+      product(dy, true, a, ta, 1.0f, db.beta, *db.grad);
   }
 }
 
@@ -99,8 +101,10 @@ void linear_backward(Tape& tape, std::uint32_t id) {
   const Tensor& x = tape.node(tape.input(id, 0)).value;
   const Tensor& w = tape.node(tape.input(id, 1)).value;
   const Tensor& b = tape.node(tape.input(id, 2)).value;
-  if (Tensor* dx = tape.grad_of(tape.input(id, 0))) gemm(dy, false, w, true, 1.0f, 1.0f, *dx);
-  if (Tensor* dw = tape.grad_of(tape.input(id, 1))) gemm(x, true, dy, false, 1.0f, 1.0f, *dw);
+  if (const Tape::GradTarget dx = tape.grad_target(tape.input(id, 0)); dx.grad)
+    gemm(dy, false, w, true, 1.0f, dx.beta, *dx.grad);
+  if (const Tape::GradTarget dw = tape.grad_target(tape.input(id, 1)); dw.grad)
+    gemm(x, true, dy, false, 1.0f, dw.beta, *dw.grad);
   if (Tensor* db = tape.grad_of(tape.input(id, 2)))
     backend::binary_backward(backend::BinaryOp::kAdd, dy, b, dy, nullptr, db);
 }

@@ -41,8 +41,8 @@ void concat_backward(Tape& tape, std::uint32_t id) {
   for (std::uint32_t k = 0; k < node.num_inputs; ++k) {
     const std::uint32_t input = tape.input(id, k);
     const std::int64_t extent = tape.node(input).value.shape()[axis];
-    if (Tensor* dx = tape.grad_of(input))
-      copy_range(node.grad, out.extent, offset, *dx, extent, 0, extent, out, true);
+    if (const Tape::GradTarget dx = tape.grad_target(input); dx.grad)
+      copy_range(node.grad, out.extent, offset, *dx.grad, extent, 0, extent, out, !dx.fresh());
     offset += extent;
   }
 }

@@ -2,6 +2,7 @@
 #include "weft/autodiff/tape.h"
 
 #include <atomic>
+#include <limits>
 
 #include "../backend/kernels.h"
 #include "weft/core/error.h"
@@ -114,6 +115,17 @@ Tensor* Tape::grad_of(std::uint32_t id) {
     n.grad = Tensor::zeros(n.value.shape(), DType::kFloat32, n.value.device());
   }
   return &n.grad;
+}
+
+Tape::GradTarget Tape::grad_target(std::uint32_t id) {
+  TapeNode& n = node(id);
+  if (!n.requires_grad) return {};
+  if (n.grad.defined() || n.sparse_parameter.defined()) return {grad_of(id), 1.0f};
+  n.grad = Tensor::empty(n.value.shape(), DType::kFloat32, n.value.device());
+#ifndef NDEBUG
+  backend::fill(n.grad, std::numeric_limits<float>::quiet_NaN());
+#endif
+  return {&n.grad, 0.0f};
 }
 
 void Tape::accumulate_rows(std::uint32_t id, const Tensor& indices, const Tensor& rows) {

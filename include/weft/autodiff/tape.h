@@ -115,7 +115,8 @@ class Var {
 };
 
 // How a node propagates its gradient: reads node.grad and the inputs, accumulates into the
-// inputs' gradients through tape.grad_of(input).
+// inputs' gradients through tape.grad_of(input), or through tape.grad_target(input) where its
+// kernel writes every element (a product, a copy).
 using BackwardFn = void (*)(Tape& tape, std::uint32_t node);
 
 // Per-op state saved for backward: the inputs, extra tensors and scalar attributes.
@@ -187,6 +188,17 @@ class Tape {
   // The gradient buffer of a node, zero-filled on first use, for kernels to accumulate into;
   // nullptr when the node does not require a gradient.
   Tensor* grad_of(std::uint32_t node);
+  // The gradient buffer of a node for a kernel that writes every element of it, and the
+  // factor (a GEMM's beta) for what it holds: 0 when no gradient has reached the node yet, so
+  // the buffer is fresh and not zero-filled (the kernel must overwrite all of it; debug builds
+  // fill it with NaN to catch one that does not), 1 when it must be added into. Saves the
+  // zero fill and a read of the buffer for the first gradient to reach a node.
+  struct GradTarget {
+    Tensor* grad = nullptr;  // nullptr when the node does not require a gradient
+    float beta = 1.0f;
+    bool fresh() const { return beta == 0.0f; }
+  };
+  GradTarget grad_target(std::uint32_t node);
   // For gathers: grad[indices[i]] += rows[i] (indices int32, rows float32 [n, ...]). A
   // parameter with row-sparse gradients records the rows (no copy: `rows` must not be written
   // afterwards); any other node gets them scatter-added into grad_of(node).

@@ -8,6 +8,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #include <Eigen/Core>
+#include <algorithm>
 
 #include "../kernels.h"
 #include "weft/core/error.h"
@@ -28,6 +29,15 @@ CellShape cell_shape(const Tensor& gates, const Tensor& children, std::int64_t n
   const std::int64_t k = children.row_size() / n;
   WEFT_ASSERT(gates.row_size() >= (k + 2) * n);
   return {gates.rows(), n, k, gates.row_size()};
+}
+
+// dst = value for a fresh gradient buffer (not zero-filled), dst += value otherwise.
+template <typename Value>
+void store(ArrayMap dst, const Value& value, bool fresh) {
+  if (fresh)
+    dst = value;
+  else
+    dst += value;
 }
 
 }  // namespace
@@ -52,7 +62,7 @@ void lstm_cell_state(const Tensor& gates, const Tensor& children, const Tensor* 
 
 void lstm_cell_state_backward(const Tensor& gates, const Tensor& children,
                               const Tensor* candidate_mask, const Tensor& dc, Tensor* dgates,
-                              Tensor* dchildren) {
+                              bool dgates_fresh, Tensor* dchildren, bool dchildren_fresh) {
   const auto [rows, n, k, stride] = cell_shape(gates, children, dc.row_size());
   const float* g = gates.data<float>();
   const float* x = children.data<float>();
@@ -65,12 +75,13 @@ void lstm_cell_state_backward(const Tensor& gates, const Tensor& children,
     const float* gr = g + r * stride;
     const float* xr = x + r * k * n;
     const ConstArrayMap dr(d + r * n, n);
+    float* dgr = dg ? dg + r * stride : nullptr;
     for (std::int64_t child = 0; child < k; ++child) {
       f = ConstArrayMap(gr + child * n, n).logistic();
       if (dg)
-        ArrayMap(dg + r * stride + child * n, n) +=
-            dr * ConstArrayMap(xr + child * n, n) * f * (1 - f);
-      if (dx) ArrayMap(dx + r * k * n + child * n, n) += dr * f;
+        store(ArrayMap(dgr + child * n, n), dr * ConstArrayMap(xr + child * n, n) * f * (1 - f),
+              dgates_fresh);
+      if (dx) store(ArrayMap(dx + r * k * n + child * n, n), dr * f, dchildren_fresh);
     }
     if (!dg) continue;
     f = ConstArrayMap(gr + k * n, n).logistic();
@@ -78,8 +89,9 @@ void lstm_cell_state_backward(const Tensor& gates, const Tensor& children,
     // With a mask m: d i = dc m t σ'(i), d g = dc m σ(i) tanh'(g): dc m in place of dc.
     if (m) masked = dr * ConstArrayMap(m + r * n, n);
     const ConstArrayMap dm(m ? masked.data() : d + r * n, n);
-    ArrayMap(dg + r * stride + k * n, n) += dm * t * f * (1 - f);
-    ArrayMap(dg + r * stride + (k + 1) * n, n) += dm * f * (1 - t * t);
+    store(ArrayMap(dgr + k * n, n), dm * t * f * (1 - f), dgates_fresh);
+    store(ArrayMap(dgr + (k + 1) * n, n), dm * f * (1 - t * t), dgates_fresh);
+    if (dgates_fresh) std::fill(dgr + (k + 2) * n, dgr + stride, 0.0f);
   }
 }
 
@@ -95,7 +107,8 @@ void lstm_hidden(const Tensor& gates, std::int64_t offset, const Tensor& c, Tens
 }
 
 void lstm_hidden_backward(const Tensor& gates, std::int64_t offset, const Tensor& c,
-                          const Tensor& dh, Tensor* dgates, Tensor* dc) {
+                          const Tensor& dh, Tensor* dgates, bool dgates_fresh, Tensor* dc,
+                          bool dc_fresh) {
   const std::int64_t rows = c.rows(), n = c.row_size(), stride = gates.row_size();
   WEFT_ASSERT(gates.rows() == rows && offset >= 0 && offset + n <= stride);
   const float* g = gates.data<float>();
@@ -108,8 +121,15 @@ void lstm_hidden_backward(const Tensor& gates, std::int64_t offset, const Tensor
     o = ConstArrayMap(g + r * stride + offset, n).logistic();
     t = ConstArrayMap(cv + r * n, n).tanh();
     const ConstArrayMap dr(d + r * n, n);
-    if (dg) ArrayMap(dg + r * stride + offset, n) += dr * t * o * (1 - o);
-    if (dcv) ArrayMap(dcv + r * n, n) += dr * o * (1 - t * t);
+    if (dg) {
+      float* row = dg + r * stride;
+      store(ArrayMap(row + offset, n), dr * t * o * (1 - o), dgates_fresh);
+      if (dgates_fresh) {
+        std::fill(row, row + offset, 0.0f);
+        std::fill(row + offset + n, row + stride, 0.0f);
+      }
+    }
+    if (dcv) store(ArrayMap(dcv + r * n, n), dr * o * (1 - t * t), dc_fresh);
   }
 }
 

@@ -359,9 +359,12 @@ void lstm_cell_state(const Tensor& gates, const Tensor& children, const Tensor* 
 
 void lstm_cell_state_backward(const Tensor& gates, const Tensor& children,
                               const Tensor* candidate_mask, const Tensor& dc, Tensor* dgates,
-                              Tensor* dchildren) {
+                              bool dgates_fresh, Tensor* dchildren, bool dchildren_fresh) {
   const auto [rows, n, k, stride] = cell_shape(gates, children, dc.row_size());
   if (rows == 0 || (!dgates && !dchildren)) return;
+  // Fresh buffers are cleared, then added into, as the others are.
+  if (dgates && dgates_fresh) fill(*dgates, 0.0f);
+  if (dchildren && dchildren_fresh) fill(*dchildren, 0.0f);
   lstm_cell_state_backward_kernel<<<grid_for(rows * n), kThreads, 0, stream()>>>(
       gates.data<float>(), children.data<float>(), data_or_null(candidate_mask), dc.data<float>(),
       data_or_null(dgates), data_or_null(dchildren), rows, n, k, stride);
@@ -378,10 +381,14 @@ void lstm_hidden(const Tensor& gates, std::int64_t offset, const Tensor& c, Tens
 }
 
 void lstm_hidden_backward(const Tensor& gates, std::int64_t offset, const Tensor& c,
-                          const Tensor& dh, Tensor* dgates, Tensor* dc) {
+                          const Tensor& dh, Tensor* dgates, bool dgates_fresh, Tensor* dc,
+                          bool dc_fresh) {
   const std::int64_t rows = c.rows(), n = c.row_size(), stride = gates.row_size();
   WEFT_ASSERT(gates.rows() == rows && offset >= 0 && offset + n <= stride);
   if (rows * n == 0 || (!dgates && !dc)) return;
+  // Fresh buffers are cleared, then added into, as the others are.
+  if (dgates && dgates_fresh) fill(*dgates, 0.0f);
+  if (dc && dc_fresh) fill(*dc, 0.0f);
   lstm_hidden_backward_kernel<<<grid_for(rows * n), kThreads, 0, stream()>>>(
       gates.data<float>(), c.data<float>(), dh.data<float>(), data_or_null(dgates),
       data_or_null(dc), rows, n, stride, offset);
