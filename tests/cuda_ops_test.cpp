@@ -435,6 +435,18 @@ TEST(CudaBackend, GemmWithAnEmptyInnerDimensionScalesC) {
   EXPECT_EQ(c.to_float_vector(), std::vector<float>(6, 0.0f));
 }
 
+TEST(CudaBackend, TransposeEqualsTheCpuExactly) {
+  WEFT_REQUIRE_CUDA();
+  for (const Shape shape : {Shape{1, 1}, Shape{7, 3}, Shape{300, 750}, Shape{0, 4}}) {
+    const Tensor x = random_tensor(shape, 31);
+    Tensor cpu = Tensor::empty({shape[1], shape[0]});
+    Tensor gpu = Tensor::empty({shape[1], shape[0]}, DType::kFloat32, Device::kCuda);
+    backend::transpose(x, cpu);
+    backend::transpose(x.to(Device::kCuda), gpu);
+    EXPECT_EQ(gpu.to(Device::kCpu).to_float_vector(), cpu.to_float_vector()) << shape;
+  }
+}
+
 TEST(CudaBackend, BadIndicesAreReportedAsOnTheCpu) {
   WEFT_REQUIRE_CUDA();
   Tape tape;

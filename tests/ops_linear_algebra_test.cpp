@@ -156,6 +156,37 @@ WEFT_OP_TEST(linear, AgainstReferenceWithRowBias) {
            {random_tensor({2, 6}, 10), random_tensor({6, 4}, 11), random_tensor({1, 4}, 12)});
 }
 
+// A leaf weight read transposed by backward products of 4 rows and more (loom levels: linear
+// at two row counts, matmul) goes through one transposed copy per recording; the gradients are
+// those of the products, against finite differences.
+TEST(Op_linear, LeafWeightsTransposedOncePerRecording) {
+  check_op(
+      [](const std::vector<Var>& v) {
+        return concat({linear(v[0], v[2], v[3]), linear(v[1], v[2], v[3]), matmul(v[0], v[2])}, 0);
+      },
+      [](const std::vector<HostArray>& h) {
+        const HostArray a = reference_linear({h[0], h[2], h[3]});
+        const HostArray b = reference_linear({h[1], h[2], h[3]});
+        const HostArray c = reference_matmul(h[0], h[2], false, false);
+        HostArray y(Shape{a.shape[0] + b.shape[0] + c.shape[0], a.shape[1]}, a.values);
+        y.values.insert(y.values.end(), b.values.begin(), b.values.end());
+        y.values.insert(y.values.end(), c.values.begin(), c.values.end());
+        return y;
+      },
+      {random_tensor({6, 5}, 21), random_tensor({4, 5}, 22), random_tensor({5, 3}, 23),
+       random_tensor({3}, 24)});
+  Tape tape;
+  const Tensor w = random_tensor({5, 3}, 25);
+  const std::uint32_t leaf = tape.variable(w).id();
+  const Tensor& copy = tape.transposed_value(leaf);
+  EXPECT_EQ(&copy, &tape.transposed_value(leaf));  // made once
+  ASSERT_EQ(copy.shape(), (Shape{3, 5}));
+  const std::vector<float> values = w.to_float_vector(), transposed = copy.to_float_vector();
+  for (int i = 0; i < 5; ++i)
+    for (int j = 0; j < 3; ++j)
+      EXPECT_EQ(transposed[std::size_t(j * 5 + i)], values[std::size_t(i * 3 + j)]);
+}
+
 TEST(Op_linear, BatchedRowsEqualSingleRows) {
   check_batched_matches_rows(
       [](const std::vector<Var>& v) { return linear(v[0], v[1], v[2]); },

@@ -32,7 +32,13 @@ TEST(TreeBenchmark, TreeLstmLevelShapesAndFlops) {
   double training_flops = 0;
   for (const auto& s : training) training_flops += gemm_flops(s);
   EXPECT_DOUBLE_EQ(training_flops, 3 * flops);
-  for (const GemmShape& shape : training) EXPECT_TRUE(shape.accumulate);
+  // As the tape runs them: hidden's gradient written first (beta 0), every other one added;
+  // the inputs' gradients read the weights' transposed copies from 4 rows on.
+  EXPECT_EQ(training[2], (GemmShape{256, 1024, 4096, false, false, false}));
+  EXPECT_EQ(training[3], (GemmShape{1024, 4096, 256, true, false, true}));
+  EXPECT_EQ(training[4], (GemmShape{256, 2048, 1024, false, false, true}));
+  EXPECT_EQ(treelstm::tree_lstm_gemm_shapes(3, 1024, true)[4],
+            (GemmShape{3, 2048, 1024, false, true, true}));
 }
 
 TEST(TreeBenchmark, BatchesAreDeterministicAndSameShapeWhenAsked) {

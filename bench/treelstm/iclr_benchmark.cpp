@@ -168,10 +168,11 @@ std::vector<GemmShape> tree_lstm_gemm_shapes(std::int64_t rows, std::int64_t vec
       {rows, 4 * n, n, false, false, true},  // gates = b1 + hidden · W1
   };
   if (training) {
-    shapes.push_back({rows, n, 4 * n, false, true, true});  // d_hidden = d_gates · W1ᵀ
-    shapes.push_back({n, 4 * n, rows, true, false, true});  // dW1 = hiddenᵀ · d_gates
-    shapes.push_back({rows, 2 * n, n, false, true, true});  // d_[l|r] = d_pre · W0ᵀ
-    shapes.push_back({2 * n, n, rows, true, false, true});  // dW0 = [l | r]ᵀ · d_pre
+    const bool transposed_weight = rows < 4;  // else the weight's transposed copy, untransposed
+    shapes.push_back({rows, n, 4 * n, false, transposed_weight, false});  // d_hidden
+    shapes.push_back({n, 4 * n, rows, true, false, true});                // dW1
+    shapes.push_back({rows, 2 * n, n, false, transposed_weight, true});   // d_[l|r]
+    shapes.push_back({2 * n, n, rows, true, false, true});                // dW0
   }
   return shapes;
 }

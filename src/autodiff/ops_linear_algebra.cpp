@@ -12,6 +12,24 @@ namespace {
 using backend::batch_gemm;
 using backend::gemm;
 
+// Whether dy · wᵀ, the gradient of a product's other operand, should read w's transposed copy
+// (Tape::transposed_value) untransposed: when w is a leaf (a weight: the same value all
+// recording, so one copy serves every loom level) on the CPU, and dy has the rows where the
+// CPU's BLAS runs the transposed product measurably slower (4 and up: BENCHMARKS.md, "Weights
+// transposed once per step").
+bool reads_transposed_copy(Tape& tape, std::uint32_t w, const Tensor& dy) {
+  const TapeNode& node = tape.node(w);
+  return node.is_leaf && node.value.device() == Device::kCpu && dy.rows() >= 4;
+}
+
+// dx (beta) = dy · wᵀ, reading w's transposed copy where reads_transposed_copy says.
+void times_transposed(Tape& tape, const Tensor& dy, std::uint32_t w, float beta, Tensor& dx) {
+  if (reads_transposed_copy(tape, w, dy))
+    gemm(dy, false, tape.transposed_value(w), false, 1.0f, beta, dx);
+  else
+    gemm(dy, false, tape.node(w).value, true, 1.0f, beta, dx);
+}
+
 // y = op(a) · op(b), with `product` gemm or (per batch item) batch_gemm: dA' = dy · op(b)ᵀ and
 // dB' = op(a)ᵀ · dy, transposed back when the operand was stored transposed.
 using Product = void (*)(const Tensor&, bool, const Tensor&, bool, float, float, Tensor&);
@@ -24,7 +42,9 @@ void product_backward(Tape& tape, std::uint32_t id) {
   const Tensor& b = tape.node(tape.input(id, 1)).value;
   // One target at a time: a product of a node with itself gets its second term added.
   if (const Tape::GradTarget da = tape.grad_target(tape.input(id, 0)); da.grad) {
-    if (!ta)
+    if (!ta && !tb && product == &gemm)
+      times_transposed(tape, dy, tape.input(id, 1), da.beta, *da.grad);
+    else if (!ta)
       product(dy, false, b, !tb, 1.0f, da.beta, *da.grad);
     else
       product(b, tb, dy, true, 1.0f, da.beta, *da.grad);
@@ -99,10 +119,9 @@ namespace {
 void linear_backward(Tape& tape, std::uint32_t id) {
   const Tensor& dy = tape.node(id).grad;
   const Tensor& x = tape.node(tape.input(id, 0)).value;
-  const Tensor& w = tape.node(tape.input(id, 1)).value;
   const Tensor& b = tape.node(tape.input(id, 2)).value;
   if (const Tape::GradTarget dx = tape.grad_target(tape.input(id, 0)); dx.grad)
-    gemm(dy, false, w, true, 1.0f, dx.beta, *dx.grad);
+    times_transposed(tape, dy, tape.input(id, 1), dx.beta, *dx.grad);
   if (const Tape::GradTarget dw = tape.grad_target(tape.input(id, 1)); dw.grad)
     gemm(x, true, dy, false, 1.0f, dw.beta, *dw.grad);
   if (Tensor* db = tape.grad_of(tape.input(id, 2)))

@@ -128,6 +128,17 @@ Tape::GradTarget Tape::grad_target(std::uint32_t id) {
   return {&n.grad, 0.0f};
 }
 
+const Tensor& Tape::transposed_value(std::uint32_t id) {
+  TapeNode& n = node(id);
+  WEFT_ASSERT(n.is_leaf && n.value.rank() == 2);
+  if (!n.saved[0].defined()) {
+    n.saved[0] =
+        Tensor::empty(Shape{n.value.row_size(), n.value.rows()}, DType::kFloat32, n.value.device());
+    backend::transpose(n.value, n.saved[0]);
+  }
+  return n.saved[0];
+}
+
 void Tape::accumulate_rows(std::uint32_t id, const Tensor& indices, const Tensor& rows) {
   TapeNode& n = node(id);
   if (!n.requires_grad) return;

@@ -131,7 +131,7 @@ struct TapeNode {
   // A parameter leaf with row-sparse gradients: its gradient binds lazily (grad_of), and
   // accumulate_rows hands gathered rows to the parameter instead.
   Parameter sparse_parameter;
-  Tensor saved[2];
+  Tensor saved[2];  // a leaf's saved[0]: its value transposed, once asked for (transposed_value)
   std::int64_t int_attrs[3] = {0, 0, 0};
   float float_attrs[2] = {0, 0};
 };
@@ -199,6 +199,11 @@ class Tape {
     bool fresh() const { return beta == 0.0f; }
   };
   GradTarget grad_target(std::uint32_t node);
+  // A 2-D leaf's value transposed ([c, r] for [r, c]), made at the first call in a recording
+  // and kept with the node: a backward product that reads a weight transposed at every loom
+  // level reads this copy untransposed instead, which the CPU's BLAS runs faster (BENCHMARKS.md,
+  // "Weights transposed once per step"). The value as it was at that first call.
+  const Tensor& transposed_value(std::uint32_t leaf);
   // For gathers: grad[indices[i]] += rows[i] (indices int32, rows float32 [n, ...]). A
   // parameter with row-sparse gradients records the rows (no copy: `rows` must not be written
   // afterwards); any other node gets them scatter-added into grad_of(node).

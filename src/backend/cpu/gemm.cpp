@@ -1,8 +1,8 @@
-// sgemm for the CPU backend through oneDNN (dnnl_sgemm) or OpenBLAS (cblas_sgemm): GEMM is
-// never hand-written here. Both libraries are row-major capable and choose kernels from the
-// CPU's features at run time. Each product goes to the provider gemm_provider_for names (a
-// forced one, or the one calibrated for its shape class: gemm_selection.cpp). The forced
-// provider and the thread settings live here.
+// sgemm for the CPU backend through oneDNN (dnnl_sgemm) or OpenBLAS (cblas_sgemm), and
+// matrix transposes through OpenBLAS (cblas_somatcopy): GEMM is never hand-written here. Both
+// libraries are row-major capable and choose kernels from the CPU's features at run time. Each
+// product goes to the provider gemm_provider_for names (a forced one, or the one calibrated for its
+// shape class: gemm_selection.cpp). The forced provider and the thread settings live here.
 #include <cblas.h>
 #include <omp.h>
 
@@ -177,6 +177,14 @@ void gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, 
   if (m == 0 || n == 0) return;
   sgemm(transpose_a, transpose_b, m, n, k, alpha, a.data<float>(), a.row_size(), b.data<float>(),
         b.row_size(), beta, c.data<float>(), n);
+}
+
+void transpose(const Tensor& x, Tensor& y) {
+  const std::int64_t r = x.rows(), c = x.row_size();
+  WEFT_ASSERT(y.rows() == c && y.row_size() == r);
+  if (r == 0 || c == 0) return;
+  cblas_somatcopy(CblasRowMajor, CblasTrans, int(r), int(c), 1.0f, x.data<float>(), int(c),
+                  y.data<float>(), int(r));
 }
 
 void batch_gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, float alpha,

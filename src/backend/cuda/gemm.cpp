@@ -57,6 +57,19 @@ int as_int(std::int64_t v, const char* what) {
 
 }  // namespace
 
+// y = xᵀ through cublasSgeam: x row-major [r, c] is column-major [c, r] (ld c), y row-major
+// [c, r] column-major [r, c] (ld r): y = 1 · op(x) + 0 · op(x), both transposed.
+void transpose(const Tensor& x, Tensor& y) {
+  const std::int64_t r = x.rows(), c = x.row_size();
+  WEFT_ASSERT(y.rows() == c && y.row_size() == r);
+  if (r == 0 || c == 0) return;
+  const float one = 1.0f, zero = 0.0f;
+  check_cublas(cublasSgeam(handle(), CUBLAS_OP_T, CUBLAS_OP_T, as_int(r, "rows"),
+                           as_int(c, "columns"), &one, x.data<float>(), as_int(c, "lda"), &zero,
+                           x.data<float>(), as_int(c, "ldb"), y.data<float>(), as_int(r, "ldc")),
+               "cublasSgeam");
+}
+
 void gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, float alpha,
           float beta, Tensor& c) {
   const std::int64_t m = c.rows(), n = c.row_size();
