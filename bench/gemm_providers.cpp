@@ -89,9 +89,14 @@ std::string csv_row(const Result& r) {
   return line;
 }
 
-// Every product accumulates (backward ones into the gradients, forward ones onto linear's bias
-// rows): tree_lstm_gemm_shapes' rule, so a CSV row determines its GemmShape.
-GemmShape shape_from_row(long long m, long long n, long long k, int ta, int tb) {
+// The shape of a CSV row: the product of `shapes` with its extents and transposes (the CSV has
+// no accumulate column; no two Tree-LSTM products differ only in it).
+GemmShape shape_from_row(long long m, long long n, long long k, int ta, int tb,
+                         const std::vector<GemmShape>& shapes) {
+  for (const GemmShape& s : shapes)
+    if (s.m == m && s.n == n && s.k == k && s.transpose_a == (ta != 0) &&
+        s.transpose_b == (tb != 0))
+      return s;
   return {m, n, k, ta != 0, tb != 0, true};
 }
 
@@ -201,7 +206,7 @@ std::string run_child(const char* coretype, const Options& options) {
   return out;
 }
 
-std::vector<Result> parse_child_csv(const std::string& text) {
+std::vector<Result> parse_child_csv(const std::string& text, const std::vector<GemmShape>& shapes) {
   std::vector<Result> results;
   std::size_t start = 0;
   while (start < text.size()) {
@@ -215,7 +220,7 @@ std::vector<Result> parse_child_csv(const std::string& text) {
     double gflops;
     if (std::sscanf(line.c_str(), "%63[^,],%63[^,],%lld,%lld,%lld,%d,%d,%lf", provider, coretype,
                     &m, &n, &k, &ta, &tb, &gflops) == 8)
-      results.push_back({provider, coretype, shape_from_row(m, n, k, ta, tb), gflops});
+      results.push_back({provider, coretype, shape_from_row(m, n, k, ta, tb, shapes), gflops});
   }
   return results;
 }
@@ -421,7 +426,7 @@ std::vector<Result> measure_all(const Options& options, const std::vector<GemmSh
   for (const char* coretype : kForcedCoretypes) {
     std::fprintf(stderr, "measuring OpenBLAS with OPENBLAS_CORETYPE=%s (child process)...\n",
                  coretype);
-    std::vector<Result> child = parse_child_csv(run_child(coretype, options));
+    std::vector<Result> child = parse_child_csv(run_child(coretype, options), shapes);
     if (!child.empty() && child[0].coretype != coretype)
       std::fprintf(stderr, "note: OPENBLAS_CORETYPE=%s gave core %s\n", coretype,
                    child[0].coretype.c_str());
@@ -456,6 +461,32 @@ void print_summary(const std::vector<Result>& results, const std::vector<Product
   print_machine();
 }
 
+// dx = dy · Wᵀ two ways, each provider: reading W transposed (NT) and reading the weight's
+// transposed copy untransposed (NN, what backward does from 4 rows on: Tape::transposed_value),
+// at the SST Tree-LSTM composer's W [300, 750] and the ICLR benchmark's W1 [N, 4N] at N = 128
+// and 1024. CSV on stdout.
+void print_weight_transposes(double min_seconds) {
+  struct Weight {
+    const char* name;
+    std::int64_t in, out;
+  };
+  const Weight weights[] = {
+      {"sst_composer", 300, 750}, {"iclr_w1_128", 128, 512}, {"iclr_w1_1024", 1024, 4096}};
+  std::printf("weight,rows,provider,nt_gflops,nn_gflops,nn_over_nt\n");
+  for (const Weight& w : weights)
+    for (std::int64_t rows : {1, 2, 4, 8, 16, 25, 64, 256}) {
+      const GemmShape nt{rows, w.in, w.out, false, true, false};
+      const GemmShape nn{rows, w.in, w.out, false, false, false};
+      for (weft::GemmProvider p : weft::available_gemm_providers()) {
+        const double a = weft::measure_sgemm_gflops(nt, p, min_seconds);
+        const double b = weft::measure_sgemm_gflops(nn, p, min_seconds);
+        std::printf("%s,%lld,%s,%.2f,%.2f,%.3f\n", w.name, (long long)rows,
+                    std::string(weft::gemm_provider_name(p)).c_str(), a, b, b / a);
+        std::fflush(stdout);
+      }
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -466,11 +497,18 @@ int main(int argc, char** argv) {
   app.add_option("--format", options.format, "csv or json")->check(CLI::IsMember({"csv", "json"}));
   app.add_flag("--child", options.child, "internal: OpenBLAS only, CSV rows")->group("");
   app.add_flag("--machine", options.machine_only, "print the core clock and FMA peak only");
+  bool weight_transposes = false;
+  app.add_flag("--weight-transposes", weight_transposes,
+               "dy · Wᵀ reading W transposed against reading its transposed copy, CSV");
   CLI11_PARSE(app, argc, argv);
 
   weft::set_num_threads(options.threads);
   if (options.machine_only) {
     print_machine();
+    return 0;
+  }
+  if (weight_transposes) {
+    print_weight_transposes(options.min_seconds);
     return 0;
   }
   const std::vector<Product> products = all_products();

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include "io_test_util.h"
@@ -237,6 +238,81 @@ TEST_F(GemmSelection, AnUnwritableCacheLeavesTheChoicesInMemory) {
   ASSERT_EQ(report.classes.size(), 1u);
   EXPECT_EQ(gemm_provider_for(GemmShape{100, 100, 100}), chosen);
   EXPECT_EQ(gemm_selection_report().classes.size(), 1u);
+}
+
+// A cache line for one class with the rate each provider is given.
+std::string class_line(const std::string& kind, int m, int n, int k,
+                       const std::function<double(GemmProvider)>& rate) {
+  std::string line = "class " + std::to_string(num_threads()) + " " + kind + " " +
+                     std::to_string(m) + " " + std::to_string(n) + " " + std::to_string(k) + " ";
+  GemmProvider best = available_gemm_providers()[0];
+  for (GemmProvider p : available_gemm_providers())
+    if (rate(p) > rate(best)) best = p;
+  line += std::string(gemm_provider_name(best));
+  for (GemmProvider p : available_gemm_providers())
+    line += " " + std::string(gemm_provider_name(p)) + "=" + std::to_string(rate(p));
+  return line + "\n";
+}
+
+TEST_F(GemmSelection, TheUntransposedCopyIsPreferredWhereItMeasuredFaster) {
+  const GemmShape nt{300, 512, 128, false, true};  // buckets 9 9 7
+  const auto same = [](double r) { return [r](GemmProvider) { return r; }; };
+  const auto expect = [&](double nn_rate, bool preferred) {
+    write_file("gemm.txt", header() + class_line("NT", 9, 9, 7, same(1.0)) +
+                               class_line("NN", 9, 9, 7, same(nn_rate)));
+    set_gemm_cache_path(cache_);
+    EXPECT_EQ(gemm_prefers_untransposed_copy(nt), preferred) << "NN at " << nn_rate;
+  };
+  expect(2.0, true);
+  expect(1.04, false);  // within the 5% margin
+  expect(0.5, false);
+  GemmShape nn = nt;
+  nn.transpose_b = false;
+  EXPECT_FALSE(gemm_prefers_untransposed_copy(nn));  // nothing to untranspose
+  // A forced provider is judged by its own rates.
+  if (available_gemm_providers().size() > 1) {
+    const GemmProvider forced = available_gemm_providers()[1];
+    write_file("gemm.txt", header() + class_line("NT", 9, 9, 7, same(1.0)) +
+                               class_line("NN", 9, 9, 7,
+                                          [&](GemmProvider p) { return p == forced ? 0.5 : 2.0; }));
+    set_gemm_cache_path(cache_);
+    EXPECT_TRUE(gemm_prefers_untransposed_copy(nt));
+    set_gemm_provider(forced);
+    EXPECT_FALSE(gemm_prefers_untransposed_copy(nt));
+  }
+}
+
+// linear's backward reads its weight's transposed copy exactly where the calibration says the
+// untransposed product is faster, and the gradients are right either way.
+TEST_F(GemmSelection, LinearBackwardReadsTheCopyWhereTheCalibrationSaysSo) {
+  // dx = dy · wᵀ for x [6, 5], w [5, 3]: {6, 5, 3}, buckets 3 3 2, written (beta 0).
+  for (const bool faster : {true, false}) {
+    SCOPED_TRACE(faster ? "untransposed faster" : "transposed faster");
+    write_file("gemm.txt",
+               header() + class_line("NT", 3, 3, 2, [&](GemmProvider) {
+                 return faster ? 1.0 : 2.0;
+               }) + class_line("NN", 3, 3, 2, [&](GemmProvider) { return faster ? 2.0 : 1.0; }));
+    set_gemm_cache_path(cache_);
+    Tape tape;
+    const Var x = tape.variable(random_tensor({6, 5}, 41));
+    const Var w = tape.variable(random_tensor({5, 3}, 42));
+    const Var b = tape.variable(random_tensor({3}, 43));
+    tape.backward(sum(linear(x, w, b)));
+    EXPECT_EQ(tape.node(w.id()).saved[0].defined(), faster);
+    check_op([](const std::vector<Var>& v) { return linear(v[0], v[1], v[2]); },
+             [](const std::vector<HostArray>& h) {
+               HostArray y(Shape{6, 3}, std::vector<double>(18, 0.0));
+               for (int r = 0; r < 6; ++r)
+                 for (int c = 0; c < 3; ++c) {
+                   double sum = h[2][std::size_t(c)];
+                   for (int k = 0; k < 5; ++k)
+                     sum += h[0][std::size_t(r * 5 + k)] * h[1][std::size_t(k * 3 + c)];
+                   y[std::size_t(r * 3 + c)] = sum;
+                 }
+               return y;
+             },
+             {random_tensor({6, 5}, 44), random_tensor({5, 3}, 45), random_tensor({3}, 46)});
+  }
 }
 
 TEST_F(GemmSelection, MemoryOnlyWritesNothing) {

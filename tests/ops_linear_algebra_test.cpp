@@ -156,9 +156,10 @@ WEFT_OP_TEST(linear, AgainstReferenceWithRowBias) {
            {random_tensor({2, 6}, 10), random_tensor({6, 4}, 11), random_tensor({1, 4}, 12)});
 }
 
-// A leaf weight read transposed by backward products of 4 rows and more (loom levels: linear
-// at two row counts, matmul) goes through one transposed copy per recording; the gradients are
-// those of the products, against finite differences.
+// A leaf weight read transposed by several backward products in one recording (loom levels:
+// linear at two row counts, matmul), each through the weight or its transposed copy as the
+// GEMM calibration says (gemm_selection_test forces both ways): the gradients against finite
+// differences. The copy itself: made once, the transpose.
 TEST(Op_linear, LeafWeightsTransposedOncePerRecording) {
   check_op(
       [](const std::vector<Var>& v) {

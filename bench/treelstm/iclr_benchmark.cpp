@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "weft/autodiff/ops.h"
+#include "weft/backend/gemm_selection.h"
 #include "weft/core/error.h"
 #include "weft/core/named_enum.h"
 
@@ -168,11 +169,15 @@ std::vector<GemmShape> tree_lstm_gemm_shapes(std::int64_t rows, std::int64_t vec
       {rows, 4 * n, n, false, false, true},  // gates = b1 + hidden · W1
   };
   if (training) {
-    const bool transposed_weight = rows < 4;  // else the weight's transposed copy, untransposed
-    shapes.push_back({rows, n, 4 * n, false, transposed_weight, false});  // d_hidden
-    shapes.push_back({n, 4 * n, rows, true, false, true});                // dW1
-    shapes.push_back({rows, 2 * n, n, false, transposed_weight, true});   // d_[l|r]
-    shapes.push_back({2 * n, n, rows, true, false, true});                // dW0
+    // The weight transposed, or its transposed copy untransposed where the calibration prefers.
+    const auto as_run = [](GemmShape shape) {
+      if (gemm_prefers_untransposed_copy(shape)) shape.transpose_b = false;
+      return shape;
+    };
+    shapes.push_back(as_run({rows, n, 4 * n, false, true, false}));  // d_hidden
+    shapes.push_back({n, 4 * n, rows, true, false, true});           // dW1
+    shapes.push_back(as_run({rows, 2 * n, n, false, true, true}));   // d_[l|r]
+    shapes.push_back({2 * n, n, rows, true, false, true});           // dW0
   }
   return shapes;
 }

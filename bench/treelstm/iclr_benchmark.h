@@ -86,11 +86,12 @@ class IclrBenchmarkModel {
 // and when `training`, the backward products in the order the tape runs them (gates first),
 // as linear's backward runs them: the weights' gradients accumulate (beta = 1); d_hidden is the
 // first gradient to reach hidden (beta = 0), d_[l|r] adds to what the cell state's backward
-// wrote; from 4 rows on, the inputs' gradients read each weight's transposed copy (made once
-// per step: Tape::transposed_value) untransposed, below that the weight transposed:
-//   d_hidden = d_gates · W1ᵀ  -> {rows, N, 4N, transpose_b if rows < 4}
+// wrote; the inputs' gradients read each weight transposed, or its transposed copy (made once
+// per step: Tape::transposed_value) untransposed where the GEMM calibration prefers that
+// (gemm_prefers_untransposed_copy, so these shapes depend on the machine):
+//   d_hidden = d_gates · W1ᵀ  -> {rows, N, 4N, transpose_b unless the copy is preferred}
 //   dW1      = hiddenᵀ · d_gates -> {N, 4N, rows, transpose_a, accumulate}
-//   d_[l|r]  = d_pre · W0ᵀ    -> {rows, 2N, N, transpose_b if rows < 4, accumulate}
+//   d_[l|r]  = d_pre · W0ᵀ    -> {rows, 2N, N, transpose_b unless ..., accumulate}
 //   dW0      = [l | r]ᵀ · d_pre  -> {2N, N, rows, transpose_a, accumulate}
 // Forward flops per level: 12·rows·N² (12.6 MFLOP per node at N = 1024); training triples it.
 std::vector<GemmShape> tree_lstm_gemm_shapes(std::int64_t rows, std::int64_t vector_size,

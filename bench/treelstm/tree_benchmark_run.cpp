@@ -30,7 +30,11 @@ std::vector<GemmShape> cell_shapes(BenchmarkCell cell, std::int64_t rows, std::i
   std::vector<GemmShape> all = tree_lstm_gemm_shapes(rows, n, train);
   if (cell == BenchmarkCell::kTreeLstm) return all;
   std::vector<GemmShape> fc{all[0]};
-  if (train) fc.insert(fc.end(), {all[4], all[5]});
+  if (train) {
+    GemmShape d_in = all[4];
+    d_in.accumulate = false;  // no cell state adds to [l | r]'s gradient: written, beta 0
+    fc.insert(fc.end(), {d_in, all[5]});
+  }
   return fc;
 }
 

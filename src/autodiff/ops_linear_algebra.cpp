@@ -5,6 +5,7 @@
 #include "../backend/kernels.h"
 #include "op_checks.h"
 #include "weft/autodiff/ops.h"
+#include "weft/backend/gemm_selection.h"
 
 namespace weft {
 namespace {
@@ -12,19 +13,21 @@ namespace {
 using backend::batch_gemm;
 using backend::gemm;
 
-// Whether dy · wᵀ, the gradient of a product's other operand, should read w's transposed copy
-// (Tape::transposed_value) untransposed: when w is a leaf (a weight: the same value all
-// recording, so one copy serves every loom level) on the CPU, and dy has the rows where the
-// CPU's BLAS runs the transposed product measurably slower (4 and up: BENCHMARKS.md, "Weights
-// transposed once per step").
-bool reads_transposed_copy(Tape& tape, std::uint32_t w, const Tensor& dy) {
+// Whether dx = dy · wᵀ, the gradient of a product's other operand, should read w's transposed
+// copy (Tape::transposed_value) untransposed: when w is a leaf (a weight: the same value all
+// recording, so one copy serves every loom level) on the CPU, at a shape where the CPU's GEMM
+// measured the untransposed product faster (gemm_prefers_untransposed_copy).
+bool reads_transposed_copy(Tape& tape, std::uint32_t w, const Tensor& dy, float beta,
+                           const Tensor& dx) {
   const TapeNode& node = tape.node(w);
-  return node.is_leaf && node.value.device() == Device::kCpu && dy.rows() >= 4;
+  return node.is_leaf && node.value.device() == Device::kCpu &&
+         gemm_prefers_untransposed_copy(
+             GemmShape{dx.rows(), dx.row_size(), dy.row_size(), false, true, beta != 0.0f});
 }
 
 // dx (beta) = dy · wᵀ, reading w's transposed copy where reads_transposed_copy says.
 void times_transposed(Tape& tape, const Tensor& dy, std::uint32_t w, float beta, Tensor& dx) {
-  if (reads_transposed_copy(tape, w, dy))
+  if (reads_transposed_copy(tape, w, dy, beta, dx))
     gemm(dy, false, tape.transposed_value(w), false, 1.0f, beta, dx);
   else
     gemm(dy, false, tape.node(w).value, true, 1.0f, beta, dx);

@@ -47,6 +47,14 @@ std::string gemm_class_label(const GemmShapeClass& shape_class);
 // it).
 GemmProvider gemm_provider_for(const GemmShape& shape);
 
+// Whether c = op(a) · bᵀ (shape.transpose_b) runs more than 5% faster as c = op(a) · b' on a
+// copy b' = bᵀ: the two shapes' classes as calibrated (measured now if needed, also with a
+// forced provider), each at the provider it would use. A weight read transposed at every loom
+// level is copied once when this says so (Tape::transposed_value); the answer depends on the
+// machine (on a Zen 4, yes at the SST and ICLR N = 128 shapes from 8 rows, no at N = 1024
+// below 16 rows: BENCHMARKS.md, "Weights transposed once per step").
+bool gemm_prefers_untransposed_copy(const GemmShape& shape);
+
 // Back to calibrated choices after set_gemm_provider (WEFT_GEMM=auto means the same).
 void use_calibrated_gemm();
 // The provider every product uses, when one is forced.

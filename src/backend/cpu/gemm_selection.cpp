@@ -37,6 +37,9 @@ namespace {
 constexpr int kBuckets = 14;
 constexpr int kClassCount = 8 * kBuckets * kBuckets * kBuckets;
 constexpr double kMaxCalibrationFlops = double(1ll << 31);
+// How much faster the untransposed product must have measured for a transposed copy to be
+// worth its pass and memory (gemm_prefers_untransposed_copy).
+constexpr double kUntransposedMargin = 1.05;
 constexpr const char* kCacheHeader = "weft gemm calibration 2";
 constexpr std::uintmax_t kMaxCacheBytes = 1 << 20;
 
@@ -323,10 +326,14 @@ struct Selection {
   std::atomic<int> threads{-1};
   // Index into available_gemm_providers(), or -1 while the class is not calibrated.
   std::array<std::atomic<int>, kClassCount> choice;
+  // For transposed-b classes: gemm_prefers_untransposed_copy's answer (1, 0), or -1 while not
+  // worked out at this thread count.
+  std::array<std::atomic<int>, kClassCount> untransposed;
   std::map<int, GemmClassChoice> details;  // by class index
 
   Selection() {
     for (auto& c : choice) c.store(-1);
+    for (auto& u : untransposed) u.store(-1);
     cache_path = default_cache_path();
   }
 };
@@ -346,6 +353,7 @@ void load(Selection& s) {
   const int threads = num_threads();
   if (s.threads.load() == threads) return;
   for (auto& c : s.choice) c.store(-1);
+  for (auto& u : s.untransposed) u.store(-1);
   s.details.clear();
   if (!s.cache_path.empty()) {
     std::vector<CacheLine> lines;
@@ -416,32 +424,68 @@ std::string gemm_class_label(const GemmShapeClass& c) {
          " k " + bucket_label(c.k_bucket);
 }
 
+namespace {
+
+// With the mutex held: the class's calibration, measured now when neither this process nor the
+// cache has it.
+const GemmClassChoice& calibrated(Selection& s, const GemmShapeClass& shape_class) {
+  const auto providers = available_gemm_providers();
+  const int index = class_index(shape_class);
+  load(s);
+  if (s.choice[std::size_t(index)].load() < 0) {
+    GemmClassChoice choice;
+    choice.shape_class = shape_class;
+    choice.gflops = measure_class(shape_class);
+    const int best =
+        int(std::max_element(choice.gflops.begin(), choice.gflops.end()) - choice.gflops.begin());
+    choice.provider = providers[std::size_t(best)];
+    s.details[index] = choice;
+    s.choice[std::size_t(index)].store(best, std::memory_order_release);
+    save(s);
+  }
+  return s.details.at(index);
+}
+
+}  // namespace
+
 GemmProvider gemm_provider_for(const GemmShape& shape) {
   if (const auto forced = forced_gemm_provider()) return *forced;
   const auto providers = available_gemm_providers();
   if (providers.size() == 1) return providers[0];
   Selection& s = selection();
   const GemmShapeClass shape_class = gemm_shape_class(shape);
-  const int index = class_index(shape_class);
   if (s.threads.load(std::memory_order_acquire) == num_threads()) {
-    const int known = s.choice[std::size_t(index)].load(std::memory_order_acquire);
+    const int known =
+        s.choice[std::size_t(class_index(shape_class))].load(std::memory_order_acquire);
     if (known >= 0) return providers[std::size_t(known)];
   }
   std::lock_guard<std::mutex> lock(s.mutex);
-  load(s);
-  int known = s.choice[std::size_t(index)].load();
-  if (known < 0) {
-    GemmClassChoice choice;
-    choice.shape_class = shape_class;
-    choice.gflops = measure_class(shape_class);
-    known =
-        int(std::max_element(choice.gflops.begin(), choice.gflops.end()) - choice.gflops.begin());
-    choice.provider = providers[std::size_t(known)];
-    s.details[index] = choice;
-    s.choice[std::size_t(index)].store(known, std::memory_order_release);
-    save(s);
+  return calibrated(s, shape_class).provider;
+}
+
+bool gemm_prefers_untransposed_copy(const GemmShape& shape) {
+  if (!shape.transpose_b) return false;
+  Selection& s = selection();
+  const int index = class_index(gemm_shape_class(shape));
+  const bool forced = forced_gemm_provider().has_value();
+  if (!forced && s.threads.load(std::memory_order_acquire) == num_threads()) {
+    const int known = s.untransposed[std::size_t(index)].load(std::memory_order_acquire);
+    if (known >= 0) return known == 1;
   }
-  return providers[std::size_t(known)];
+  GemmShape untransposed = shape;
+  untransposed.transpose_b = false;
+  const GemmProvider nt_provider = gemm_provider_for(shape);
+  const GemmProvider nn_provider = gemm_provider_for(untransposed);
+  std::lock_guard<std::mutex> lock(s.mutex);
+  const double nt =
+      calibrated(s, gemm_shape_class(shape)).gflops[std::size_t(provider_position(nt_provider))];
+  const double nn = calibrated(s, gemm_shape_class(untransposed))
+                        .gflops[std::size_t(provider_position(nn_provider))];
+  const bool preferred = nn > kUntransposedMargin * nt;
+  // Remembered for calibrated choices only: a forced provider is judged by its own rates.
+  if (!forced)
+    s.untransposed[std::size_t(index)].store(preferred ? 1 : 0, std::memory_order_release);
+  return preferred;
 }
 
 void set_gemm_cache_path(const std::string& path) {
