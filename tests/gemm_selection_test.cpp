@@ -262,6 +262,11 @@ TEST_F(GemmSelection, TheUntransposedCopyIsPreferredWhereItMeasuredFaster) {
                                class_line("NN", 9, 9, 7, same(nn_rate)));
     set_gemm_cache_path(cache_);
     EXPECT_EQ(gemm_prefers_untransposed_copy(nt), preferred) << "NN at " << nn_rate;
+    // weft info's report says the same for the NT class (and nothing for its twin).
+    for (const GemmClassChoice& choice : gemm_selection_report().classes)
+      EXPECT_EQ(choice.untransposed_copy,
+                choice.shape_class.transpose_b ? std::optional<bool>(preferred) : std::nullopt)
+          << gemm_class_label(choice.shape_class);
   };
   expect(2.0, true);
   expect(1.04, false);  // within the 5% margin

@@ -41,9 +41,13 @@ void print_gemm_selection() {
     for (std::size_t p = 0; p < providers.size(); ++p)
       rates += fmt::format("{}{} {:.1f}", p == 0 ? "" : ", ", gemm_provider_name(providers[p]),
                            choice.gflops[p]);
-    fmt::print("  {:<34} {:<8} ({}; measured at {}x{}x{}{})\n",
+    std::string copy;
+    if (choice.untransposed_copy)
+      copy = *choice.untransposed_copy ? "; a weight as b: its transposed copy, NN faster"
+                                       : "; a weight as b: read transposed, NN not faster";
+    fmt::print("  {:<34} {:<8} ({}; measured at {}x{}x{}{}{})\n",
                gemm_class_label(choice.shape_class), gemm_provider_name(choice.provider), rates,
-               shape.m, shape.n, shape.k, choice.from_cache ? ", cached" : "");
+               shape.m, shape.n, shape.k, choice.from_cache ? ", cached" : "", copy);
   }
 }
 

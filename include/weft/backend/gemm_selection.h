@@ -72,6 +72,9 @@ struct GemmClassChoice {
   // available_gemm_providers() order.
   std::vector<double> gflops;
   bool from_cache = false;  // read from the cache file rather than measured by this process
+  // For a class with b transposed whose untransposed twin is calibrated too: whether its
+  // products read a transposed copy of b (gemm_prefers_untransposed_copy); unset otherwise.
+  std::optional<bool> untransposed_copy;
 };
 
 // For `weft info` and benchmarks: how products are assigned and why.

@@ -446,6 +446,15 @@ const GemmClassChoice& calibrated(Selection& s, const GemmShapeClass& shape_clas
   return s.details.at(index);
 }
 
+// gemm_prefers_untransposed_copy's rule on a transposed-b class and its untransposed twin, each
+// at the provider its products use.
+bool untransposed_faster(const GemmClassChoice& nt, const GemmClassChoice& nn) {
+  const auto forced = forced_gemm_provider();
+  const double nt_rate = nt.gflops[std::size_t(provider_position(forced.value_or(nt.provider)))];
+  const double nn_rate = nn.gflops[std::size_t(provider_position(forced.value_or(nn.provider)))];
+  return nn_rate > kUntransposedMargin * nt_rate;
+}
+
 }  // namespace
 
 GemmProvider gemm_provider_for(const GemmShape& shape) {
@@ -472,16 +481,11 @@ bool gemm_prefers_untransposed_copy(const GemmShape& shape) {
     const int known = s.untransposed[std::size_t(index)].load(std::memory_order_acquire);
     if (known >= 0) return known == 1;
   }
-  GemmShape untransposed = shape;
-  untransposed.transpose_b = false;
-  const GemmProvider nt_provider = gemm_provider_for(shape);
-  const GemmProvider nn_provider = gemm_provider_for(untransposed);
+  GemmShapeClass twin = gemm_shape_class(shape);
+  twin.transpose_b = false;
   std::lock_guard<std::mutex> lock(s.mutex);
-  const double nt =
-      calibrated(s, gemm_shape_class(shape)).gflops[std::size_t(provider_position(nt_provider))];
-  const double nn = calibrated(s, gemm_shape_class(untransposed))
-                        .gflops[std::size_t(provider_position(nn_provider))];
-  const bool preferred = nn > kUntransposedMargin * nt;
+  const GemmClassChoice& nt = calibrated(s, gemm_shape_class(shape));
+  const bool preferred = untransposed_faster(nt, calibrated(s, twin));
   // Remembered for calibrated choices only: a forced provider is judged by its own rates.
   if (!forced)
     s.untransposed[std::size_t(index)].store(preferred ? 1 : 0, std::memory_order_release);
@@ -512,7 +516,15 @@ GemmSelectionReport gemm_selection_report() {
   load(s);
   report.cache_path = s.cache_path;
   report.cache_status = s.cache_path.empty() ? "memory only" : s.cache_status;
-  for (const auto& [index, choice] : s.details) report.classes.push_back(choice);
+  for (const auto& [index, choice] : s.details) {
+    report.classes.push_back(choice);
+    GemmShapeClass twin = choice.shape_class;
+    twin.transpose_b = false;
+    if (choice.shape_class.transpose_b) {
+      if (const auto found = s.details.find(class_index(twin)); found != s.details.end())
+        report.classes.back().untransposed_copy = untransposed_faster(choice, found->second);
+    }
+  }
   return report;
 }
 
