@@ -326,8 +326,8 @@ struct Selection {
   std::atomic<int> threads{-1};
   // Index into available_gemm_providers(), or -1 while the class is not calibrated.
   std::array<std::atomic<int>, kClassCount> choice;
-  // For transposed-b classes: gemm_prefers_untransposed_copy's answer (1, 0), or -1 while not
-  // worked out at this thread count.
+  // For transposed-b classes: gemm_prefers_untransposed_copy's last answer at this thread
+  // count, coded with the provider it was for, or -1.
   std::array<std::atomic<int>, kClassCount> untransposed;
   std::map<int, GemmClassChoice> details;  // by class index
 
@@ -476,19 +476,20 @@ bool gemm_prefers_untransposed_copy(const GemmShape& shape) {
   if (!shape.transpose_b) return false;
   Selection& s = selection();
   const int index = class_index(gemm_shape_class(shape));
-  const bool forced = forced_gemm_provider().has_value();
-  if (!forced && s.threads.load(std::memory_order_acquire) == num_threads()) {
+  // An answer is for the calibrated choices (code 0, 1) or for one forced provider (2 + 2p,
+  // 3 + 2p), since a forced provider is judged by its own rates.
+  const auto forced = forced_gemm_provider();
+  const int base = forced ? 2 + 2 * provider_position(*forced) : 0;
+  if (s.threads.load(std::memory_order_acquire) == num_threads()) {
     const int known = s.untransposed[std::size_t(index)].load(std::memory_order_acquire);
-    if (known >= 0) return known == 1;
+    if (known == base || known == base + 1) return known == base + 1;
   }
   GemmShapeClass twin = gemm_shape_class(shape);
   twin.transpose_b = false;
   std::lock_guard<std::mutex> lock(s.mutex);
   const GemmClassChoice& nt = calibrated(s, gemm_shape_class(shape));
   const bool preferred = untransposed_faster(nt, calibrated(s, twin));
-  // Remembered for calibrated choices only: a forced provider is judged by its own rates.
-  if (!forced)
-    s.untransposed[std::size_t(index)].store(preferred ? 1 : 0, std::memory_order_release);
+  s.untransposed[std::size_t(index)].store(base + (preferred ? 1 : 0), std::memory_order_release);
   return preferred;
 }
 
