@@ -284,6 +284,9 @@ TEST_F(GemmSelection, TheUntransposedCopyIsPreferredWhereItMeasuredFaster) {
     EXPECT_TRUE(gemm_prefers_untransposed_copy(nt));
     set_gemm_provider(forced);
     EXPECT_FALSE(gemm_prefers_untransposed_copy(nt));
+    EXPECT_FALSE(gemm_prefers_untransposed_copy(nt));  // remembered for that provider
+    use_calibrated_gemm();
+    EXPECT_TRUE(gemm_prefers_untransposed_copy(nt));  // not taken for the calibrated answer
   }
 }
 
