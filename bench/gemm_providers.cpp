@@ -462,7 +462,7 @@ void print_summary(const std::vector<Result>& results, const std::vector<Product
 }
 
 // dx = dy · Wᵀ two ways, each provider: reading W transposed (NT) and reading the weight's
-// transposed copy untransposed (NN, what backward does from 4 rows on: Tape::transposed_value),
+// transposed copy untransposed (NN, what backward does where gemm_prefers_untransposed_copy says),
 // at the SST Tree-LSTM composer's W [300, 750] and the ICLR benchmark's W1 [N, 4N] at N = 128
 // and 1024. CSV on stdout.
 void print_weight_transposes(double min_seconds) {

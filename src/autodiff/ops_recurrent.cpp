@@ -14,10 +14,7 @@ void lstm_cell_state_backward(Tape& tape, std::uint32_t id) {
   const TapeNode& node = tape.node(id);
   const std::uint32_t gates = tape.input(id, 0), children = tape.input(id, 1);
   const Tensor* mask = node.saved[0].defined() ? &node.saved[0] : nullptr;
-  // Both targets are taken before either is written, so one node as both is added into.
-  const Tape::GradTarget dgates =
-      gates == children ? Tape::GradTarget{tape.grad_of(gates)} : tape.grad_target(gates);
-  const Tape::GradTarget dchildren = gates == children ? dgates : tape.grad_target(children);
+  const auto [dgates, dchildren] = tape.grad_targets(gates, children);
   backend::lstm_cell_state_backward(tape.node(gates).value, tape.node(children).value, mask,
                                     node.grad, dgates.grad, dgates.fresh(), dchildren.grad,
                                     dchildren.fresh());
@@ -27,11 +24,7 @@ void lstm_cell_state_backward(Tape& tape, std::uint32_t id) {
 void lstm_hidden_backward(Tape& tape, std::uint32_t id) {
   const TapeNode& node = tape.node(id);
   const std::uint32_t gates = tape.input(id, 0), c = tape.input(id, 1);
-  // Both targets are taken before either is written, so one node as both (lstm_hidden(x, 0, x))
-  // is added into.
-  const Tape::GradTarget dgates =
-      gates == c ? Tape::GradTarget{tape.grad_of(gates)} : tape.grad_target(gates);
-  const Tape::GradTarget dc = gates == c ? dgates : tape.grad_target(c);
+  const auto [dgates, dc] = tape.grad_targets(gates, c);  // lstm_hidden(x, 0, x) reads x twice
   backend::lstm_hidden_backward(tape.node(gates).value, node.int_attrs[0], tape.node(c).value,
                                 node.grad, dgates.grad, dgates.fresh(), dc.grad, dc.fresh());
 }

@@ -128,6 +128,15 @@ Tape::GradTarget Tape::grad_target(std::uint32_t id) {
   return {&n.grad, 0.0f};
 }
 
+std::pair<Tape::GradTarget, Tape::GradTarget> Tape::grad_targets(std::uint32_t first,
+                                                                 std::uint32_t second) {
+  if (first == second) {
+    const GradTarget both{grad_of(first)};
+    return {both, both};
+  }
+  return {grad_target(first), grad_target(second)};
+}
+
 const Tensor& Tape::transposed_value(std::uint32_t id) {
   TapeNode& n = node(id);
   WEFT_ASSERT(n.is_leaf && n.value.rank() == 2);

@@ -11,6 +11,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "weft/core/export.h"
@@ -199,6 +200,9 @@ class Tape {
     bool fresh() const { return beta == 0.0f; }
   };
   GradTarget grad_target(std::uint32_t node);
+  // The targets of a kernel that writes two gradients at once: taken before either is written,
+  // so one node as both is added into (never fresh) rather than read before it is written.
+  std::pair<GradTarget, GradTarget> grad_targets(std::uint32_t first, std::uint32_t second);
   // A 2-D leaf's value transposed ([c, r] for [r, c]), made at the first call in a recording
   // and kept with the node: a backward product that reads a weight transposed at every loom
   // level reads this copy untransposed instead, which the CPU's BLAS runs faster (BENCHMARKS.md,

@@ -446,6 +446,12 @@ const GemmClassChoice& calibrated(Selection& s, const GemmShapeClass& shape_clas
   return s.details.at(index);
 }
 
+// The class of the same product with b not transposed.
+GemmShapeClass untransposed_twin(GemmShapeClass shape_class) {
+  shape_class.transpose_b = false;
+  return shape_class;
+}
+
 // gemm_prefers_untransposed_copy's rule on a transposed-b class and its untransposed twin, each
 // at the provider its products use.
 bool untransposed_faster(const GemmClassChoice& nt, const GemmClassChoice& nn) {
@@ -484,11 +490,9 @@ bool gemm_prefers_untransposed_copy(const GemmShape& shape) {
     const int known = s.untransposed[std::size_t(index)].load(std::memory_order_acquire);
     if (known == base || known == base + 1) return known == base + 1;
   }
-  GemmShapeClass twin = gemm_shape_class(shape);
-  twin.transpose_b = false;
   std::lock_guard<std::mutex> lock(s.mutex);
   const GemmClassChoice& nt = calibrated(s, gemm_shape_class(shape));
-  const bool preferred = untransposed_faster(nt, calibrated(s, twin));
+  const bool preferred = untransposed_faster(nt, calibrated(s, untransposed_twin(nt.shape_class)));
   s.untransposed[std::size_t(index)].store(base + (preferred ? 1 : 0), std::memory_order_release);
   return preferred;
 }
@@ -519,12 +523,10 @@ GemmSelectionReport gemm_selection_report() {
   report.cache_status = s.cache_path.empty() ? "memory only" : s.cache_status;
   for (const auto& [index, choice] : s.details) {
     report.classes.push_back(choice);
-    GemmShapeClass twin = choice.shape_class;
-    twin.transpose_b = false;
-    if (choice.shape_class.transpose_b) {
-      if (const auto found = s.details.find(class_index(twin)); found != s.details.end())
-        report.classes.back().untransposed_copy = untransposed_faster(choice, found->second);
-    }
+    if (!choice.shape_class.transpose_b) continue;
+    const auto twin = s.details.find(class_index(untransposed_twin(choice.shape_class)));
+    if (twin != s.details.end())
+      report.classes.back().untransposed_copy = untransposed_faster(choice, twin->second);
   }
   return report;
 }
