@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets of fuzz/ with clang under AddressSanitizer + UndefinedBehavior-
-# Sanitizer (build/fuzz) and runs each for SECONDS (default 30), starting from its regression
-# inputs in fuzz/corpus/<target>/ (copied: what the fuzzer finds stays in build/fuzz/corpus).
+# Sanitizer (build/fuzz) and runs each for SECONDS (default 30), as many at once as there are
+# cores, starting from its regression inputs in fuzz/corpus/<target>/ (copied: what the fuzzer
+# finds stays in build/fuzz/corpus).
 #   scripts/fuzz.sh [SECONDS [TARGET...]]
 # An input that crashes, leaks, or runs longer than 1 s fails the run; libFuzzer writes it to
 # build/fuzz/findings/<target>/ (add it to fuzz/corpus/<target>/ once fixed). Prints, per
@@ -26,21 +27,36 @@ else
 fi
 export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+# Targets run side by side, one per core (FUZZ_JOBS overrides), each for the full SECONDS.
+jobs=${FUZZ_JOBS:-$(nproc)}
+run_target() {
+  local target=$1
+  local corpus=build/fuzz/corpus/$target findings=build/fuzz/findings/$target
+  mkdir -p "$corpus" "$findings"
+  if build/fuzz/fuzz/fuzz_"$target" -max_total_time="$seconds" -timeout=1 -rss_limit_mb=2048 \
+    -max_len=65536 -print_final_stats=1 -artifact_prefix="$findings/" \
+    "$corpus" "fuzz/corpus/$target" >"build/fuzz/$target.log" 2>&1; then
+    echo ok >"build/fuzz/$target.status"
+  else
+    echo FAILED >"build/fuzz/$target.status"
+  fi
+}
+for target in "${targets[@]}"; do
+  rm -f "build/fuzz/$target.status"
+  echo "=== fuzz: $target for ${seconds}s ==="
+  run_target "$target" &
+  while (($(jobs -rp | wc -l) >= jobs)); do wait -n || true; done
+done
+wait
+
 failed=()
 summary=()
 for target in "${targets[@]}"; do
-  corpus=build/fuzz/corpus/$target
-  findings=build/fuzz/findings/$target
-  mkdir -p "$corpus" "$findings"
   log=build/fuzz/$target.log
-  echo "=== fuzz: $target for ${seconds}s ==="
-  if build/fuzz/fuzz/fuzz_"$target" -max_total_time="$seconds" -timeout=1 -rss_limit_mb=2048 \
-    -max_len=65536 -print_final_stats=1 -artifact_prefix="$findings/" \
-    "$corpus" "fuzz/corpus/$target" >"$log" 2>&1; then
-    status=ok
-  else
-    status=FAILED
+  status=$(cat "build/fuzz/$target.status" 2>/dev/null || echo FAILED)
+  if [[ "$status" != ok ]]; then
     failed+=("$target")
+    echo "=== fuzz: $target failed; the end of its log ==="
     tail -n 40 "$log"
   fi
   runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
