@@ -4,11 +4,14 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <sstream>
+#include <thread>
 
+#include "backend/cpu/calibration_clock.h"
 #include "io_test_util.h"
 #include "op_test_util.h"
 
@@ -47,7 +50,7 @@ class GemmSelection : public IoTempDir {
   }
   // The first two lines every valid cache file starts with.
   std::string header() const {
-    return "weft gemm calibration 2\ncpu " + gemm_selection_report().cpu_identity + "\n";
+    return "weft gemm calibration 3\ncpu " + gemm_selection_report().cpu_identity + "\n";
   }
 
   std::optional<GemmProvider> original_forced_;
@@ -64,6 +67,27 @@ TEST(GemmShapeClasses, EachExtentFallsInItsPowerOfTwoBucket) {
             (GemmShapeClass{true, false, true, 9, 9, 13}));
   EXPECT_EQ(gemm_class_label(gemm_shape_class(GemmShape{2, 1 << 20, 5, true, true, true})),
             "TT+ m 2 n >4096 k 5-8");
+}
+
+// At one GEMM thread the calibration's clock counts the thread's work and not the time it
+// spends off the CPU (a wall clock would count the sleep, and a run that another process
+// interrupted would measure slow); at several threads it is the wall clock.
+TEST(GemmCalibrationClock, OneThreadCountsWorkNotTimeOffTheCpu) {
+  using backend::cpu::calibration_seconds;
+  const double before_sleep = calibration_seconds(1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_LT(calibration_seconds(1) - before_sleep, 0.05);
+
+  const double start = calibration_seconds(1);
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  volatile double sink = 0;
+  while (calibration_seconds(1) - start < 0.02 && std::chrono::steady_clock::now() < give_up)
+    sink = sink + 1;
+  EXPECT_GE(calibration_seconds(1) - start, 0.02) << "busy work did not advance it";
+
+  const double wall = calibration_seconds(2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_GE(calibration_seconds(2) - wall, 0.03);
 }
 
 TEST(GemmShapeClasses, RepresentativesAreCheapAndInTheirClassUnlessHalved) {
@@ -184,8 +208,11 @@ TEST_F(GemmSelection, AnInvalidCacheIsIgnoredWithItsReasonAndReplaced) {
   }();
   const std::string provider(gemm_provider_name(available_gemm_providers()[0]));
   const std::pair<std::string, std::string> cases[] = {
-      {"not a cache\n", "line 1 is not 'weft gemm calibration 2'"},
-      {"weft gemm calibration 2\ncpu some other machine\n", "line 2: written for another CPU"},
+      {"not a cache\n", "line 1 is not 'weft gemm calibration 3'"},
+      // version 2 timed by the wall clock: measured again
+      {"weft gemm calibration 2\ncpu " + gemm_selection_report().cpu_identity + "\n",
+       "line 1 is not 'weft gemm calibration 3'"},
+      {"weft gemm calibration 3\ncpu some other machine\n", "line 2: written for another CPU"},
       {header() + "class " + threads + " NT 9 14 7 " + provider + rates + "\n",
        "line 3: a size bucket outside 0..13"},
       {header() + "class " + threads + " NX 9 9 7 " + provider + rates + "\n",

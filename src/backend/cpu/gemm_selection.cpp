@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +20,7 @@
 #include <sstream>
 #include <system_error>
 
+#include "calibration_clock.h"
 #include "sgemm.h"
 #include "weft/core/error.h"
 #ifdef WEFT_HAVE_ONEDNN
@@ -40,7 +40,9 @@ constexpr double kMaxCalibrationFlops = double(1ll << 31);
 // How much faster the untransposed product must have measured for a transposed copy to be
 // worth its pass and memory (gemm_prefers_untransposed_copy).
 constexpr double kUntransposedMargin = 1.05;
-constexpr const char* kCacheHeader = "weft gemm calibration 2";
+// Version 3: rates measured with calibration_clock.h (version 2's wall-clock rates could be
+// skewed by another process on the core, so those files are measured again).
+constexpr const char* kCacheHeader = "weft gemm calibration 3";
 constexpr std::uintmax_t kMaxCacheBytes = 1 << 20;
 
 int bucket_of(std::int64_t extent) {
@@ -160,12 +162,11 @@ std::string default_cache_path() {
 
 // ---- measuring one class ------------------------------------------------------------------
 
-using Clock = std::chrono::steady_clock;
-
 // GFLOP/s of each built-in provider at the class's representative shape (beta 1 when the
 // class accumulates): two warm-up calls each, then four rounds that time every provider in
-// turn (so a disturbance hits all of them alike), each a run of calls lasting about 2 ms (one
-// call when a call is longer); the best run of each provider counts.
+// turn, each a run of calls lasting about 2 ms (one call when a call is longer); the best run
+// of each provider counts. Timed by calibration_seconds: at one thread the thread's CPU time,
+// which time spent descheduled does not inflate.
 std::vector<double> measure_class(const GemmShapeClass& shape_class) {
   const GemmShape shape = gemm_class_representative(shape_class);
   std::vector<float> a(std::size_t(shape.m * shape.k)), b(std::size_t(shape.k * shape.n)),
@@ -180,10 +181,11 @@ std::vector<double> measure_class(const GemmShapeClass& shape_class) {
                              shape.k, 1.0f, a.data(), lda, b.data(), ldb,
                              shape.accumulate ? 1.0f : 0.0f, c.data(), shape.n);
   };
+  const int threads = num_threads();
   auto seconds_per_call = [&](GemmProvider provider, std::int64_t calls) {
-    const auto start = Clock::now();
+    const double start = backend::cpu::calibration_seconds(threads);
     for (std::int64_t i = 0; i < calls; ++i) call(provider);
-    return std::chrono::duration<double>(Clock::now() - start).count() / double(calls);
+    return (backend::cpu::calibration_seconds(threads) - start) / double(calls);
   };
   std::vector<std::int64_t> calls(providers.size());
   std::vector<double> best(providers.size(), std::numeric_limits<double>::infinity());
