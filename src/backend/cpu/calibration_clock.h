@@ -21,8 +21,7 @@ inline double thread_cpu_seconds() {
 }
 
 inline double wall_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 // The calibration's clock for GEMMs run on `threads` threads.
