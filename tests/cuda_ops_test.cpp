@@ -254,6 +254,15 @@ void add_loss_and_cell_cases(std::vector<CudaCase>& cases) {
                    {random_tensor({7, 3 * 5}, 88, -2, 2), random_tensor({7, 5}, 89)},
                    {},
                    [](auto& v, auto&) { return lstm_cell_state(v[0], v[1]); }});
+  cases.push_back({"linear_lstm_cell_state",
+                   "two children, recurrent dropout",
+                   {random_tensor({33, 24}, 94), random_tensor({24, 4 * 16}, 95),
+                    random_tensor({4 * 16}, 96), random_tensor({33, 2 * 16}, 97)},
+                   {},
+                   [](auto& v, auto&) {
+                     Rng rng(97);
+                     return linear_lstm_cell_state(v[0], v[1], v[2], v[3], 0.3f, &rng);
+                   }});
 }
 
 const std::vector<CudaCase>& all_cases() {

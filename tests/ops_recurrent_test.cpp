@@ -1,5 +1,6 @@
 // The fused LSTM cell: the cell state (1..3 children, gates wider than the state's columns,
-// recurrent dropout on the candidate) and the output h = sigmoid(o) tanh(c), each against a
+// recurrent dropout on the candidate), the cell state of a linear layer's gates (activated in
+// place), and the output h = sigmoid(o) tanh(c), each against a
 // float64 reference with finite-difference gradients and against the unfused expression
 // (values and gradients); batching; errors.
 #include <cmath>
@@ -102,6 +103,120 @@ WEFT_OP_TEST(lstm_cell_state, RecurrentDropoutOnTheCandidate) {
       },
       [&](const std::vector<HostArray>& h) { return reference_cell_state(h[0], h[1], n, &mask); },
       {random_tensor({rows, (k + 3) * n}, 95, -2, 2), random_tensor({rows, k * n}, 96)});
+}
+
+// lstm_cell_state of gates = x · W + b (h: x, W, b, children), in float64.
+HostArray reference_linear_cell_state(const std::vector<HostArray>& h,
+                                      const HostArray* mask = nullptr) {
+  const HostArray &x = h[0], &w = h[1], &b = h[2], &children = h[3];
+  const std::int64_t rows = x.shape[0], in = x.shape[1], width = w.shape[1];
+  HostArray gates(Shape{rows, width}, std::vector<double>(std::size_t(rows * width), 0.0));
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t j = 0; j < width; ++j) {
+      double sum = b[std::size_t(j)];
+      for (std::int64_t i = 0; i < in; ++i)
+        sum += x[std::size_t(r * in + i)] * w[std::size_t(i * width + j)];
+      gates[std::size_t(r * width + j)] = sum;
+    }
+  return reference_cell_state(gates, children, (width - children.shape[1]) / 2, mask);
+}
+
+WEFT_OP_TEST(linear_lstm_cell_state, OneTwoAndThreeChildren) {
+  for (std::int64_t k = 1; k <= 3; ++k) {
+    SCOPED_TRACE("children " + std::to_string(k));
+    const std::int64_t n = 3, rows = 4, in = 5;
+    check_op(
+        [](const std::vector<Var>& v) { return linear_lstm_cell_state(v[0], v[1], v[2], v[3]); },
+        [](const std::vector<HostArray>& h) { return reference_linear_cell_state(h); },
+        {random_tensor({rows, in}, 150 + k), random_tensor({in, (k + 2) * n}, 160 + k),
+         random_tensor({(k + 2) * n}, 170 + k), random_tensor({rows, k * n}, 180 + k)});
+  }
+}
+
+WEFT_OP_TEST(linear_lstm_cell_state, RecurrentDropoutOnTheCandidate) {
+  const std::int64_t n = 5, rows = 4, k = 2, in = 3;
+  const float p = 0.4f;
+  const HostArray mask = dropout_mask_of(rows, n, p, 19);
+  check_op(
+      [&](const std::vector<Var>& v) {
+        Rng rng(19);  // the same mask on every evaluation
+        return linear_lstm_cell_state(v[0], v[1], v[2], v[3], p, &rng);
+      },
+      [&](const std::vector<HostArray>& h) { return reference_linear_cell_state(h, &mask); },
+      {random_tensor({rows, in}, 190), random_tensor({in, (k + 2) * n}, 191),
+       random_tensor({1, (k + 2) * n}, 192), random_tensor({rows, k * n}, 193)});
+}
+
+// The fused op against the composition it replaces, lstm_cell_state(linear(x, W, b), children):
+// the same c and the same gradients for every input, also when only some inputs need one (the
+// bias's gradient is then summed from a gradient of the gates that nothing else asked for).
+TEST(Op_linear_lstm_cell_state, EqualsTheCellOfTheLinearLayer) {
+  const std::int64_t n = 6, rows = 5, k = 2, in = 7;
+  const Tensor values[] = {random_tensor({rows, in}, 200), random_tensor({in, (k + 2) * n}, 201),
+                           random_tensor({(k + 2) * n}, 202), random_tensor({rows, k * n}, 203)};
+  const Tensor cotangent = random_tensor({rows, n}, 204);
+  for (int trainable = 1; trainable < 16; ++trainable) {
+    SCOPED_TRACE("trainable inputs (bit mask of x, W, b, children): " + std::to_string(trainable));
+    auto run = [&](bool fused) {
+      Tape tape;
+      std::vector<Var> v;
+      for (int i = 0; i < 4; ++i)
+        v.push_back(trainable & (1 << i) ? tape.variable(values[i]) : tape.constant(values[i]));
+      Rng rng(34);
+      Var c = fused ? linear_lstm_cell_state(v[0], v[1], v[2], v[3], 0.3f, &rng)
+                    : lstm_cell_state(linear(v[0], v[1], v[2]), v[3], n, 0.3f, &rng);
+      tape.backward(c, cotangent);
+      std::vector<std::vector<float>> out{c.value().to_float_vector()};
+      for (int i = 0; i < 4; ++i)
+        if (trainable & (1 << i)) out.push_back(v[std::size_t(i)].grad().to_float_vector());
+      return out;
+    };
+    const auto fused = run(true), composed = run(false);
+    ASSERT_EQ(fused.size(), composed.size());
+    for (std::size_t part = 0; part < fused.size(); ++part) {
+      SCOPED_TRACE("part " + std::to_string(part) + " (0: c, then the gradients in input order)");
+      ASSERT_EQ(fused[part].size(), composed[part].size());
+      for (std::size_t j = 0; j < fused[part].size(); ++j)
+        EXPECT_NEAR(fused[part][j], composed[part][j], 1e-5) << "element " << j;
+    }
+  }
+}
+
+TEST(Op_linear_lstm_cell_state, BatchedRowsEqualSingleRows) {
+  check_batched_matches_rows(
+      [](const std::vector<Var>& v) { return linear_lstm_cell_state(v[0], v[1], v[2], v[3]); },
+      {random_tensor({6, 4}, 210), random_tensor({4, 12}, 211), random_tensor({12}, 212),
+       random_tensor({6, 6}, 213)},
+      {true, false, false, true});
+}
+
+TEST(Op_linear_lstm_cell_state, ShapesThatDoNotFitAreRejected) {
+  Tape tape;
+  Var x = tape.constant(random_tensor({2, 4}, 1));
+  Var w = tape.constant(random_tensor({4, 12}, 2));
+  Var b = tape.constant(random_tensor({12}, 3));
+  Var children = tape.constant(random_tensor({2, 6}, 4));
+  expect_error(
+      [&] {
+        linear_lstm_cell_state(x, w, b, tape.constant(random_tensor({2, 5}, 5)));
+      },
+      {"[linear_lstm_cell_state] weight [4, 12] does not give the gates of children float32 [2, 5]",
+       "[in, (K+2)N]"});
+  expect_error(
+      [&] {
+        linear_lstm_cell_state(tape.constant(random_tensor({2, 3}, 6)), w, b, children);
+      },
+      {"input features differ from weight rows: input [2, 3] vs weight [4, 12]"});
+  expect_error(
+      [&] { linear_lstm_cell_state(x, w, tape.constant(random_tensor({6}, 7)), children); },
+      {"bias [6] does not match weight [4, 12]"});
+  expect_error(
+      [&] {
+        linear_lstm_cell_state(x, w, b, tape.constant(random_tensor({3, 6}, 8)));
+      },
+      {"does not give the gates of children float32 [3, 6] for input float32 [2, 4]"});
+  expect_error([&] { linear_lstm_cell_state(x, w, b, children, 0.5f); },
+               {"[linear_lstm_cell_state] candidate_drop_prob 0.5 needs an Rng"});
 }
 
 WEFT_OP_TEST(lstm_hidden, OutputGateReadInPlace) {

@@ -132,8 +132,9 @@ Var IclrBenchmarkModel::leaf(const Tensor& ids) const { return embedding_lookup(
 Var IclrBenchmarkModel::internal(Var children) const {
   Var h0 = relu(linear(children, w0_, b0_));
   if (cell_ == BenchmarkCell::kTreeFc) return h0;
-  // y = σ(f_l) l + σ(f_r) r + σ(i) tanh(g), with [f_l | f_r | i | g] = h0 · W1 + b1.
-  return lstm_cell_state(linear(h0, w1_, b1_), children);
+  // y = σ(f_l) l + σ(f_r) r + σ(i) tanh(g), with [f_l | f_r | i | g] = h0 · W1 + b1: the
+  // gates are the op's own, activated in place.
+  return linear_lstm_cell_state(h0, w1_, b1_, children);
 }
 
 loom::Value IclrBenchmarkModel::weave(loom::Weaver& weaver, const BinaryTree& tree) const {
@@ -166,7 +167,8 @@ std::vector<GemmShape> tree_lstm_gemm_shapes(std::int64_t rows, std::int64_t vec
   std::vector<GemmShape> shapes = {
       // linear writes its bias rows first and adds the product onto them (beta 1)
       {rows, n, 2 * n, false, false, true},  // hidden = b0 + [l | r] · W0
-      {rows, 4 * n, n, false, false, true},  // gates = b1 + hidden · W1
+      // linear_lstm_cell_state adds b1 in the cell's pass (beta 0)
+      {rows, 4 * n, n, false, false, false},  // gates = hidden · W1
   };
   if (training) {
     // The weight transposed, or its transposed copy untransposed where the calibration prefers.

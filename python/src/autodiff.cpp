@@ -302,6 +302,11 @@ parameters; clear() drops every node (Vars from before become invalid).)doc")
         py::arg("candidate_drop_prob") = 0.0f, py::arg("rng") = nullptr,
         "c = sum_k sigmoid(f_k) * x_k + sigmoid(i) * dropout(tanh(g)), from the first (K+2)N "
         "columns of gates");
+  m.def("linear_lstm_cell_state", &linear_lstm_cell_state, py::arg("x"), py::arg("weight"),
+        py::arg("bias"), py::arg("children"), py::arg("candidate_drop_prob") = 0.0f,
+        py::arg("rng") = nullptr,
+        "lstm_cell_state(x @ weight + bias, children), weight [in, (K+2)N]: the gates are the "
+        "op's own, activated in place");
   m.def("lstm_hidden", &lstm_hidden, py::arg("gates"), py::arg("offset"), py::arg("c"),
         "h = sigmoid(gates[:, offset : offset + N]) * tanh(c)");
 }

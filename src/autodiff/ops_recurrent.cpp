@@ -2,6 +2,10 @@
 // child: the previous state) and the N-ary Tree-LSTM (K children), with recurrent dropout on
 // the candidate; lstm_hidden is the output h = sigmoid(o) * tanh(c). Both read their gates in
 // place from the cell's one pre-activation matrix, so a cell makes no slices of it.
+// linear_lstm_cell_state computes that matrix itself, so it may overwrite it with the gates'
+// activations for its backward.
+#include <utility>
+
 #include "../backend/kernels.h"
 #include "op_checks.h"
 #include "weft/autodiff/ops.h"
@@ -29,6 +33,32 @@ void lstm_hidden_backward(Tape& tape, std::uint32_t id) {
                                 node.grad, dgates.grad, dgates.fresh(), dc.grad, dc.fresh());
 }
 
+// saved[0]: the candidate's dropout mask, undefined without dropout. Inputs: the gates (the
+// op's own product, holding their activations), children, bias.
+void linear_lstm_cell_state_backward(Tape& tape, std::uint32_t id) {
+  const TapeNode& node = tape.node(id);
+  const std::uint32_t gates = tape.input(id, 0), children = tape.input(id, 1);
+  const std::uint32_t bias = tape.input(id, 2);
+  const Tensor* mask = node.saved[0].defined() ? &node.saved[0] : nullptr;
+  const Tensor& activations = tape.node(gates).value;
+  const auto [dgates, dchildren] = tape.grad_targets(gates, children);
+  // This node is the gates' only consumer, so their gradient is always fresh here. The bias's
+  // gradient is summed from it: into a scratch buffer where the product needs none.
+  WEFT_ASSERT(!dgates.grad || dgates.fresh());
+  Tensor* db = tape.grad_of(bias);
+  Tensor scratch;
+  Tensor* dg = dgates.grad;
+  if (db && !dg) {
+    scratch = Tensor::empty(activations.shape(), DType::kFloat32, activations.device());
+    dg = &scratch;
+  }
+  backend::lstm_cell_state_backward_activated(activations, tape.node(children).value, mask,
+                                              node.grad, dg, true, dchildren.grad,
+                                              dchildren.fresh());
+  if (db)
+    backend::binary_backward(backend::BinaryOp::kAdd, *dg, tape.node(bias).value, *dg, nullptr, db);
+}
+
 void check_cell_inputs(const char* op, const Tensor& gates, const Tensor& other,
                        const char* other_name) {
   detail::require_float(op, "gates", gates);
@@ -36,6 +66,24 @@ void check_cell_inputs(const char* op, const Tensor& gates, const Tensor& other,
   detail::require_rank(op, "gates", gates, 2);
   detail::require_rank(op, other_name, other, 2);
   detail::require_same_device(op, gates, other);
+}
+
+// The candidate's recurrent-dropout mask for a [rows, n] state (undefined without dropout),
+// drawn as dropout(tanh(g), p, rng) draws its mask: the same seed gives the same mask.
+Tensor candidate_mask(const char* op, float candidate_drop_prob, Rng* rng, const Shape& state,
+                      Device device) {
+  if (!(candidate_drop_prob >= 0.0f && candidate_drop_prob < 1.0f))  // also rejects NaN
+    fail(op, "candidate_drop_prob ", candidate_drop_prob,
+         " is outside [0, 1): it is the probability of zeroing an element of tanh(g)");
+  if (candidate_drop_prob > 0.0f && rng == nullptr)
+    fail(op, "candidate_drop_prob ", candidate_drop_prob,
+         " needs an Rng for the dropout mask; pass one, or 0 for no dropout");
+  Tensor mask;
+  if (candidate_drop_prob > 0.0f) {
+    mask = Tensor::empty(state, DType::kFloat32, device);
+    backend::dropout_mask(1.0f - candidate_drop_prob, rng->next_u64(), mask);
+  }
+  return mask;
 }
 
 }  // namespace
@@ -66,22 +114,52 @@ Var lstm_cell_state(Var gates, Var children, std::int64_t hidden, float candidat
          " with hidden size ", hidden,
          ": expected gates [B, W >= (K+2)N] starting with K forget gates, input and candidate, "
          "for children [B, KN]");
-  if (!(candidate_drop_prob >= 0.0f && candidate_drop_prob < 1.0f))  // also rejects NaN
-    fail("lstm_cell_state", "candidate_drop_prob ", candidate_drop_prob,
-         " is outside [0, 1): it is the probability of zeroing an element of tanh(g)");
-  if (candidate_drop_prob > 0.0f && rng == nullptr)
-    fail("lstm_cell_state", "candidate_drop_prob ", candidate_drop_prob,
-         " needs an Rng for the dropout mask; pass one, or 0 for no dropout");
   const Shape state{vg.shape()[0], hidden};
-  Tensor mask;
-  if (candidate_drop_prob > 0.0f) {
-    // Drawn as dropout(tanh(g), p, rng) draws its mask: the same seed gives the same mask.
-    mask = Tensor::empty(state, DType::kFloat32, vg.device());
-    backend::dropout_mask(1.0f - candidate_drop_prob, rng->next_u64(), mask);
-  }
+  Tensor mask = candidate_mask("lstm_cell_state", candidate_drop_prob, rng, state, vg.device());
   Tensor c = Tensor::empty(state, DType::kFloat32, vg.device());
   backend::lstm_cell_state(vg, vx, mask.defined() ? &mask : nullptr, c);
   Var out = gates.tape().record(std::move(c), {gates, children}, lstm_cell_state_backward);
+  TapeNode& node = out.tape().node(out.id());
+  if (node.backward != nullptr) node.saved[0] = std::move(mask);
+  return out;
+}
+
+// lstm_cell_state(x · W + b, children) with the gates the op's own: activated in place
+Var linear_lstm_cell_state(Var x, Var weight, Var bias, Var children, float candidate_drop_prob,
+                           Rng* rng) {
+  const char* op = "linear_lstm_cell_state";
+  const Tensor& vx = x.value();
+  const Tensor& vw = weight.value();
+  const Tensor& vb = bias.value();
+  const Tensor& vc = children.value();
+  for (const auto& [role, value] :
+       {std::pair<const char*, const Tensor*>{"input", &vx}, {"weight", &vw}, {"children", &vc}}) {
+    detail::require_float(op, role, *value);
+    detail::require_rank(op, role, *value, 2);
+    detail::require_same_device(op, vx, *value);
+  }
+  detail::require_float(op, "bias", vb);
+  detail::require_same_device(op, vx, vb);
+  const std::int64_t rows = vx.shape()[0], width = vw.shape()[1], xw = vc.shape()[1];
+  if (vx.shape()[1] != vw.shape()[0])
+    fail(op, "input features differ from weight rows: input ", vx.shape(), " vs weight ",
+         vw.shape(), " (the weight is [in, out])");
+  const std::int64_t n = (width - xw) / 2;
+  if (vc.shape()[0] != rows || width <= xw || (width - xw) % 2 != 0 || xw == 0 || xw % n != 0)
+    fail(op, "weight ", vw.shape(), " does not give the gates of children ", vc.describe(),
+         " for input ", vx.describe(),
+         ": expected weight [in, (K+2)N] for children [B, KN] (K forget gates, input, candidate)");
+  if (vb.numel() != width || vb.rank() > 2 || (vb.rank() == 2 && vb.shape()[0] != 1))
+    fail(op, "bias ", vb.shape(), " does not match weight ", vw.shape(), ": expected [", width,
+         "] or [1, ", width, "]");
+  const Shape state{rows, n};
+  Tensor mask = candidate_mask(op, candidate_drop_prob, rng, state, vx.device());
+  Var gates = matmul(x, weight);
+  Tensor& activations = gates.tape().node(gates.id()).value;  // the product's only reader
+  Tensor c = Tensor::empty(state, DType::kFloat32, vx.device());
+  backend::lstm_cell_state_activating(activations, &vb, vc, mask.defined() ? &mask : nullptr, c);
+  Var out =
+      gates.tape().record(std::move(c), {gates, children, bias}, linear_lstm_cell_state_backward);
   TapeNode& node = out.tape().node(out.id());
   if (node.backward != nullptr) node.saved[0] = std::move(mask);
   return out;

@@ -60,9 +60,42 @@ void lstm_cell_state(const Tensor& gates, const Tensor& children, const Tensor* 
   }
 }
 
-void lstm_cell_state_backward(const Tensor& gates, const Tensor& children,
-                              const Tensor* candidate_mask, const Tensor& dc, Tensor* dgates,
-                              bool dgates_fresh, Tensor* dchildren, bool dchildren_fresh) {
+void lstm_cell_state_activating(Tensor& gates, const Tensor* bias, const Tensor& children,
+                                const Tensor* candidate_mask, Tensor& c) {
+  const auto [rows, n, k, stride] = cell_shape(gates, children, c.row_size());
+  WEFT_ASSERT(!bias || bias->numel() == (k + 2) * n);
+  float* g = gates.data<float>();
+  const float* b = bias ? bias->data<float>() : nullptr;
+  const float* x = children.data<float>();
+  const float* m = candidate_mask ? candidate_mask->data<float>() : nullptr;
+  float* out = c.data<float>();
+  for (std::int64_t r = 0; r < rows; ++r) {
+    // [f_1 .. f_K | i] are contiguous: one logistic over them, one tanh over g.
+    ArrayMap sigmoids(g + r * stride, (k + 1) * n), candidate(g + r * stride + (k + 1) * n, n);
+    if (b) {
+      sigmoids = (sigmoids + ConstArrayMap(b, (k + 1) * n)).logistic();
+      candidate = (candidate + ConstArrayMap(b + (k + 1) * n, n)).tanh();
+    } else {
+      sigmoids = sigmoids.logistic();
+      candidate = candidate.tanh();
+    }
+    const float* xr = x + r * k * n;
+    ArrayMap cr(out + r * n, n);
+    cr = sigmoids.segment(k * n, n) * candidate;
+    if (m) cr *= ConstArrayMap(m + r * n, n);
+    for (std::int64_t child = 0; child < k; ++child)
+      cr += sigmoids.segment(child * n, n) * ConstArrayMap(xr + child * n, n);
+  }
+}
+
+namespace {
+
+// The cell state's gradient from the gates (kActivated false: the activations recomputed) or
+// from their activations as lstm_cell_state_activating wrote them (kActivated true).
+template <bool kActivated>
+void cell_state_backward(const Tensor& gates, const Tensor& children, const Tensor* candidate_mask,
+                         const Tensor& dc, Tensor* dgates, bool dgates_fresh, Tensor* dchildren,
+                         bool dchildren_fresh) {
   const auto [rows, n, k, stride] = cell_shape(gates, children, dc.row_size());
   const float* g = gates.data<float>();
   const float* x = children.data<float>();
@@ -70,22 +103,35 @@ void lstm_cell_state_backward(const Tensor& gates, const Tensor& children,
   const float* d = dc.data<float>();
   float* dg = dgates ? dgates->data<float>() : nullptr;
   float* dx = dchildren ? dchildren->data<float>() : nullptr;
-  Eigen::ArrayXf f(n), t(n), masked(m ? n : 0);
+  Eigen::ArrayXf f_buffer(kActivated ? 0 : n), t_buffer(kActivated ? 0 : n), masked(m ? n : 0);
+  // The activation of gate block `block` of row `gr`: read, or computed into `buffer`.
+  auto activation = [&](const float* gr, std::int64_t block, bool is_tanh,
+                        Eigen::ArrayXf& buffer) -> const float* {
+    if constexpr (kActivated) {
+      return gr + block * n;
+    } else {
+      if (is_tanh)
+        buffer = ConstArrayMap(gr + block * n, n).tanh();
+      else
+        buffer = ConstArrayMap(gr + block * n, n).logistic();
+      return buffer.data();
+    }
+  };
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* gr = g + r * stride;
     const float* xr = x + r * k * n;
     const ConstArrayMap dr(d + r * n, n);
     float* dgr = dg ? dg + r * stride : nullptr;
     for (std::int64_t child = 0; child < k; ++child) {
-      f = ConstArrayMap(gr + child * n, n).logistic();
+      const ConstArrayMap f(activation(gr, child, false, f_buffer), n);
       if (dg)
         store(ArrayMap(dgr + child * n, n), dr * ConstArrayMap(xr + child * n, n) * f * (1 - f),
               dgates_fresh);
       if (dx) store(ArrayMap(dx + r * k * n + child * n, n), dr * f, dchildren_fresh);
     }
     if (!dg) continue;
-    f = ConstArrayMap(gr + k * n, n).logistic();
-    t = ConstArrayMap(gr + (k + 1) * n, n).tanh();
+    const ConstArrayMap f(activation(gr, k, false, f_buffer), n);
+    const ConstArrayMap t(activation(gr, k + 1, true, t_buffer), n);
     // With a mask m: d i = dc m t σ'(i), d g = dc m σ(i) tanh'(g): dc m in place of dc.
     if (m) masked = dr * ConstArrayMap(m + r * n, n);
     const ConstArrayMap dm(m ? masked.data() : d + r * n, n);
@@ -93,6 +139,23 @@ void lstm_cell_state_backward(const Tensor& gates, const Tensor& children,
     store(ArrayMap(dgr + (k + 1) * n, n), dm * f * (1 - t * t), dgates_fresh);
     if (dgates_fresh) std::fill(dgr + (k + 2) * n, dgr + stride, 0.0f);
   }
+}
+
+}  // namespace
+
+void lstm_cell_state_backward(const Tensor& gates, const Tensor& children,
+                              const Tensor* candidate_mask, const Tensor& dc, Tensor* dgates,
+                              bool dgates_fresh, Tensor* dchildren, bool dchildren_fresh) {
+  cell_state_backward<false>(gates, children, candidate_mask, dc, dgates, dgates_fresh, dchildren,
+                             dchildren_fresh);
+}
+
+void lstm_cell_state_backward_activated(const Tensor& activations, const Tensor& children,
+                                        const Tensor* candidate_mask, const Tensor& dc,
+                                        Tensor* dgates, bool dgates_fresh, Tensor* dchildren,
+                                        bool dchildren_fresh) {
+  cell_state_backward<true>(activations, children, candidate_mask, dc, dgates, dgates_fresh,
+                            dchildren, dchildren_fresh);
 }
 
 void lstm_hidden(const Tensor& gates, std::int64_t offset, const Tensor& c, Tensor& h) {

@@ -187,23 +187,53 @@ __global__ void lstm_cell_state_kernel(const float* gates, const float* children
   }
 }
 
+// The same, adding the bias and writing the activations over the gates (each thread its
+// unit's K + 2 gates, so no two threads touch one element).
+__global__ void lstm_cell_state_activating_kernel(float* gates, const float* bias,
+                                                  const float* children, const float* mask,
+                                                  float* c, std::int64_t rows, std::int64_t n,
+                                                  std::int64_t k, std::int64_t stride) {
+  WEFT_GRID_STRIDE(e, rows * n) {
+    const std::int64_t r = e / n, u = e % n;
+    float* g = gates + r * stride + u;
+    const float* x = children + r * k * n + u;
+    auto biased = [&](std::int64_t block) {
+      return bias ? g[block * n] + bias[block * n + u] : g[block * n];
+    };
+    const float candidate = tanhf(biased(k + 1));
+    const float input = sigmoid_of(biased(k));
+    g[(k + 1) * n] = candidate;
+    g[k * n] = input;
+    float total = input * (mask ? candidate * mask[e] : candidate);
+    for (std::int64_t child = 0; child < k; ++child) {
+      const float f = sigmoid_of(biased(child));
+      g[child * n] = f;
+      total += f * x[child * n];
+    }
+    c[e] = total;
+  }
+}
+
+// `activated`: gates holds the activations lstm_cell_state_activating_kernel wrote.
 __global__ void lstm_cell_state_backward_kernel(const float* gates, const float* children,
                                                 const float* mask, const float* dc, float* dgates,
                                                 float* dchildren, std::int64_t rows, std::int64_t n,
-                                                std::int64_t k, std::int64_t stride) {
+                                                std::int64_t k, std::int64_t stride,
+                                                bool activated) {
   WEFT_GRID_STRIDE(e, rows * n) {
     const std::int64_t r = e / n, u = e % n;
     const std::int64_t gate0 = r * stride + u, child0 = r * k * n + u;
     const float d = dc[e];
     for (std::int64_t child = 0; child < k; ++child) {
-      const float f = sigmoid_of(gates[gate0 + child * n]);
+      const float raw = gates[gate0 + child * n];
+      const float f = activated ? raw : sigmoid_of(raw);
       if (dgates) dgates[gate0 + child * n] += d * children[child0 + child * n] * f * (1 - f);
       if (dchildren) dchildren[child0 + child * n] += d * f;
     }
     if (!dgates) continue;
     const float m = mask ? mask[e] : 1.0f;
-    const float i = sigmoid_of(gates[gate0 + k * n]);
-    const float t = tanhf(gates[gate0 + (k + 1) * n]);
+    const float i = activated ? gates[gate0 + k * n] : sigmoid_of(gates[gate0 + k * n]);
+    const float t = activated ? gates[gate0 + (k + 1) * n] : tanhf(gates[gate0 + (k + 1) * n]);
     dgates[gate0 + k * n] += d * (t * m) * i * (1 - i);
     dgates[gate0 + (k + 1) * n] += d * i * m * (1 - t * t);
   }
@@ -357,9 +387,22 @@ void lstm_cell_state(const Tensor& gates, const Tensor& children, const Tensor* 
   check_launch("lstm_cell_state");
 }
 
-void lstm_cell_state_backward(const Tensor& gates, const Tensor& children,
-                              const Tensor* candidate_mask, const Tensor& dc, Tensor* dgates,
-                              bool dgates_fresh, Tensor* dchildren, bool dchildren_fresh) {
+void lstm_cell_state_activating(Tensor& gates, const Tensor* bias, const Tensor& children,
+                                const Tensor* candidate_mask, Tensor& c) {
+  const auto [rows, n, k, stride] = cell_shape(gates, children, c.row_size());
+  WEFT_ASSERT(!bias || bias->numel() == (k + 2) * n);
+  if (rows == 0) return;
+  lstm_cell_state_activating_kernel<<<grid_for(rows * n), kThreads, 0, stream()>>>(
+      gates.data<float>(), bias ? bias->data<float>() : nullptr, children.data<float>(),
+      data_or_null(candidate_mask), c.data<float>(), rows, n, k, stride);
+  check_launch("lstm_cell_state_activating");
+}
+
+namespace {
+
+void cell_state_backward(const Tensor& gates, const Tensor& children, const Tensor* candidate_mask,
+                         const Tensor& dc, Tensor* dgates, bool dgates_fresh, Tensor* dchildren,
+                         bool dchildren_fresh, bool activated, const char* name) {
   const auto [rows, n, k, stride] = cell_shape(gates, children, dc.row_size());
   if (rows == 0 || (!dgates && !dchildren)) return;
   // Fresh buffers are cleared, then added into, as the others are.
@@ -367,8 +410,25 @@ void lstm_cell_state_backward(const Tensor& gates, const Tensor& children,
   if (dchildren && dchildren_fresh) fill(*dchildren, 0.0f);
   lstm_cell_state_backward_kernel<<<grid_for(rows * n), kThreads, 0, stream()>>>(
       gates.data<float>(), children.data<float>(), data_or_null(candidate_mask), dc.data<float>(),
-      data_or_null(dgates), data_or_null(dchildren), rows, n, k, stride);
-  check_launch("lstm_cell_state_backward");
+      data_or_null(dgates), data_or_null(dchildren), rows, n, k, stride, activated);
+  check_launch(name);
+}
+
+}  // namespace
+
+void lstm_cell_state_backward(const Tensor& gates, const Tensor& children,
+                              const Tensor* candidate_mask, const Tensor& dc, Tensor* dgates,
+                              bool dgates_fresh, Tensor* dchildren, bool dchildren_fresh) {
+  cell_state_backward(gates, children, candidate_mask, dc, dgates, dgates_fresh, dchildren,
+                      dchildren_fresh, false, "lstm_cell_state_backward");
+}
+
+void lstm_cell_state_backward_activated(const Tensor& activations, const Tensor& children,
+                                        const Tensor* candidate_mask, const Tensor& dc,
+                                        Tensor* dgates, bool dgates_fresh, Tensor* dchildren,
+                                        bool dchildren_fresh) {
+  cell_state_backward(activations, children, candidate_mask, dc, dgates, dgates_fresh, dchildren,
+                      dchildren_fresh, true, "lstm_cell_state_backward_activated");
 }
 
 void lstm_hidden(const Tensor& gates, std::int64_t offset, const Tensor& c, Tensor& h) {
