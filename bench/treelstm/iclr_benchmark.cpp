@@ -167,8 +167,7 @@ std::vector<GemmShape> tree_lstm_gemm_shapes(std::int64_t rows, std::int64_t vec
   std::vector<GemmShape> shapes = {
       // linear writes its bias rows first and adds the product onto them (beta 1)
       {rows, n, 2 * n, false, false, true},  // hidden = b0 + [l | r] · W0
-      // linear_lstm_cell_state adds b1 in the cell's pass (beta 0)
-      {rows, 4 * n, n, false, false, false},  // gates = hidden · W1
+      {rows, 4 * n, n, false, false, true},  // gates = b1 + hidden · W1
   };
   if (training) {
     // The weight transposed, or its transposed copy untransposed where the calibration prefers.

@@ -34,29 +34,15 @@ void lstm_hidden_backward(Tape& tape, std::uint32_t id) {
 }
 
 // saved[0]: the candidate's dropout mask, undefined without dropout. Inputs: the gates (the
-// op's own product, holding their activations), children, bias.
+// op's own linear layer, holding their activations; its backward does x, W and b), children.
 void linear_lstm_cell_state_backward(Tape& tape, std::uint32_t id) {
   const TapeNode& node = tape.node(id);
   const std::uint32_t gates = tape.input(id, 0), children = tape.input(id, 1);
-  const std::uint32_t bias = tape.input(id, 2);
   const Tensor* mask = node.saved[0].defined() ? &node.saved[0] : nullptr;
-  const Tensor& activations = tape.node(gates).value;
   const auto [dgates, dchildren] = tape.grad_targets(gates, children);
-  // This node is the gates' only consumer, so their gradient is always fresh here. The bias's
-  // gradient is summed from it: into a scratch buffer where the product needs none.
-  WEFT_ASSERT(!dgates.grad || dgates.fresh());
-  Tensor* db = tape.grad_of(bias);
-  Tensor scratch;
-  Tensor* dg = dgates.grad;
-  if (db && !dg) {
-    scratch = Tensor::empty(activations.shape(), DType::kFloat32, activations.device());
-    dg = &scratch;
-  }
-  backend::lstm_cell_state_backward_activated(activations, tape.node(children).value, mask,
-                                              node.grad, dg, true, dchildren.grad,
-                                              dchildren.fresh());
-  if (db)
-    backend::binary_backward(backend::BinaryOp::kAdd, *dg, tape.node(bias).value, *dg, nullptr, db);
+  backend::lstm_cell_state_backward_activated(tape.node(gates).value, tape.node(children).value,
+                                              mask, node.grad, dgates.grad, dgates.fresh(),
+                                              dchildren.grad, dchildren.fresh());
 }
 
 void check_cell_inputs(const char* op, const Tensor& gates, const Tensor& other,
@@ -124,7 +110,7 @@ Var lstm_cell_state(Var gates, Var children, std::int64_t hidden, float candidat
   return out;
 }
 
-// lstm_cell_state(x · W + b, children) with the gates the op's own: activated in place
+// lstm_cell_state(linear(x, W, b), children) with the gates the op's own: activated in place
 Var linear_lstm_cell_state(Var x, Var weight, Var bias, Var children, float candidate_drop_prob,
                            Rng* rng) {
   const char* op = "linear_lstm_cell_state";
@@ -154,12 +140,12 @@ Var linear_lstm_cell_state(Var x, Var weight, Var bias, Var children, float cand
          "] or [1, ", width, "]");
   const Shape state{rows, n};
   Tensor mask = candidate_mask(op, candidate_drop_prob, rng, state, vx.device());
-  Var gates = matmul(x, weight);
-  Tensor& activations = gates.tape().node(gates.id()).value;  // the product's only reader
+  // linear's backward reads x and W, not its output: the activations may take its place.
+  Var gates = linear(x, weight, bias);
+  Tensor& activations = gates.tape().node(gates.id()).value;
   Tensor c = Tensor::empty(state, DType::kFloat32, vx.device());
-  backend::lstm_cell_state_activating(activations, &vb, vc, mask.defined() ? &mask : nullptr, c);
-  Var out =
-      gates.tape().record(std::move(c), {gates, children, bias}, linear_lstm_cell_state_backward);
+  backend::lstm_cell_state_activating(activations, vc, mask.defined() ? &mask : nullptr, c);
+  Var out = gates.tape().record(std::move(c), {gates, children}, linear_lstm_cell_state_backward);
   TapeNode& node = out.tape().node(out.id());
   if (node.backward != nullptr) node.saved[0] = std::move(mask);
   return out;

@@ -139,10 +139,10 @@ Var lstm_cell_state(Var gates, Var children, std::int64_t hidden, float candidat
                     Rng* rng = nullptr);
 // lstm_cell_state(linear(x, weight, bias), children, N, candidate_drop_prob, rng), the gates
 // being the op's own: weight [in, (K+2)N] (exactly the cell's gates), bias [(K+2)N], children
-// [B, KN]. The product runs without bias rows (beta 0), and one pass adds the bias, writes the
-// gates' activations over them and computes c; backward reads those activations instead of
-// recomputing sigmoid and tanh. Same values and gradients as the composition, one pass and the
-// backward's activations fewer (BENCHMARKS.md, "The cell's gates activated once").
+// [B, KN]. The cell's pass writes the gates' activations over them as it computes c, and
+// backward reads those instead of recomputing sigmoid and tanh: the same values and gradients
+// as the composition, the backward's activations saved (BENCHMARKS.md, "The cell's gates
+// activated once").
 Var linear_lstm_cell_state(Var x, Var weight, Var bias, Var children,
                            float candidate_drop_prob = 0.0f, Rng* rng = nullptr);
 // The LSTM output, fused: h = sigmoid(o) * tanh(c), o = gates[:, offset : offset + N] read in

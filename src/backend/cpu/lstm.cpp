@@ -60,25 +60,18 @@ void lstm_cell_state(const Tensor& gates, const Tensor& children, const Tensor* 
   }
 }
 
-void lstm_cell_state_activating(Tensor& gates, const Tensor* bias, const Tensor& children,
-                                const Tensor* candidate_mask, Tensor& c) {
+void lstm_cell_state_activating(Tensor& gates, const Tensor& children, const Tensor* candidate_mask,
+                                Tensor& c) {
   const auto [rows, n, k, stride] = cell_shape(gates, children, c.row_size());
-  WEFT_ASSERT(!bias || bias->numel() == (k + 2) * n);
   float* g = gates.data<float>();
-  const float* b = bias ? bias->data<float>() : nullptr;
   const float* x = children.data<float>();
   const float* m = candidate_mask ? candidate_mask->data<float>() : nullptr;
   float* out = c.data<float>();
   for (std::int64_t r = 0; r < rows; ++r) {
     // [f_1 .. f_K | i] are contiguous: one logistic over them, one tanh over g.
     ArrayMap sigmoids(g + r * stride, (k + 1) * n), candidate(g + r * stride + (k + 1) * n, n);
-    if (b) {
-      sigmoids = (sigmoids + ConstArrayMap(b, (k + 1) * n)).logistic();
-      candidate = (candidate + ConstArrayMap(b + (k + 1) * n, n)).tanh();
-    } else {
-      sigmoids = sigmoids.logistic();
-      candidate = candidate.tanh();
-    }
+    sigmoids = sigmoids.logistic();
+    candidate = candidate.tanh();
     const float* xr = x + r * k * n;
     ArrayMap cr(out + r * n, n);
     cr = sigmoids.segment(k * n, n) * candidate;

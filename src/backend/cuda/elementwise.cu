@@ -187,26 +187,23 @@ __global__ void lstm_cell_state_kernel(const float* gates, const float* children
   }
 }
 
-// The same, adding the bias and writing the activations over the gates (each thread its
-// unit's K + 2 gates, so no two threads touch one element).
-__global__ void lstm_cell_state_activating_kernel(float* gates, const float* bias,
-                                                  const float* children, const float* mask,
-                                                  float* c, std::int64_t rows, std::int64_t n,
-                                                  std::int64_t k, std::int64_t stride) {
+// The same, writing the activations over the gates (each thread its unit's K + 2 gates, so no
+// two threads touch one element).
+__global__ void lstm_cell_state_activating_kernel(float* gates, const float* children,
+                                                  const float* mask, float* c, std::int64_t rows,
+                                                  std::int64_t n, std::int64_t k,
+                                                  std::int64_t stride) {
   WEFT_GRID_STRIDE(e, rows * n) {
     const std::int64_t r = e / n, u = e % n;
     float* g = gates + r * stride + u;
     const float* x = children + r * k * n + u;
-    auto biased = [&](std::int64_t block) {
-      return bias ? g[block * n] + bias[block * n + u] : g[block * n];
-    };
-    const float candidate = tanhf(biased(k + 1));
-    const float input = sigmoid_of(biased(k));
+    const float candidate = tanhf(g[(k + 1) * n]);
+    const float input = sigmoid_of(g[k * n]);
     g[(k + 1) * n] = candidate;
     g[k * n] = input;
     float total = input * (mask ? candidate * mask[e] : candidate);
     for (std::int64_t child = 0; child < k; ++child) {
-      const float f = sigmoid_of(biased(child));
+      const float f = sigmoid_of(g[child * n]);
       g[child * n] = f;
       total += f * x[child * n];
     }
@@ -387,14 +384,13 @@ void lstm_cell_state(const Tensor& gates, const Tensor& children, const Tensor* 
   check_launch("lstm_cell_state");
 }
 
-void lstm_cell_state_activating(Tensor& gates, const Tensor* bias, const Tensor& children,
-                                const Tensor* candidate_mask, Tensor& c) {
+void lstm_cell_state_activating(Tensor& gates, const Tensor& children, const Tensor* candidate_mask,
+                                Tensor& c) {
   const auto [rows, n, k, stride] = cell_shape(gates, children, c.row_size());
-  WEFT_ASSERT(!bias || bias->numel() == (k + 2) * n);
   if (rows == 0) return;
   lstm_cell_state_activating_kernel<<<grid_for(rows * n), kThreads, 0, stream()>>>(
-      gates.data<float>(), bias ? bias->data<float>() : nullptr, children.data<float>(),
-      data_or_null(candidate_mask), c.data<float>(), rows, n, k, stride);
+      gates.data<float>(), children.data<float>(), data_or_null(candidate_mask), c.data<float>(),
+      rows, n, k, stride);
   check_launch("lstm_cell_state_activating");
 }
 
