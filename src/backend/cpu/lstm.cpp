@@ -9,6 +9,7 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #include <Eigen/Core>
 #include <algorithm>
+#include <vector>
 
 #include "../kernels.h"
 #include "weft/core/error.h"
@@ -96,17 +97,20 @@ void cell_state_backward(const Tensor& gates, const Tensor& children, const Tens
   const float* d = dc.data<float>();
   float* dg = dgates ? dgates->data<float>() : nullptr;
   float* dx = dchildren ? dchildren->data<float>() : nullptr;
-  Eigen::ArrayXf f_buffer(kActivated ? 0 : n), t_buffer(kActivated ? 0 : n), masked(m ? n : 0);
+  // Written through maps, which never reallocate (an Eigen array assigned here made GCC 12
+  // report a false use-after-free).
+  std::vector<float> f_buffer(std::size_t(kActivated ? 0 : n)),
+      t_buffer(std::size_t(kActivated ? 0 : n)), masked(std::size_t(m ? n : 0));
   // The activation of gate block `block` of row `gr`: read, or computed into `buffer`.
   auto activation = [&](const float* gr, std::int64_t block, bool is_tanh,
-                        Eigen::ArrayXf& buffer) -> const float* {
+                        std::vector<float>& buffer) -> const float* {
     if constexpr (kActivated) {
       return gr + block * n;
     } else {
       if (is_tanh)
-        buffer = ConstArrayMap(gr + block * n, n).tanh();
+        ArrayMap(buffer.data(), n) = ConstArrayMap(gr + block * n, n).tanh();
       else
-        buffer = ConstArrayMap(gr + block * n, n).logistic();
+        ArrayMap(buffer.data(), n) = ConstArrayMap(gr + block * n, n).logistic();
       return buffer.data();
     }
   };
@@ -126,7 +130,7 @@ void cell_state_backward(const Tensor& gates, const Tensor& children, const Tens
     const ConstArrayMap f(activation(gr, k, false, f_buffer), n);
     const ConstArrayMap t(activation(gr, k + 1, true, t_buffer), n);
     // With a mask m: d i = dc m t σ'(i), d g = dc m σ(i) tanh'(g): dc m in place of dc.
-    if (m) masked = dr * ConstArrayMap(m + r * n, n);
+    if (m) ArrayMap(masked.data(), n) = dr * ConstArrayMap(m + r * n, n);
     const ConstArrayMap dm(m ? masked.data() : d + r * n, n);
     store(ArrayMap(dgr + k * n, n), dm * t * f * (1 - f), dgates_fresh);
     store(ArrayMap(dgr + (k + 1) * n, n), dm * f * (1 - t * t), dgates_fresh);
