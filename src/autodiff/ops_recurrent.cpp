@@ -72,6 +72,15 @@ Tensor candidate_mask(const char* op, float candidate_drop_prob, Rng* rng, const
   return mask;
 }
 
+// Records a cell state computed from gates and children, keeping the dropout mask for backward.
+template <typename Backward>
+Var record_cell_state(Var gates, Var children, Tensor c, Tensor mask, Backward backward) {
+  Var out = gates.tape().record(std::move(c), {gates, children}, backward);
+  TapeNode& node = out.tape().node(out.id());
+  if (node.backward != nullptr) node.saved[0] = std::move(mask);
+  return out;
+}
+
 }  // namespace
 
 // c = sum_k sigmoid(f_k) * x_k + sigmoid(i) * tanh(g)
@@ -104,10 +113,8 @@ Var lstm_cell_state(Var gates, Var children, std::int64_t hidden, float candidat
   Tensor mask = candidate_mask("lstm_cell_state", candidate_drop_prob, rng, state, vg.device());
   Tensor c = Tensor::empty(state, DType::kFloat32, vg.device());
   backend::lstm_cell_state(vg, vx, mask.defined() ? &mask : nullptr, c);
-  Var out = gates.tape().record(std::move(c), {gates, children}, lstm_cell_state_backward);
-  TapeNode& node = out.tape().node(out.id());
-  if (node.backward != nullptr) node.saved[0] = std::move(mask);
-  return out;
+  return record_cell_state(gates, children, std::move(c), std::move(mask),
+                           lstm_cell_state_backward);
 }
 
 // lstm_cell_state(linear(x, W, b), children) with the gates the op's own: activated in place
@@ -145,10 +152,8 @@ Var linear_lstm_cell_state(Var x, Var weight, Var bias, Var children, float cand
   Tensor& activations = gates.tape().node(gates.id()).value;
   Tensor c = Tensor::empty(state, DType::kFloat32, vx.device());
   backend::lstm_cell_state_activating(activations, vc, mask.defined() ? &mask : nullptr, c);
-  Var out = gates.tape().record(std::move(c), {gates, children}, linear_lstm_cell_state_backward);
-  TapeNode& node = out.tape().node(out.id());
-  if (node.backward != nullptr) node.saved[0] = std::move(mask);
-  return out;
+  return record_cell_state(gates, children, std::move(c), std::move(mask),
+                           linear_lstm_cell_state_backward);
 }
 
 // h = sigmoid(gates[:, offset : offset + N]) * tanh(c)
