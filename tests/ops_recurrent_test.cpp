@@ -182,6 +182,26 @@ TEST(Op_linear_lstm_cell_state, EqualsTheCellOfTheLinearLayer) {
   }
 }
 
+// One value as both the layer's input and the children (a cell fed its own state): its two
+// gradients add up, the cell's written first, linear's added.
+TEST(Op_linear_lstm_cell_state, TheInputAsTheChildrenGetsBothGradients) {
+  const std::int64_t n = 4, rows = 3, k = 2;
+  const Tensor x_value = random_tensor({rows, k * n}, 220),
+               w_value = random_tensor({k * n, 16}, 221);
+  const Tensor b_value = random_tensor({16}, 222), cotangent = random_tensor({rows, n}, 223);
+  auto run = [&](bool fused) {
+    Tape tape;
+    Var x = tape.variable(x_value), w = tape.variable(w_value), b = tape.variable(b_value);
+    Var c = fused ? linear_lstm_cell_state(x, w, b, x) : lstm_cell_state(linear(x, w, b), x);
+    tape.backward(c, cotangent);
+    return x.grad().to_float_vector();
+  };
+  const auto fused = run(true), composed = run(false);
+  ASSERT_EQ(fused.size(), composed.size());
+  for (std::size_t j = 0; j < fused.size(); ++j)
+    EXPECT_NEAR(fused[j], composed[j], 1e-5) << "element " << j;
+}
+
 TEST(Op_linear_lstm_cell_state, BatchedRowsEqualSingleRows) {
   check_batched_matches_rows(
       [](const std::vector<Var>& v) { return linear_lstm_cell_state(v[0], v[1], v[2], v[3]); },
