@@ -5,6 +5,7 @@
 // (values and gradients); batching; errors.
 #include <cmath>
 
+#include "nn_test_util.h"
 #include "op_test_util.h"
 
 namespace weft::testing {
@@ -108,17 +109,8 @@ WEFT_OP_TEST(lstm_cell_state, RecurrentDropoutOnTheCandidate) {
 // lstm_cell_state of gates = x · W + b (h: x, W, b, children), in float64.
 HostArray reference_linear_cell_state(const std::vector<HostArray>& h,
                                       const HostArray* mask = nullptr) {
-  const HostArray &x = h[0], &w = h[1], &b = h[2], &children = h[3];
-  const std::int64_t rows = x.shape[0], in = x.shape[1], width = w.shape[1];
-  HostArray gates(Shape{rows, width}, std::vector<double>(std::size_t(rows * width), 0.0));
-  for (std::int64_t r = 0; r < rows; ++r)
-    for (std::int64_t j = 0; j < width; ++j) {
-      double sum = b[std::size_t(j)];
-      for (std::int64_t i = 0; i < in; ++i)
-        sum += x[std::size_t(r * in + i)] * w[std::size_t(i * width + j)];
-      gates[std::size_t(r * width + j)] = sum;
-    }
-  return reference_cell_state(gates, children, (width - children.shape[1]) / 2, mask);
+  const HostArray gates = affine(h[0], h[1], h[2]);
+  return reference_cell_state(gates, h[3], (gates.shape[1] - h[3].shape[1]) / 2, mask);
 }
 
 WEFT_OP_TEST(linear_lstm_cell_state, OneTwoAndThreeChildren) {

@@ -123,7 +123,6 @@ Var linear_lstm_cell_state(Var x, Var weight, Var bias, Var children, float cand
   const char* op = "linear_lstm_cell_state";
   const Tensor& vx = x.value();
   const Tensor& vw = weight.value();
-  const Tensor& vb = bias.value();
   const Tensor& vc = children.value();
   for (const auto& [role, value] :
        {std::pair<const char*, const Tensor*>{"input", &vx}, {"weight", &vw}, {"children", &vc}}) {
@@ -131,23 +130,16 @@ Var linear_lstm_cell_state(Var x, Var weight, Var bias, Var children, float cand
     detail::require_rank(op, role, *value, 2);
     detail::require_same_device(op, vx, *value);
   }
-  detail::require_float(op, "bias", vb);
-  detail::require_same_device(op, vx, vb);
   const std::int64_t rows = vx.shape()[0], width = vw.shape()[1], xw = vc.shape()[1];
-  if (vx.shape()[1] != vw.shape()[0])
-    fail(op, "input features differ from weight rows: input ", vx.shape(), " vs weight ",
-         vw.shape(), " (the weight is [in, out])");
   const std::int64_t n = (width - xw) / 2;
   if (vc.shape()[0] != rows || width <= xw || (width - xw) % 2 != 0 || xw == 0 || xw % n != 0)
     fail(op, "weight ", vw.shape(), " does not give the gates of children ", vc.describe(),
          " for input ", vx.describe(),
          ": expected weight [in, (K+2)N] for children [B, KN] (K forget gates, input, candidate)");
-  if (vb.numel() != width || vb.rank() > 2 || (vb.rank() == 2 && vb.shape()[0] != 1))
-    fail(op, "bias ", vb.shape(), " does not match weight ", vw.shape(), ": expected [", width,
-         "] or [1, ", width, "]");
   const Shape state{rows, n};
   Tensor mask = candidate_mask(op, candidate_drop_prob, rng, state, vx.device());
-  // linear's backward reads x and W, not its output: the activations may take its place.
+  // linear checks the input's features and the bias against the weight. Its backward reads x
+  // and W, not its output: the activations may take the output's place.
   Var gates = linear(x, weight, bias);
   Tensor& activations = gates.tape().node(gates.id()).value;
   Tensor c = Tensor::empty(state, DType::kFloat32, vx.device());

@@ -41,38 +41,25 @@ void store(ArrayMap dst, const Value& value, bool fresh) {
     dst += value;
 }
 
-}  // namespace
-
-void lstm_cell_state(const Tensor& gates, const Tensor& children, const Tensor* candidate_mask,
-                     Tensor& c) {
+// c from the gates. Their activations [sigmoid(f_1) .. sigmoid(f_K) | sigmoid(i) | tanh(g)]
+// go to a row of scratch, or over the gates themselves when `activated` is the gates' tensor
+// (lstm_cell_state_activating).
+void cell_state(const Tensor& gates, Tensor* activated, const Tensor& children,
+                const Tensor* candidate_mask, Tensor& c) {
   const auto [rows, n, k, stride] = cell_shape(gates, children, c.row_size());
   const float* g = gates.data<float>();
+  float* in_place = activated ? activated->data<float>() : nullptr;
   const float* x = children.data<float>();
   const float* m = candidate_mask ? candidate_mask->data<float>() : nullptr;
   float* out = c.data<float>();
+  std::vector<float> scratch(std::size_t(in_place ? 0 : (k + 2) * n));
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* gr = g + r * stride;
-    const float* xr = x + r * k * n;
-    ArrayMap cr(out + r * n, n);
-    cr = ConstArrayMap(gr + k * n, n).logistic() * ConstArrayMap(gr + (k + 1) * n, n).tanh();
-    if (m) cr *= ConstArrayMap(m + r * n, n);
-    for (std::int64_t child = 0; child < k; ++child)
-      cr += ConstArrayMap(gr + child * n, n).logistic() * ConstArrayMap(xr + child * n, n);
-  }
-}
-
-void lstm_cell_state_activating(Tensor& gates, const Tensor& children, const Tensor* candidate_mask,
-                                Tensor& c) {
-  const auto [rows, n, k, stride] = cell_shape(gates, children, c.row_size());
-  float* g = gates.data<float>();
-  const float* x = children.data<float>();
-  const float* m = candidate_mask ? candidate_mask->data<float>() : nullptr;
-  float* out = c.data<float>();
-  for (std::int64_t r = 0; r < rows; ++r) {
+    float* a = in_place ? in_place + r * stride : scratch.data();
     // [f_1 .. f_K | i] are contiguous: one logistic over them, one tanh over g.
-    ArrayMap sigmoids(g + r * stride, (k + 1) * n), candidate(g + r * stride + (k + 1) * n, n);
-    sigmoids = sigmoids.logistic();
-    candidate = candidate.tanh();
+    ArrayMap sigmoids(a, (k + 1) * n), candidate(a + (k + 1) * n, n);
+    sigmoids = ConstArrayMap(gr, (k + 1) * n).logistic();
+    candidate = ConstArrayMap(gr + (k + 1) * n, n).tanh();
     const float* xr = x + r * k * n;
     ArrayMap cr(out + r * n, n);
     cr = sigmoids.segment(k * n, n) * candidate;
@@ -80,6 +67,18 @@ void lstm_cell_state_activating(Tensor& gates, const Tensor& children, const Ten
     for (std::int64_t child = 0; child < k; ++child)
       cr += sigmoids.segment(child * n, n) * ConstArrayMap(xr + child * n, n);
   }
+}
+
+}  // namespace
+
+void lstm_cell_state(const Tensor& gates, const Tensor& children, const Tensor* candidate_mask,
+                     Tensor& c) {
+  cell_state(gates, nullptr, children, candidate_mask, c);
+}
+
+void lstm_cell_state_activating(Tensor& gates, const Tensor& children, const Tensor* candidate_mask,
+                                Tensor& c) {
+  cell_state(gates, &gates, children, candidate_mask, c);
 }
 
 namespace {

@@ -172,46 +172,33 @@ __global__ void dropout_mask_kernel(float keep_prob, std::uint64_t seed, float* 
 }
 
 // One thread per (row, unit): gates row = [f_1..f_K | i | g], children row = [x_1..x_K].
-__global__ void lstm_cell_state_kernel(const float* gates, const float* children, const float* mask,
-                                       float* c, std::int64_t rows, std::int64_t n, std::int64_t k,
-                                       std::int64_t stride) {
+// With `activated` (the gates themselves, for lstm_cell_state_activating) the thread writes its
+// unit's K + 2 activations over its gates: no two threads touch one element.
+__global__ void lstm_cell_state_kernel(const float* gates, float* activated, const float* children,
+                                       const float* mask, float* c, std::int64_t rows,
+                                       std::int64_t n, std::int64_t k, std::int64_t stride) {
   WEFT_GRID_STRIDE(e, rows * n) {
     const std::int64_t r = e / n, u = e % n;
-    const float* g = gates + r * stride + u;
-    const float* x = children + r * k * n + u;
-    const float candidate = mask ? tanhf(g[(k + 1) * n]) * mask[e] : tanhf(g[(k + 1) * n]);
-    float total = sigmoid_of(g[k * n]) * candidate;
-    for (std::int64_t child = 0; child < k; ++child)
-      total += sigmoid_of(g[child * n]) * x[child * n];
-    c[e] = total;
-  }
-}
-
-// The same, writing the activations over the gates (each thread its unit's K + 2 gates, so no
-// two threads touch one element).
-__global__ void lstm_cell_state_activating_kernel(float* gates, const float* children,
-                                                  const float* mask, float* c, std::int64_t rows,
-                                                  std::int64_t n, std::int64_t k,
-                                                  std::int64_t stride) {
-  WEFT_GRID_STRIDE(e, rows * n) {
-    const std::int64_t r = e / n, u = e % n;
-    float* g = gates + r * stride + u;
+    const std::int64_t gate0 = r * stride + u;
+    const float* g = gates + gate0;
     const float* x = children + r * k * n + u;
     const float candidate = tanhf(g[(k + 1) * n]);
     const float input = sigmoid_of(g[k * n]);
-    g[(k + 1) * n] = candidate;
-    g[k * n] = input;
     float total = input * (mask ? candidate * mask[e] : candidate);
     for (std::int64_t child = 0; child < k; ++child) {
       const float f = sigmoid_of(g[child * n]);
-      g[child * n] = f;
+      if (activated) activated[gate0 + child * n] = f;
       total += f * x[child * n];
+    }
+    if (activated) {
+      activated[gate0 + k * n] = input;
+      activated[gate0 + (k + 1) * n] = candidate;
     }
     c[e] = total;
   }
 }
 
-// `activated`: gates holds the activations lstm_cell_state_activating_kernel wrote.
+// `activated`: gates holds the activations lstm_cell_state_kernel wrote over them.
 __global__ void lstm_cell_state_backward_kernel(const float* gates, const float* children,
                                                 const float* mask, const float* dc, float* dgates,
                                                 float* dchildren, std::int64_t rows, std::int64_t n,
@@ -372,26 +359,27 @@ CellShape cell_shape(const Tensor& gates, const Tensor& children, std::int64_t n
 }
 const float* data_or_null(const Tensor* t) { return t ? t->data<float>() : nullptr; }
 float* data_or_null(Tensor* t) { return t ? t->data<float>() : nullptr; }
+
+void cell_state(const Tensor& gates, Tensor* activated, const Tensor& children,
+                const Tensor* candidate_mask, Tensor& c, const char* name) {
+  const auto [rows, n, k, stride] = cell_shape(gates, children, c.row_size());
+  if (rows == 0) return;
+  lstm_cell_state_kernel<<<grid_for(rows * n), kThreads, 0, stream()>>>(
+      gates.data<float>(), data_or_null(activated), children.data<float>(),
+      data_or_null(candidate_mask), c.data<float>(), rows, n, k, stride);
+  check_launch(name);
+}
+
 }  // namespace
 
 void lstm_cell_state(const Tensor& gates, const Tensor& children, const Tensor* candidate_mask,
                      Tensor& c) {
-  const auto [rows, n, k, stride] = cell_shape(gates, children, c.row_size());
-  if (rows == 0) return;
-  lstm_cell_state_kernel<<<grid_for(rows * n), kThreads, 0, stream()>>>(
-      gates.data<float>(), children.data<float>(), data_or_null(candidate_mask), c.data<float>(),
-      rows, n, k, stride);
-  check_launch("lstm_cell_state");
+  cell_state(gates, nullptr, children, candidate_mask, c, "lstm_cell_state");
 }
 
 void lstm_cell_state_activating(Tensor& gates, const Tensor& children, const Tensor* candidate_mask,
                                 Tensor& c) {
-  const auto [rows, n, k, stride] = cell_shape(gates, children, c.row_size());
-  if (rows == 0) return;
-  lstm_cell_state_activating_kernel<<<grid_for(rows * n), kThreads, 0, stream()>>>(
-      gates.data<float>(), children.data<float>(), data_or_null(candidate_mask), c.data<float>(),
-      rows, n, k, stride);
-  check_launch("lstm_cell_state_activating");
+  cell_state(gates, &gates, children, candidate_mask, c, "lstm_cell_state_activating");
 }
 
 namespace {
