@@ -33,9 +33,7 @@ void print_gemm_selection() {
   fmt::print(
       "gemm classes at {} thread(s), GFLOP/s of each provider at the class's "
       "representative shape, timed by {}:\n",
-      num_threads(),
-      num_threads() == 1 ? "the thread's CPU clock (time spent descheduled does not count)"
-                         : "the wall clock (several GEMM threads)");
+      num_threads(), report.clock);
   const auto providers = available_gemm_providers();
   for (const GemmClassChoice& choice : report.classes) {
     const GemmShape shape = gemm_class_representative(choice.shape_class);

@@ -84,6 +84,7 @@ struct GemmSelectionReport {
   std::string cache_path;    // "" when memory only
   std::string cache_status;  // "read 12 classes", "none yet", "ignored: <why>", "not written: ..."
   std::vector<GemmClassChoice> classes;  // this thread count's choices known so far
+  std::string clock;  // what timed them: the thread's CPU clock at one thread, else the wall clock
 };
 GemmSelectionReport gemm_selection_report();
 

@@ -24,9 +24,13 @@ inline double wall_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// The calibration's clock for GEMMs run on `threads` threads.
+// The calibration's clock for GEMMs run on `threads` threads, and its name.
 inline double calibration_seconds(int threads) {
   return threads == 1 ? thread_cpu_seconds() : wall_seconds();
+}
+inline const char* calibration_clock_name(int threads) {
+  return threads == 1 ? "the thread's CPU clock (time spent descheduled does not count)"
+                      : "the wall clock (several GEMM threads)";
 }
 
 }  // namespace weft::backend::cpu

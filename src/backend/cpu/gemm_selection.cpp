@@ -523,6 +523,7 @@ GemmSelectionReport gemm_selection_report() {
   load(s);
   report.cache_path = s.cache_path;
   report.cache_status = s.cache_path.empty() ? "memory only" : s.cache_status;
+  report.clock = backend::cpu::calibration_clock_name(num_threads());
   for (const auto& [index, choice] : s.details) {
     report.classes.push_back(choice);
     if (!choice.shape_class.transpose_b) continue;
