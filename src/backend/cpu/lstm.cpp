@@ -101,8 +101,9 @@ void cell_state_backward(const Tensor& gates, const Tensor& children, const Tens
   std::vector<float> f_buffer(std::size_t(kActivated ? 0 : n)),
       t_buffer(std::size_t(kActivated ? 0 : n)), masked(std::size_t(m ? n : 0));
   // The activation of gate block `block` of row `gr`: read, or computed into `buffer`.
-  auto activation = [&](const float* gr, std::int64_t block, bool is_tanh,
-                        std::vector<float>& buffer) -> const float* {
+  // (n captured by copy: C++20 lets a lambda capture a structured binding, clang 14 does not.)
+  auto activation = [&, n = n](const float* gr, std::int64_t block, bool is_tanh,
+                               std::vector<float>& buffer) -> const float* {
     if constexpr (kActivated) {
       return gr + block * n;
     } else {
