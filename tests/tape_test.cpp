@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "op_test_util.h"
+#include "weft/backend/tensor_ops.h"
 
 namespace weft::testing {
 namespace {
@@ -80,6 +81,42 @@ TEST(Tape, FirstGradientIsWrittenLaterOnesAdded) {
     };
     check_op(op, reference,
              {random_tensor({3, 4}, 11), random_tensor({4, 4}, 12), random_tensor({4}, 13)});
+  }
+}
+
+// A gradient assembled from scattered rows (Tape::grad_rows_target, the loom's gathers): the
+// first row to reach a row of a fresh gradient is written, later ones are added, rows never
+// reached are zero by the time anything reads the gradient, and a consumer taking the
+// gradient whole (grad_of) before or after the scatter adds onto the same figures.
+TEST(Tape, ScatteredRowsAreWrittenOnceThenAddedAndUnreachedRowsZeroed) {
+  const std::vector<float> src{1, 2, 3, 4, 5, 6};  // three rows of two
+  // The scatter's consumer: rows 2, 0 and 2 again of its input x [4, 2].
+  const BackwardFn scatter_backward = [](Tape& tape, std::uint32_t id) {
+    const Tape::RowsTarget target = tape.grad_rows_target(tape.input(id, 0));
+    Tensor* grads[] = {target.grad};
+    std::uint8_t* written[] = {target.written};
+    const Tensor refs = Tensor::from_vector({3, 2}, std::vector<std::int32_t>{0, 2, 0, 0, 0, 2});
+    backend::scatter_add_argument_rows(tape.node(id).grad, 0, refs, grads, written);
+  };
+  for (const int scaled_consumer : {0, 1, 2}) {  // 0: none; 1: recorded before; 2: after
+    SCOPED_TRACE("scaled consumer " + std::to_string(scaled_consumer));
+    Tensor::full({4, 2}, 7.0f);  // a stale block for the fresh gradient to be allocated over
+    Tape tape;
+    Var x = tape.variable(Tensor::zeros({4, 2}));
+    std::vector<Var> parts;
+    if (scaled_consumer == 1) parts.push_back(reshape(x * 3.0f, {1, 8}));
+    parts.push_back(reshape(tape.record(Tensor::zeros({3, 2}), {x}, scatter_backward), {1, 6}));
+    if (scaled_consumer == 2) parts.push_back(reshape(x * 3.0f, {1, 8}));
+    Var all = concat(parts);
+    std::vector<float> cotangent(std::size_t(all.value().numel()), 0.0f);
+    const std::size_t at = scaled_consumer == 1 ? 8 : 0;
+    std::copy(src.begin(), src.end(), cotangent.begin() + std::ptrdiff_t(at));
+    if (scaled_consumer != 0)
+      for (std::size_t i = 0; i < 8; ++i) cotangent[(scaled_consumer == 1 ? 0 : 6) + i] = 1.0f;
+    tape.backward(all, Tensor::from_vector(all.shape(), cotangent));
+    const float s = scaled_consumer != 0 ? 3.0f : 0.0f;
+    EXPECT_EQ(x.grad().to_float_vector(),
+              (std::vector<float>{3 + s, 4 + s, s, s, 1 + 5 + s, 2 + 6 + s, s, s}));
   }
 }
 

@@ -108,6 +108,7 @@ Var Tape::record(Tensor value, std::span<const Var> inputs, BackwardFn backward_
 Tensor* Tape::grad_of(std::uint32_t id) {
   TapeNode& n = node(id);
   if (!n.requires_grad) return nullptr;
+  if (n.row_record != 0) close_row_record(n);
   if (n.grad.defined()) return &n.grad;
   if (n.sparse_parameter.defined()) {
     n.grad = n.sparse_parameter.grad();  // a dense use: rows so far folded in, then dense
@@ -126,6 +127,46 @@ Tape::GradTarget Tape::grad_target(std::uint32_t id) {
   backend::fill(n.grad, std::numeric_limits<float>::quiet_NaN());
 #endif
   return {&n.grad, 0.0f};
+}
+
+Tape::RowsTarget Tape::grad_rows_target(std::uint32_t id) {
+  TapeNode& n = node(id);
+  if (!n.requires_grad) return {};
+  if (n.row_record != 0) return {&n.grad, row_records_[n.row_record - 1].data()};
+  if (n.grad.defined() || n.sparse_parameter.defined() || n.value.rank() < 1 ||
+      n.value.device() != Device::kCpu)
+    return {grad_of(id), nullptr};
+  n.grad = Tensor::empty(n.value.shape(), DType::kFloat32, n.value.device());
+#ifndef NDEBUG
+  backend::fill(n.grad, std::numeric_limits<float>::quiet_NaN());
+#endif
+  if (open_row_records_ == row_records_.size()) {
+    row_records_.emplace_back();
+    row_record_nodes_.push_back(0);
+  }
+  std::vector<std::uint8_t>& record = row_records_[open_row_records_];
+  record.assign(std::size_t(n.value.rows()), 0);
+  row_record_nodes_[open_row_records_] = id;
+  n.row_record = ++open_row_records_;
+  return {&n.grad, record.data()};
+}
+
+void Tape::close_row_record(TapeNode& n) {
+  const std::vector<std::uint8_t>& record = row_records_[n.row_record - 1];
+  n.row_record = 0;
+  const std::int64_t rows = std::int64_t(record.size());
+  // Each run of unwritten rows zeroed as one block.
+  for (std::int64_t first = 0; first < rows;) {
+    if (record[std::size_t(first)]) {
+      ++first;
+      continue;
+    }
+    std::int64_t end = first + 1;
+    while (end < rows && !record[std::size_t(end)]) ++end;
+    Tensor unwritten = n.grad.rows_view(first, end - first);
+    backend::fill(unwritten, 0.0f);
+    first = end;
+  }
 }
 
 std::pair<Tape::GradTarget, Tape::GradTarget> Tape::grad_targets(std::uint32_t first,
@@ -179,17 +220,25 @@ void Tape::backward(Var output, const Tensor& cotangent) {
   for (std::int64_t id = output.id(); id >= 0; --id) {
     TapeNode& n = node(std::uint32_t(id));
     if (!n.grad.defined() || n.backward == nullptr) continue;
+    if (n.row_record != 0) close_row_record(n);
     n.backward(*this, std::uint32_t(id));
     // An interior gradient is spent once propagated; releasing it keeps peak memory at the
     // live frontier instead of one gradient per node.
     if (!n.is_leaf) n.grad = Tensor();
   }
+  // Leaves, and nodes without a backward, read afterwards through Var::grad().
+  for (std::uint32_t slot = 0; slot < open_row_records_; ++slot) {
+    TapeNode& n = node(row_record_nodes_[slot]);
+    if (n.row_record == slot + 1) close_row_record(n);
+  }
+  open_row_records_ = 0;
 }
 
 void Tape::clear() {
   for (std::uint32_t id = 0; id < size_; ++id) node(id) = TapeNode();  // releases tensors
   size_ = 0;
   inputs_.clear();
+  open_row_records_ = 0;  // a backward that threw may have left some open
   generation_ = next_generation++;
 }
 

@@ -98,9 +98,18 @@ double sum_of_squares(const Tensor& x) {
 }
 
 void scatter_add_argument_rows(const Tensor& src, std::int64_t column, const Tensor& refs,
-                               std::span<Tensor* const> grads) {
+                               std::span<Tensor* const> grads,
+                               std::span<std::uint8_t* const> written) {
   check_refs("scatter_add_argument_rows", refs, src);
-  scatter_add_chunk_rows(src, column, refs, grads);
+  if (!written.empty() && written.size() != grads.size())
+    fail("scatter_add_argument_rows", written.size(), " row records for ", grads.size(),
+         " gradients");
+  if (src.device() != Device::kCpu)
+    for (std::uint8_t* record : written)
+      if (record != nullptr)
+        fail("scatter_add_argument_rows", "records of written rows are for the CPU's kernel; ",
+             src.describe(), " is on ", device_name(src.device()));
+  scatter_add_chunk_rows(src, column, refs, grads, written);
 }
 
 }  // namespace weft::backend

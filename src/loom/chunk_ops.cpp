@@ -1,26 +1,45 @@
 // Forward and backward of the executor's argument ops (see chunk_ops.h).
 #include "chunk_ops.h"
 
+#include <algorithm>
+
 #include "weft/backend/tensor_ops.h"
 #include "weft/core/error.h"
 
 namespace weft::loom::detail {
 namespace {
 
+// The chunks' gradients are taken with records of the rows written (Tape::grad_rows_target):
+// in a tree each value has one consumer, so a chunk's gradient is assembled from the rows its
+// consumers' gathers and views write, with no zero fill and no read of zeros before.
 void view_backward(Tape& tape, std::uint32_t id) {
   const TapeNode& node = tape.node(id);
-  if (Tensor* grad = tape.grad_of(tape.input(id, 0))) {
-    Tensor rows = grad->rows_view(node.int_attrs[0], node.int_attrs[1]);
-    backend::add_scaled(node.grad, 1.0f, rows);
+  const std::uint32_t input = tape.input(id, 0);
+  const Tape::RowsTarget target = tape.grad_rows_target(input);
+  if (target.grad == nullptr) return;
+  const std::int64_t start = node.int_attrs[0], count = node.int_attrs[1];
+  std::uint8_t* written = target.written;
+  if (written != nullptr && std::none_of(written + start, written + start + count,
+                                         [](std::uint8_t w) { return w != 0; })) {
+    Tensor rows = target.grad->rows_view(start, count);
+    backend::copy_values(node.grad, rows);
+    std::fill(written + start, written + start + count, std::uint8_t(1));
+    return;
   }
+  // Rows partly written already: grad_of closes the record, zeroing the unwritten ones.
+  Tensor rows = tape.grad_of(input)->rows_view(start, count);
+  backend::add_scaled(node.grad, 1.0f, rows);
 }
 
 void gather_backward(Tape& tape, std::uint32_t id) {
   const TapeNode& node = tape.node(id);
   std::vector<Tensor*> grads(node.num_inputs);
+  std::vector<std::uint8_t*> written(node.num_inputs);
   bool any = false;
   for (std::uint32_t k = 0; k < node.num_inputs; ++k) {
-    grads[k] = tape.grad_of(tape.input(id, k));
+    const Tape::RowsTarget target = tape.grad_rows_target(tape.input(id, k));
+    grads[k] = target.grad;
+    written[k] = target.written;
     any = any || grads[k] != nullptr;
   }
   if (!any) return;
@@ -29,7 +48,7 @@ void gather_backward(Tape& tape, std::uint32_t id) {
   std::int64_t column = 0;
   for (int p = 0; p < positions; ++p) {
     Tensor refs = node.saved[0].rows_view(p * rows, rows);
-    backend::scatter_add_argument_rows(node.grad, column, refs, grads);
+    backend::scatter_add_argument_rows(node.grad, column, refs, grads, written);
     if (rows > 0)
       column +=
           tape.node(tape.input(id, std::uint32_t(refs.data<std::int32_t>()[0]))).value.row_size();

@@ -116,8 +116,9 @@ class Var {
 };
 
 // How a node propagates its gradient: reads node.grad and the inputs, accumulates into the
-// inputs' gradients through tape.grad_of(input), or through tape.grad_target(input) where its
-// kernel writes every element (a product, a copy).
+// inputs' gradients through tape.grad_of(input), through tape.grad_target(input) where its
+// kernel writes every element (a product, a copy), or through tape.grad_rows_target(input)
+// where it adds whole rows (the loom's gathers).
 using BackwardFn = void (*)(Tape& tape, std::uint32_t node);
 
 // Per-op state saved for backward: the inputs, extra tensors and scalar attributes.
@@ -135,6 +136,9 @@ struct TapeNode {
   Tensor saved[2];  // a leaf's saved[0]: its value transposed, once asked for (transposed_value)
   std::int64_t int_attrs[3] = {0, 0, 0};
   float float_attrs[2] = {0, 0};
+  // 1 + the slot of its record of written gradient rows while grad_rows_target has one open,
+  // else 0.
+  std::uint32_t row_record = 0;
 };
 
 class Tape {
@@ -203,6 +207,18 @@ class Tape {
   // The targets of a kernel that writes two gradients at once: taken before either is written,
   // so one node as both is added into (never fresh) rather than read before it is written.
   std::pair<GradTarget, GradTarget> grad_targets(std::uint32_t first, std::uint32_t second);
+  // The gradient of a node for a kernel that adds whole rows into it (the loom's scatters), with
+  // a byte per row saying whether the row holds a gradient yet: a row not yet written is
+  // written rather than added into, and marked, so a gradient assembled from the rows its
+  // consumers scatter is never zero-filled first. `written` is null where every row must be
+  // added into (the gradient existed already, or lives on a device whose kernels do not read
+  // the record). Rows still unwritten are zeroed, and the record closed, before anything else
+  // reads the gradient: grad_of, grad_target, the node's own backward, the end of backward().
+  struct RowsTarget {
+    Tensor* grad = nullptr;  // nullptr when the node does not require a gradient
+    std::uint8_t* written = nullptr;
+  };
+  RowsTarget grad_rows_target(std::uint32_t node);
   // A 2-D leaf's value transposed ([c, r] for [r, c]), made at the first call in a recording
   // and kept with the node: a backward product that reads a weight transposed at every loom
   // level reads this copy untransposed instead, which the CPU's BLAS runs faster (BENCHMARKS.md,
@@ -218,10 +234,17 @@ class Tape {
   static constexpr std::uint32_t kBlockSize = 1u << kBlockBits;
   // A fresh node at the end (blocks are kept across clear(), so steady state allocates none).
   TapeNode& push_node(std::uint32_t& id);
+  // Zeroes the rows of n.grad that grad_rows_target's record says are unwritten, and closes it.
+  void close_row_record(TapeNode& n);
 
   std::vector<std::unique_ptr<TapeNode[]>> blocks_;
   std::uint32_t size_ = 0;
   std::vector<std::uint32_t> inputs_;
+  // grad_rows_target's records (one byte per row) and the node each belongs to, reused across
+  // backward passes; slots [0, open_row_records_) are in use during one.
+  std::vector<std::vector<std::uint8_t>> row_records_;
+  std::vector<std::uint32_t> row_record_nodes_;
+  std::uint32_t open_row_records_ = 0;
   bool grad_enabled_ = true;
   std::uint64_t generation_;
 };

@@ -25,9 +25,13 @@ void copy_values(const Tensor& src, Tensor& dst);
 void gather_argument_rows(std::span<const Tensor> chunks, const Tensor& refs, Tensor& dst,
                           std::int64_t column);
 // Its gradient: row refs[i, 1] of *grads[refs[i, 0]] += src[i, column : column + w], skipping
-// null grads; rows are added in order, so repeated references sum deterministically.
+// null grads; rows are added in order, so repeated references sum deterministically. `written`
+// is empty or holds, per grad, its record of written rows (Tape::grad_rows_target) or null: a
+// row the record marks unwritten is written instead of added into, then marked. Records are
+// taken on the CPU only.
 void scatter_add_argument_rows(const Tensor& src, std::int64_t column, const Tensor& refs,
-                               std::span<Tensor* const> grads);
+                               std::span<Tensor* const> grads,
+                               std::span<std::uint8_t* const> written = {});
 
 // The float32 constants of one apply_update; the host works them out in double, once per
 // parameter and step, so the kernels do only float arithmetic per element.

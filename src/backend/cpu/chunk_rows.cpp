@@ -1,6 +1,6 @@
 // CPU kernels of the loom's gather: copying argument rows out of the per-step value chunks
 // into one contiguous batch (optionally at a column offset, for concatenated inputs), and
-// scatter-adding the gradient rows back.
+// scatter-adding the gradient rows back (writing the rows a gradient does not hold yet).
 #include <cstring>
 
 #include "../kernels.h"
@@ -28,18 +28,26 @@ void gather_chunk_rows(std::span<const Tensor> chunks, const Tensor& refs, Tenso
 }
 
 void scatter_add_chunk_rows(const Tensor& src, std::int64_t column, const Tensor& refs,
-                            std::span<Tensor* const> grads) {
+                            std::span<Tensor* const> grads,
+                            std::span<std::uint8_t* const> written) {
   const std::int32_t* r = refs.data<std::int32_t>();
   const std::int64_t n = refs.rows();
   const std::int64_t src_row = src.row_size();
   const float* in = src.data<float>();
   for (std::int64_t i = 0; i < n; ++i) {
-    Tensor* grad = grads[std::size_t(r[2 * i])];
+    const std::size_t chunk = std::size_t(r[2 * i]);
+    Tensor* grad = grads[chunk];
     if (grad == nullptr) continue;
-    const std::int64_t width = grad->row_size();
-    float* target = grad->data<float>() + std::int64_t(r[2 * i + 1]) * width;
+    const std::int64_t width = grad->row_size(), row = r[2 * i + 1];
+    float* target = grad->data<float>() + row * width;
     const float* source = in + i * src_row + column;
-    for (std::int64_t j = 0; j < width; ++j) target[j] += source[j];
+    std::uint8_t* record = written.empty() ? nullptr : written[chunk];
+    if (record != nullptr && !record[row]) {
+      std::memcpy(target, source, std::size_t(width) * sizeof(float));
+      record[row] = 1;
+    } else {
+      for (std::int64_t j = 0; j < width; ++j) target[j] += source[j];
+    }
   }
 }
 
