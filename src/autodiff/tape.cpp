@@ -132,7 +132,7 @@ Tape::GradTarget Tape::grad_target(std::uint32_t id) {
 Tape::RowsTarget Tape::grad_rows_target(std::uint32_t id) {
   TapeNode& n = node(id);
   if (!n.requires_grad) return {};
-  if (n.row_record != 0) return {&n.grad, row_records_[n.row_record - 1].data()};
+  if (n.row_record != 0) return {&n.grad, row_records_[n.row_record - 1].written.data()};
   if (n.grad.defined() || n.sparse_parameter.defined() || n.value.rank() < 1 ||
       n.value.device() != Device::kCpu)
     return {grad_of(id), nullptr};
@@ -140,19 +140,16 @@ Tape::RowsTarget Tape::grad_rows_target(std::uint32_t id) {
 #ifndef NDEBUG
   backend::fill(n.grad, std::numeric_limits<float>::quiet_NaN());
 #endif
-  if (open_row_records_ == row_records_.size()) {
-    row_records_.emplace_back();
-    row_record_nodes_.push_back(0);
-  }
-  std::vector<std::uint8_t>& record = row_records_[open_row_records_];
-  record.assign(std::size_t(n.value.rows()), 0);
-  row_record_nodes_[open_row_records_] = id;
+  if (open_row_records_ == row_records_.size()) row_records_.emplace_back();
+  RowRecord& record = row_records_[open_row_records_];
+  record.node = id;
+  record.written.assign(std::size_t(n.value.rows()), 0);
   n.row_record = ++open_row_records_;
-  return {&n.grad, record.data()};
+  return {&n.grad, record.written.data()};
 }
 
 void Tape::close_row_record(TapeNode& n) {
-  const std::vector<std::uint8_t>& record = row_records_[n.row_record - 1];
+  const std::vector<std::uint8_t>& record = row_records_[n.row_record - 1].written;
   n.row_record = 0;
   const std::int64_t rows = std::int64_t(record.size());
   // Each run of unwritten rows zeroed as one block.
@@ -228,7 +225,7 @@ void Tape::backward(Var output, const Tensor& cotangent) {
   }
   // Leaves, and nodes without a backward, read afterwards through Var::grad().
   for (std::uint32_t slot = 0; slot < open_row_records_; ++slot) {
-    TapeNode& n = node(row_record_nodes_[slot]);
+    TapeNode& n = node(row_records_[slot].node);
     if (n.row_record == slot + 1) close_row_record(n);
   }
   open_row_records_ = 0;

@@ -240,10 +240,13 @@ class Tape {
   std::vector<std::unique_ptr<TapeNode[]>> blocks_;
   std::uint32_t size_ = 0;
   std::vector<std::uint32_t> inputs_;
-  // grad_rows_target's records (one byte per row) and the node each belongs to, reused across
-  // backward passes; slots [0, open_row_records_) are in use during one.
-  std::vector<std::vector<std::uint8_t>> row_records_;
-  std::vector<std::uint32_t> row_record_nodes_;
+  // grad_rows_target's records, reused across backward passes; slots [0, open_row_records_)
+  // are in use during one.
+  struct RowRecord {
+    std::uint32_t node = 0;
+    std::vector<std::uint8_t> written;  // one byte per row of the node's gradient
+  };
+  std::vector<RowRecord> row_records_;
   std::uint32_t open_row_records_ = 0;
   bool grad_enabled_ = true;
   std::uint64_t generation_;
