@@ -141,8 +141,8 @@ Var lstm_cell_state(Var gates, Var children, std::int64_t hidden, float candidat
 // being the op's own: weight [in, (K+2)N] (exactly the cell's gates), bias [(K+2)N], children
 // [B, KN]. The cell's pass writes the gates' activations over them as it computes c, and
 // backward reads those instead of recomputing sigmoid and tanh: the same values and gradients
-// as the composition, the backward's activations saved (BENCHMARKS.md, "The cell's gates
-// activated once").
+// as the composition, the backward's activations saved
+// (bench/log/2026-11-26-cell-gates-once.md).
 Var linear_lstm_cell_state(Var x, Var weight, Var bias, Var children,
                            float candidate_drop_prob = 0.0f, Rng* rng = nullptr);
 // The LSTM output, fused: h = sigmoid(o) * tanh(c), o = gates[:, offset : offset + N] read in

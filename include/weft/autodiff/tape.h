@@ -221,8 +221,8 @@ class Tape {
   RowsTarget grad_rows_target(std::uint32_t node);
   // A 2-D leaf's value transposed ([c, r] for [r, c]), made at the first call in a recording
   // and kept with the node: a backward product that reads a weight transposed at every loom
-  // level reads this copy untransposed instead, which the CPU's BLAS runs faster (BENCHMARKS.md,
-  // "Weights transposed once per step"). The value as it was at that first call.
+  // level reads this copy untransposed instead, which the CPU's BLAS runs faster
+  // (bench/log/2026-11-26-weight-transposes.md). The value as it was at that first call.
   const Tensor& transposed_value(std::uint32_t leaf);
   // For gathers: grad[indices[i]] += rows[i] (indices int32, rows float32 [n, ...]). A
   // parameter with row-sparse gradients records the rows (no copy: `rows` must not be written

@@ -52,7 +52,7 @@ GemmProvider gemm_provider_for(const GemmShape& shape);
 // forced provider), each at the provider it would use. A weight read transposed at every loom
 // level is copied once when this says so (Tape::transposed_value); the answer depends on the
 // machine (on a Zen 4, yes at the SST and ICLR N = 128 shapes from 8 rows, no at N = 1024
-// below 16 rows: BENCHMARKS.md, "Weights transposed once per step").
+// below 16 rows: bench/log/2026-11-26-weight-transposes.md).
 bool gemm_prefers_untransposed_copy(const GemmShape& shape);
 
 // Back to calibrated choices after set_gemm_provider (WEFT_GEMM=auto means the same).

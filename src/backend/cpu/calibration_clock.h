@@ -1,8 +1,8 @@
 // The clock the GEMM calibration times its runs with. With one GEMM thread it is the calling
 // thread's CPU time, so a run during which the thread was descheduled (another process sharing
 // the core, as while a build runs beside it) is not measured as slow: with the wall clock a
-// provider whose runs were hit lost its classes for as long as the cache is kept (BENCHMARKS.md,
-// "A calibration that a busy core cannot mislead"). With several GEMM threads the calling
+// provider whose runs were hit lost its classes for as long as the cache is kept
+// (bench/log/2026-11-26-gemm-calibration-clock.md). With several GEMM threads the calling
 // thread may sleep while the others finish, so its CPU time would flatter the provider: there
 // the wall clock stays.
 #pragma once
