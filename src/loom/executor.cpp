@@ -73,6 +73,15 @@ void Executor::feed(TypeId type, Var batch) {
   fed_[type] = batch;
 }
 
+void Executor::import(std::span<const Var> chunks, std::span<const ValueLocation> rows) {
+  for (const ValueLocation& loc : rows)
+    if (loc.chunk >= chunks.size() || std::int64_t(loc.row) >= chunks[loc.chunk].shape()[0])
+      fail("loom", "import: row ", loc.row, " of chunk ", loc.chunk, " is not among the ",
+           chunks.size(), " chunks given");
+  import_chunks_.assign(chunks.begin(), chunks.end());
+  import_rows_.assign(rows.begin(), rows.end());
+}
+
 LoomResult Executor::run(const Weaver& weaver, Strategy strategy, std::uint32_t max_step_rows) {
   auto start = std::chrono::steady_clock::now();
   Schedule schedule = make_schedule(weaver, strategy);
@@ -93,6 +102,7 @@ class StepRunner {
       : loom_(loom), weaver_(weaver), chunks_(chunks), locations_(locations), stats_(stats) {}
 
   void place_depth_zero(Tape& tape, const std::vector<Var>& fed, Device device);
+  void place_imports(std::span<const Var> chunks, std::span<const ValueLocation> rows);
   void run_step(const Schedule& schedule, const ScheduleStep& step);
 
  private:
@@ -153,9 +163,26 @@ void StepRunner::place_depth_zero(Tape& tape, const std::vector<Var>& fed, Devic
         break;
       }
       case ValueKind::kCallOutput:
+      case ValueKind::kImported:
         break;
     }
   }
+}
+
+// Imported values keep their rows: the chunks they live in join this run's chunks.
+void StepRunner::place_imports(std::span<const Var> chunks, std::span<const ValueLocation> rows) {
+  const std::uint32_t base = std::uint32_t(chunks_.size());
+  bool any = false;
+  for (Value v = 0; v < weaver_.num_values(); ++v) {
+    const auto& info = weaver_.info(v);
+    if (info.kind != ValueKind::kImported) continue;
+    if (info.index >= rows.size())
+      fail("loom", "imported value ", v, " refers to slot ", info.index, " but ", rows.size(),
+           " rows were imported (Executor::import)");
+    locations_[v] = {base + rows[info.index].chunk, rows[info.index].row};
+    any = true;
+  }
+  if (any) chunks_.insert(chunks_.end(), chunks.begin(), chunks.end());
 }
 
 Var StepRunner::fetch_argument(std::span<const std::uint32_t> calls, std::size_t position) {
@@ -235,6 +262,7 @@ LoomResult Executor::run(const Weaver& weaver, const Schedule& schedule) {
     stats.operations[op].name = loom_->operation(op).name;
   StepRunner runner(*loom_, weaver, result.chunks_, result.locations_, stats);
   runner.place_depth_zero(*tape_, fed_, device_);
+  runner.place_imports(import_chunks_, import_rows_);
   for (const ScheduleStep& step : schedule.steps) runner.run_step(schedule, step);
   stats.levels = schedule.num_levels;
   stats.batched_calls = std::int64_t(schedule.steps.size());

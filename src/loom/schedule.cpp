@@ -183,6 +183,7 @@ std::string schedule_dot(const Weaver& weaver, const Schedule& schedule) {
     if (info.kind == ValueKind::kCallOutput) continue;
     const char* kind = info.kind == ValueKind::kConstant    ? "const"
                        : info.kind == ValueKind::kParameter ? "param"
+                       : info.kind == ValueKind::kImported  ? "import"
                                                             : "batch";
     out << "  v" << v << " [shape=box, fillcolor=\"#eeeeee\", label=\"" << kind << " "
         << loom.type(info.type).to_string() << "\"];\n";

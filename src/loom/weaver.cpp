@@ -90,6 +90,25 @@ Value Weaver::batch_input(TypeId type, std::int64_t row) {
   return add_value(type, 0, ValueKind::kBatchInput, std::uint32_t(row));
 }
 
+Value Weaver::imported(TypeId type, std::uint32_t slot) {
+  check_type(type, "imported");
+  return add_value(type, 0, ValueKind::kImported, slot);
+}
+
+void Weaver::clear() {
+  values_.clear();
+  calls_.clear();
+  args_.clear();
+  outputs_.clear();
+  parameters_.clear();
+  parameter_slots_.clear();
+  for (Constants& c : constants_) {
+    c.bytes.clear();
+    c.rows = 0;
+  }
+  deepest_ = 0;
+}
+
 std::span<const Value> Weaver::call(OpId op_id, std::span<const Value> args) {
   if (op_id >= loom_->num_operations())
     fail("weaver", "operation id ", op_id, " is not registered (the loom has ",

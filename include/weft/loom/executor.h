@@ -55,6 +55,9 @@ class Executor {
   Executor(const Loom& loom, Tape& tape, Device device = Device::kCpu);
   // The batch tensor whose rows Weaver::batch_input(type, row) refers to: [rows, ...shape].
   void feed(TypeId type, Var batch);
+  // The values Weaver::imported(type, slot) refers to in the next runs: row rows[slot].row of
+  // chunks[rows[slot].chunk], Vars of this tape computed earlier (an earlier run's chunks).
+  void import(std::span<const Var> chunks, std::span<const ValueLocation> rows);
   // Schedules and runs; record further ops (a loss) on the same tape, then backward(). The
   // weaver must outlive the result.
   // max_step_rows > 0 cuts larger steps into batched calls of at most that many rows
@@ -68,6 +71,8 @@ class Executor {
   Tape* tape_;
   Device device_;
   std::vector<Var> fed_;  // per type
+  std::vector<Var> import_chunks_;
+  std::vector<ValueLocation> import_rows_;
 };
 
 // The outcome of Executor::run: where every value of the weave lives on the tape. It refers
@@ -82,6 +87,10 @@ class LoomResult {
   const RunStats& stats() const;
   // The schedule that ran (for schedule_text / schedule_dot).
   const Schedule& schedule() const { return schedule_; }
+  // Where the values live, for a later weave to import them (Executor::import).
+  std::span<const Var> chunks() const { return chunks_; }
+  ValueLocation location(Value value) const { return locations_.at(value); }
+  const Weaver& weaver() const { return *weaver_; }
 
  private:
   friend class Executor;

@@ -19,7 +19,9 @@ namespace weft::loom {
 
 using Value = std::uint32_t;
 
-enum class ValueKind : std::uint8_t { kConstant, kParameter, kBatchInput, kCallOutput };
+// kImported: a value an earlier run on the same tape computed (Executor::import), so a weave can
+// continue from another's results without re-weaving them (the flow layer's steps).
+enum class ValueKind : std::uint8_t { kConstant, kParameter, kBatchInput, kCallOutput, kImported };
 
 class Weaver {
  public:
@@ -40,6 +42,8 @@ class Weaver {
   Value parameter(TypeId type, const Parameter& parameter);
   // Row `row` of the batch tensor fed for this type at run time; differentiable.
   Value batch_input(TypeId type, std::int64_t row);
+  // Entry `slot` of the locations handed to Executor::import before the run; differentiable.
+  Value imported(TypeId type, std::uint32_t slot);
   // Calls an operation; returns its output values (valid until the next call).
   std::span<const Value> call(OpId op, std::span<const Value> args);
   std::span<const Value> call(OpId op, std::initializer_list<Value> args) {
@@ -52,6 +56,9 @@ class Weaver {
   // ours, its outputs follow ours, shared parameters stay one row. Returns the offset added
   // to the other weaver's value ids.
   Value append(const Weaver& other);
+  // Forgets everything recorded, keeping the buffers: a weaver reused weave after weave
+  // allocates nothing once its buffers have grown.
+  void clear();
 
   const Loom& loom() const { return *loom_; }
   std::size_t num_values() const { return values_.size(); }
