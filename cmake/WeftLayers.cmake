@@ -6,7 +6,7 @@
 # reaches through WEFT_LAYER_<name>_USES; private headers (src/<dir>/*.h) only of itself, or of a
 # layer named in WEFT_LAYER_<name>_PRIVATE_OF. Public headers never include private ones.
 
-set(WEFT_LAYERS core tensor autodiff dist io loom nn blocks train models serve bench_treelstm)
+set(WEFT_LAYERS core tensor autodiff dist io loom flow nn blocks train models serve bench_treelstm)
 
 # layer           folders (include/weft/<f>, src/<f>)   uses directly
 set(WEFT_LAYER_core_DIRS core)
@@ -25,6 +25,10 @@ set(WEFT_LAYER_io_DIRS io)
 set(WEFT_LAYER_io_USES tensor)
 set(WEFT_LAYER_loom_DIRS loom)
 set(WEFT_LAYER_loom_USES autodiff)
+# Programs that decide as they go: steps of loom weaves; reads the loom's chunk gather.
+set(WEFT_LAYER_flow_DIRS flow)
+set(WEFT_LAYER_flow_USES loom)
+set(WEFT_LAYER_flow_PRIVATE_OF loom)
 set(WEFT_LAYER_nn_DIRS nn)
 set(WEFT_LAYER_nn_USES autodiff)
 set(WEFT_LAYER_blocks_DIRS blocks)

@@ -1,0 +1,65 @@
+// Greedy decoding and beam search as flow programs: one program per example, every beam's step
+// issued before the first read, so one engine step batches all examples and all their beams.
+// The model is reached only through Decoder::step, which issues the calls of one decoding step.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "weft/core/export.h"
+#include "weft/flow/flow.h"
+
+WEFT_API_BEGIN
+namespace weft::flow {
+
+struct DecoderStep {
+  Val state;      // the decoder's state after the step
+  Val log_probs;  // log-probabilities of the next token: float32 [vocabulary]
+};
+
+struct Decoder {
+  // Issues one step from a state and the previous token (no reads: the search reads).
+  std::function<DecoderStep(Context& ctx, Val state, std::int32_t token)> step;
+  std::int32_t start_token = 0;  // fed at the first step
+  std::int32_t end_token = 0;    // ends a hypothesis (and is its last token)
+  std::int32_t max_length = 0;   // tokens generated at most, the end token included
+};
+
+struct Hypothesis {
+  std::vector<std::int32_t> tokens;  // generated, without the start token
+  double log_prob = 0;               // the sum of the chosen tokens' log-probabilities
+  double score = 0;                  // log_prob, length-normalised (BeamOptions)
+  bool ended = false;                // chose the end token (else stopped at max_length)
+};
+
+struct BeamOptions {
+  int width = 4;
+  // Hypotheses are ranked by log_prob / length^length_penalty (0: the plain sum, which
+  // favours short outputs; about 0.6-1 evens that out).
+  double length_penalty = 0.0;
+};
+
+double normalised_score(double log_prob, std::size_t length, double length_penalty);
+
+// One example's greedy decoding from `initial` into `out` (admit it to an engine).
+Program greedy_program(Context& ctx, const Decoder& decoder, Val initial, Hypothesis& out);
+// One example's beam search: at each step every live beam's expansions are ranked by their
+// summed log-probability; the best `width` that do not end continue, those among the best
+// `width` that end are kept, and the search stops when `width` have ended, no beam is left or
+// max_length is reached. `out` gets the kept hypotheses, best normalised score first (at most
+// `width`). Width 1 is greedy decoding.
+Program beam_program(Context& ctx, const Decoder& decoder, Val initial, BeamOptions options,
+                     std::vector<Hypothesis>& out);
+
+// Every example's search as one batch on `engine` (its programs are admitted and run). A
+// program that fails (Decoder::step threw) leaves its example's result empty; engine.error()
+// says why.
+std::vector<Hypothesis> greedy_decode(Engine& engine, const Decoder& decoder,
+                                      std::span<const Val> initial);
+std::vector<std::vector<Hypothesis>> beam_search(Engine& engine, const Decoder& decoder,
+                                                 std::span<const Val> initial, BeamOptions options);
+
+}  // namespace weft::flow
+WEFT_API_END
