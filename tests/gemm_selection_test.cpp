@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "backend/cpu/calibration_checks.h"
 #include "backend/cpu/calibration_clock.h"
 #include "io_test_util.h"
 #include "op_test_util.h"
@@ -35,8 +36,17 @@ class GemmSelection : public IoTempDir {
     original_cache_ = gemm_selection_report().cache_path;
     use_calibrated_gemm();
     cache_ = (dir_ / "gemm.txt").string();
+    // Measurements count as clean unless a test says otherwise, so that a loaded machine
+    // (ctest -j2, a build beside) does not decide what these tests see.
+    backend::cpu::set_calibration_noise_override(&clean_);
+    // One GEMM thread: at several, a Debian OpenBLAS whose workers cannot flush denormals is
+    // left out of the calibration (openblas_workers_flush_denormals), leaving nothing to choose.
+    original_threads_ = num_threads();
+    set_num_threads(1);
   }
   void TearDown() override {
+    set_num_threads(original_threads_);
+    backend::cpu::set_calibration_noise_override(nullptr);
     if (original_forced_)
       set_gemm_provider(*original_forced_);
     else
@@ -56,6 +66,8 @@ class GemmSelection : public IoTempDir {
   std::optional<GemmProvider> original_forced_;
   std::string original_cache_;
   std::string cache_;
+  const std::string clean_;
+  int original_threads_ = 1;
 };
 
 TEST(GemmShapeClasses, EachExtentFallsInItsPowerOfTwoBucket) {
@@ -357,6 +369,74 @@ TEST_F(GemmSelection, MemoryOnlyWritesNothing) {
   EXPECT_EQ(report.cache_path, "");
   EXPECT_EQ(report.cache_status, "memory only");
   EXPECT_TRUE(std::filesystem::is_empty(dir_));
+}
+
+TEST(GemmCalibrationNoise, ABusyCoreOrSpreadRoundsAreNotClean) {
+  using backend::cpu::calibration_noise;
+  using backend::cpu::CalibrationTimes;
+  const std::vector<std::vector<double>> steady = {{1.0, 1.02, 1.01, 1.05}, {2.0, 2.1, 2.0, 2.2}};
+  EXPECT_EQ(calibration_noise(CalibrationTimes{1.0, 1.05, 1}, steady), "");
+  EXPECT_EQ(calibration_noise(CalibrationTimes{0.5, 1.0, 1}, steady),
+            "the measuring thread ran 50% of the wall time (another process shares the core)");
+  // Several GEMM threads: the calling thread's CPU time says nothing.
+  EXPECT_EQ(calibration_noise(CalibrationTimes{0.5, 1.0, 4}, steady), "");
+  const std::vector<std::vector<double>> spread = {{1.0, 1.02, 1.01, 1.05}, {2.0, 3.0, 3.2, 2.9}};
+  EXPECT_EQ(calibration_noise(CalibrationTimes{1.0, 1.0, 1}, spread),
+            "a provider's rounds spread 48% (median over best run)");
+  EXPECT_FALSE(backend::cpu::in_use_rate_contradicts(10.0, 20.0));
+  EXPECT_TRUE(backend::cpu::in_use_rate_contradicts(5.0, 20.0));  // 4x slower than recorded
+  EXPECT_TRUE(backend::cpu::in_use_rate_contradicts(30.0, 1.5));  // a record made under load
+}
+
+// A measurement made under load is used, not cached, and measured again a second later; the
+// clean one replaces it and is cached.
+TEST_F(GemmSelection, ANoisyMeasurementIsUsedButNotCachedAndMeasuredAgain) {
+  skip_unless_two_providers();
+  const std::string busy = "the measuring thread ran 40% of the wall time";
+  backend::cpu::set_calibration_noise_override(&busy);
+  set_gemm_cache_path(cache_);
+  const GemmShape shape{200, 200, 200};
+  gemm_provider_for(shape);
+  GemmSelectionReport report = gemm_selection_report();
+  ASSERT_EQ(report.classes.size(), 1u);
+  EXPECT_EQ(report.classes[0].noise, busy);
+  EXPECT_EQ(read_text(cache_).find("class "), std::string::npos) << "a noisy class was cached";
+  backend::cpu::set_calibration_noise_override(&clean_);
+  gemm_provider_for(shape);  // not due yet: still the noisy choice
+  EXPECT_EQ(gemm_selection_report().classes[0].noise, busy);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  gemm_provider_for(shape);
+  report = gemm_selection_report();
+  EXPECT_EQ(report.classes[0].noise, "");
+  EXPECT_NE(read_text(cache_).find("class "), std::string::npos) << "the clean one was not cached";
+}
+
+// A cached record that products in use contradict (rates written while the machine was loaded)
+// is measured again at the class's first product; a record that use confirms is kept.
+TEST_F(GemmSelection, ACachedRateThatUseContradictsIsMeasuredAgain) {
+  const auto product = [] {
+    Tape tape;
+    matmul(tape.constant(random_tensor({256, 256}, 7)),
+           tape.constant(random_tensor({256, 256}, 8)));
+  };
+  std::string spoiled = "class " + std::to_string(num_threads()) + " NN 8 8 8 " +
+                        std::string(gemm_provider_name(available_gemm_providers()[0]));
+  for (GemmProvider p : available_gemm_providers())
+    spoiled += " " + std::string(gemm_provider_name(p)) + "=0.001";
+  write_file("gemm.txt", header() + spoiled + "\n");
+  set_gemm_cache_path(cache_);
+  product();
+  GemmSelectionReport report = gemm_selection_report();
+  ASSERT_EQ(report.classes.size(), 1u);
+  EXPECT_FALSE(report.classes[0].from_cache) << "the spoiled record was kept";
+  EXPECT_GT(*std::max_element(report.classes[0].gflops.begin(), report.classes[0].gflops.end()),
+            0.01);
+  // Now the file holds a real measurement: a new process (a reload) keeps it after a product.
+  set_gemm_cache_path(cache_);
+  product();
+  report = gemm_selection_report();
+  ASSERT_EQ(report.classes.size(), 1u);
+  EXPECT_TRUE(report.classes[0].from_cache) << "a record that use confirms was measured again";
 }
 
 }  // namespace

@@ -48,6 +48,9 @@ def parse_args():
     p.add_argument("--max-step-rows", type=int, default=0,
                    help="Weft runs loom steps in batched calls of at most this many rows (0: whole)")
     p.add_argument("--out-dir", default="side_by_side_out")
+    p.add_argument("--torch-flush-denormal", action="store_true",
+                   help="PyTorch at its best on Intel cores: torch.set_flush_denormal(True), as "
+                        "Weft flushes by default (WEFT_DENORMALS)")
     p.add_argument("--reuse-weft", action="store_true",
                    help="keep the Weft rows and exports already in --out-dir; run PyTorch only "
                         "(its --repeats may be lower: it then times the first of the same batches)")
@@ -102,6 +105,8 @@ def main():
                  "python3-numpy, then run this script with /usr/bin/python3.")
     peer.torch.set_num_threads(args.threads)
     peer.torch.set_num_interop_threads(1)
+    if args.torch_flush_denormal and not peer.torch.set_flush_denormal(True):
+        sys.exit("side_by_side: this CPU does not let PyTorch flush denormals")
     if args.reuse_weft:
         with open(os.path.join(args.out_dir, "weft.json")) as f:
             weft_rows = json.load(f)["rows"]

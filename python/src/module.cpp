@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "common.h"
+#include "weft/core/denormals.h"
 #include "weft/core/error.h"
 
 namespace weft::python {
@@ -46,12 +47,27 @@ void init_errors(py::module_& m) {
   });
 }
 
+// Process-wide settings that are not a layer's: how CPU kernels treat denormal floats.
+void init_settings(py::module_& m) {
+  m.def(
+      "set_denormal_mode",
+      [](const std::string& mode) { set_denormal_mode(parse_denormal_mode(mode)); },
+      py::arg("mode"),
+      "'flush' (the default: denormal floats are flushed to zero while Weft's CPU kernels run, "
+      "which keeps Intel cores at full speed) or 'keep' (each thread's own mode is left "
+      "alone). The environment variable WEFT_DENORMALS sets it at start.");
+  m.def(
+      "denormal_mode", [] { return std::string(denormal_mode_name(denormal_mode())); },
+      "The denormal mode in force: 'flush' or 'keep'.");
+}
+
 }  // namespace weft::python
 
 PYBIND11_MODULE(_weft, m) {
   namespace wp = weft::python;
   m.doc() = "Weft: dynamic batching of differently shaped inputs (TensorFlow Fold, natively).";
   wp::init_errors(m);
+  wp::init_settings(m);
   wp::init_tensor(m);
   wp::init_autodiff(m);
   wp::init_nn(m);

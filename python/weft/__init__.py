@@ -26,6 +26,7 @@ from ._weft import (  # noqa: F401  (the public API)
     Var,
     cast,
     current_tape,
+    denormal_mode,
     equal,
     from_dlpack,
     from_numpy,
@@ -35,6 +36,7 @@ from ._weft import (  # noqa: F401  (the public API)
     less_equal,
     not_equal,
     op_names,
+    set_denormal_mode,
     tensor,
     zeros,
 )
@@ -48,7 +50,7 @@ del _name
 __all__ = ["Error", "TypeError", "Tensor", "Parameter", "Var", "Tape", "Rng", "tensor",
            "from_numpy", "from_dlpack", "zeros", "current_tape", "op_names", "blocks", "nn",
            "train", "models", "forward_mode", "cast", "equal", "not_equal", "less", "less_equal",
-           "greater", "greater_equal"] + list(_weft.op_names())
+           "greater", "greater_equal", "set_denormal_mode", "denormal_mode"] + list(_weft.op_names())
 
 # `import weft.blocks` and `from weft.blocks import Map` work like ordinary subpackages.
 for _sub in ("blocks", "nn", "train", "models"):

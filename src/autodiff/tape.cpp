@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "../backend/kernels.h"
+#include "weft/core/denormals.h"
 #include "weft/core/error.h"
 
 namespace weft {
@@ -213,6 +214,7 @@ void Tape::backward(Var output, const Tensor& cotangent) {
          output.value().describe(), " is on ", device_name(output.value().device()),
          "; move it with Tensor::to()");
   if (!node(output.id()).requires_grad) return;  // nothing upstream is differentiable
+  const DenormalScope denormals;                 // once for the pass, not per kernel (denormals.h)
   backend::add_into(cotangent, 1.0f, *grad_of(output.id()));
   for (std::int64_t id = output.id(); id >= 0; --id) {
     TapeNode& n = node(std::uint32_t(id));

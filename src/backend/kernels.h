@@ -6,6 +6,7 @@
 #include <span>
 
 #include "weft/backend/tensor_ops.h"
+#include "weft/core/denormals.h"
 #include "weft/tensor/tensor.h"
 
 namespace weft::backend {
@@ -35,12 +36,15 @@ namespace cuda {
 #undef WEFT_KERNEL
 }  // namespace cuda
 
+// A CPU kernel runs with denormals flushed unless the process keeps them (denormals.h).
 #define WEFT_KERNEL(name, params, args, device) \
   inline void name params {                     \
-    if ((device) == Device::kCpu)               \
+    if ((device) == Device::kCpu) {             \
+      const DenormalScope denormals;            \
       cpu::name args;                           \
-    else                                        \
+    } else {                                    \
       cuda::name args;                          \
+    }                                           \
   }
 #include "kernels.def"
 #undef WEFT_KERNEL

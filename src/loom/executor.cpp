@@ -10,6 +10,7 @@
 
 #include "chunk_ops.h"
 #include "weft/autodiff/ops.h"
+#include "weft/core/denormals.h"
 #include "weft/core/error.h"
 
 namespace weft::loom {
@@ -252,6 +253,7 @@ LoomResult Executor::run(const Weaver& weaver, const Schedule& schedule) {
   if (&weaver.loom() != loom_) fail("loom", "the weave was recorded for another loom");
   auto start = std::chrono::steady_clock::now();
   TapeScope scope(*tape_);
+  const DenormalScope denormals;  // once for the run, not per kernel (denormals.h)
   LoomResult result;
   result.weaver_ = &weaver;
   result.schedule_ = schedule;

@@ -27,7 +27,10 @@ struct DemoOptions {
   int examples = 2000;  // training examples; a quarter as many more are held out
 };
 
-struct InfoOptions {};
+struct InfoOptions {
+  std::string calibrate;  // a model whose GEMM classes to measure now ("" : none)
+  std::string data_dir;   // its data folder ("" : the model's default)
+};
 
 struct ModelsOptions {
   bool json = false;  // the registry's descriptions as JSON

@@ -4,12 +4,18 @@
 // can be used.
 #include <fmt/core.h>
 
+#include <algorithm>
+#include <numeric>
 #include <string>
+#include <vector>
 
 #include "commands.h"
 #include "weft/backend/cpu.h"
 #include "weft/backend/cuda.h"
 #include "weft/backend/gemm_selection.h"
+#include "weft/core/denormals.h"
+#include "weft/core/rng.h"
+#include "weft/models/registry.h"
 
 namespace weft::tool {
 
@@ -45,15 +51,73 @@ void print_gemm_selection() {
     if (choice.untransposed_copy)
       copy = *choice.untransposed_copy ? "; a weight as b: its transposed copy, NN faster"
                                        : "; a weight as b: read transposed, NN not faster";
-    fmt::print("  {:<34} {:<8} ({}; measured at {}x{}x{}{}{})\n",
+    const std::string noise = choice.noise.empty() ? "" : "; NOT cached, noisy: " + choice.noise;
+    fmt::print("  {:<34} {:<8} ({}; measured at {}x{}x{}{}{}{})\n",
                gemm_class_label(choice.shape_class), gemm_provider_name(choice.provider), rates,
-               shape.m, shape.n, shape.k, choice.from_cache ? ", cached" : "", copy);
+               shape.m, shape.n, shape.k, choice.from_cache ? ", cached" : "", copy, noise);
   }
+}
+
+void print_float_modes() {
+  if (denormal_mode() == DenormalMode::kFlush)
+    fmt::print(
+        "denormals: flushed to zero in Weft's CPU kernels (FTZ+DAZ; {}; WEFT_DENORMALS=keep "
+        "keeps them){}\n",
+        denormal_mode_source(),
+        denormal_control_supported() ? "" : " -- no control on this CPU: nothing changes");
+  else
+    fmt::print("denormals: kept (set by {}; each thread's own mode is left alone)\n",
+               denormal_mode_source());
+  if (!openblas_workers_flush_denormals())
+    fmt::print(
+        "denormals on OpenBLAS's {} worker threads: not flushed (this OpenBLAS lacks "
+        "CONSISTENT_FPCSR); calibrated products go to oneDNN\n",
+        num_threads());
+  const OpenBlasCore core = openblas_core();
+  if (core.fallback)
+    fmt::print(
+        "openblas kernels: {} -- a FALLBACK: OpenBLAS did not recognise this CPU and runs "
+        "kernels without AVX2; set {} before starting Weft (the calibration prefers oneDNN "
+        "meanwhile)\n",
+        core.name, core.remedy);
+  else
+    fmt::print("openblas kernels: {}\n", core.name);
+}
+
+// Runs one training batch and one evaluation batch of each split at the recipe's batch size
+// (and the short batch the training split ends with), so that every GEMM class the model's
+// products fall in is measured now.
+void calibrate_model(const InfoOptions& options) {
+  const models::ModelEntry& entry = models::find_model(options.calibrate);
+  models::OptionValues values = entry.default_options();
+  if (!options.data_dir.empty()) values.set_text("data_dir", options.data_dir, "--data-dir");
+  const std::size_t batch_size = entry.recipe(values).batch_size;
+  const std::unique_ptr<models::Model> model = models::create_model(values);
+  remeasure_gemm_classes();
+  Rng rng(1);
+  for (const train::Split split : {train::Split::kTrain, train::Split::kDev}) {
+    const std::size_t n = model->num_examples(split);
+    std::vector<std::size_t> sizes = {std::min(batch_size, n)};
+    if (split == train::Split::kTrain && n % batch_size != 0 && n > batch_size)
+      sizes.push_back(n % batch_size);
+    for (const std::size_t size : sizes) {
+      if (size == 0) continue;
+      std::vector<std::size_t> ids(size);
+      std::iota(ids.begin(), ids.end(), std::size_t(0));
+      const train::Batch batch{split, ids, nullptr};
+      if (split == train::Split::kTrain)
+        model->train_batch(batch, rng);
+      else
+        model->eval_batch(batch);
+    }
+  }
+  fmt::print("calibrated the GEMM classes of {} (batch size {}):\n", options.calibrate, batch_size);
 }
 
 }  // namespace
 
-int run_info(const InfoOptions&) {
+int run_info(const InfoOptions& options) {
+  if (!options.calibrate.empty()) calibrate_model(options);
   fmt::print("weft {}\n", version());
   std::string providers;
   for (GemmProvider provider : available_gemm_providers()) {
@@ -64,11 +128,13 @@ int run_info(const InfoOptions&) {
   print_gemm_selection();
   fmt::print("threads: {}\n", num_threads());
   fmt::print("cpu backend: {}\n", cpu_backend_summary());
+  print_float_modes();
   if (!cuda_available()) {
     fmt::print("cuda: not available ({})\n", cuda_unavailable_reason());
     return 0;
   }
-  fmt::print("cuda: available, {} device(s)\n", cuda_device_count());
+  fmt::print("cuda: available, {} device(s); its kernels keep denormals (nvcc without -ftz)\n",
+             cuda_device_count());
   for (int device = 0; device < cuda_device_count(); ++device)
     fmt::print("cuda device {}: {}\n", device, cuda_device_name(device));
   return 0;

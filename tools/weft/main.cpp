@@ -45,6 +45,11 @@ int run(int argc, char** argv) {
 
   InfoOptions info;
   CLI::App* info_cmd = app.add_subcommand("info", "Print the version and the backend in use");
+  info_cmd->add_option("--calibrate", info.calibrate,
+                       "Measure now every GEMM shape class MODEL's training and evaluation batches "
+                       "use (at its recipe's batch size), ignoring the cache, and cache the clean "
+                       "measurements: run it on a quiet machine");
+  info_cmd->add_option("--data-dir", info.data_dir, "The data folder for --calibrate");
 
   ModelsOptions models_options;
   CLI::App* models_cmd = app.add_subcommand("models", "List the registered models");

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "weft/core/export.h"
@@ -28,6 +29,25 @@ void set_gemm_provider(GemmProvider provider);
 // Threads for GEMM (OpenBLAS's pool and OpenMP, which oneDNN uses). Benchmarks pin 1.
 void set_num_threads(int threads);
 int num_threads();
+
+// The kernel set OpenBLAS chose for this CPU (openblas_get_corename) and whether it is a
+// fallback: kernels older than the CPU's vector units (no AVX2 kernels on a CPU that has AVX2),
+// as when Debian's OpenBLAS 0.3.21 takes a Xeon of family 6 model 207 for a "Prescott" and runs
+// products at 5-30 GFLOP/s. The remedy is OPENBLAS_CORETYPE set before the process starts;
+// meanwhile the GEMM calibration holds OpenBLAS to a margin over oneDNN (gemm_selection.h).
+struct OpenBlasCore {
+  std::string name;  // e.g. "Haswell", "SkylakeX", "Prescott"
+  bool fallback = false;
+  std::string remedy;  // e.g. "OPENBLAS_CORETYPE=SkylakeX"; empty unless a fallback
+};
+OpenBlasCore openblas_core();
+
+// Whether a product OpenBLAS splits over its worker threads flushes denormals as the process
+// asks (weft/core/denormals.h): its workers copy the caller's mode only when OpenBLAS is built
+// with CONSISTENT_FPCSR (Debian's 0.3.21 is not), so this is probed when the thread count is
+// set; always true at one thread or with denormals kept. When false, calibrated products go to
+// oneDNN, whose OpenMP workers Weft sets; a forced OpenBLAS keeps denormals on its workers.
+bool openblas_workers_flush_denormals();
 
 // A one-line description for logs: "gemm=calibrated threads=1 cpu=avx2", or the forced
 // provider's name in place of "calibrated".

@@ -12,6 +12,12 @@
 // A cache file that does not parse or belongs to another identity is ignored (and replaced);
 // one that cannot be written leaves the choices in memory. Processes that calibrate the same
 // class at once may choose differently when the providers are within noise of each other.
+// A loaded machine cannot spoil the cache for good: a measurement during which the thread was
+// off the CPU for more than 15% of the time, or whose rounds spread more than 30%, is used but
+// not cached, and measured again after 1, 2 and 4 s; and the first product of a cached class
+// (big enough to time) is timed, and a rate 3x away from the record, either way, measures the
+// class again (calibration_checks.h). `weft info --calibrate MODEL` measures a model's classes
+// ahead of time.
 #pragma once
 
 #include <optional>
@@ -60,6 +66,11 @@ void use_calibrated_gemm();
 // The provider every product uses, when one is forced.
 std::optional<GemmProvider> forced_gemm_provider();
 
+// Forgets this process's choices at the current thread count, cached or measured, so every
+// class is measured again at its next product (clean measurements then replace the cached
+// ones). For `weft info --calibrate`.
+void remeasure_gemm_classes();
+
 // Where calibrations are cached from now on ("" : memory only). Forgets this process's
 // choices and reads the file's. For tests and tools; WEFT_GEMM_CACHE sets it at start.
 void set_gemm_cache_path(const std::string& path);
@@ -72,6 +83,7 @@ struct GemmClassChoice {
   // available_gemm_providers() order.
   std::vector<double> gflops;
   bool from_cache = false;  // read from the cache file rather than measured by this process
+  std::string noise;        // why this measurement is not cached ("" when it is clean)
   // For a class with b transposed whose untransposed twin is calibrated too: whether its
   // products read a transposed copy of b (gemm_prefers_untransposed_copy); unset otherwise.
   std::optional<bool> untransposed_copy;

@@ -11,11 +11,14 @@
 #include <cstdlib>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "../kernels.h"
+#include "calibration_clock.h"
 #include "sgemm.h"
 #include "weft/backend/cpu.h"
 #include "weft/backend/gemm_selection.h"
+#include "weft/core/denormals.h"
 #include "weft/core/error.h"
 #include "weft/core/named_enum.h"
 #ifdef WEFT_HAVE_ONEDNN
@@ -38,6 +41,9 @@ struct CpuSettings {
   std::string forced_by;  // "WEFT_GEMM=openblas" or "set_gemm_provider"
   int threads = 1;
   std::string summary;
+  // Whether OpenBLAS's worker threads flush denormals at this thread count (see
+  // openblas_workers_flush_denormals): probed when the thread count is applied.
+  std::atomic<bool> openblas_workers_flush{true};
 };
 
 int provider_index(GemmProvider provider) {
@@ -48,9 +54,31 @@ int provider_index(GemmProvider provider) {
   return int(it - std::begin(kProviders));
 }
 
-void apply_threads(int threads) {
+// Whether a product OpenBLAS splits over its worker threads flushes denormal inputs: its
+// workers were started with the process's initial mode and copy the caller's only when OpenBLAS
+// is built with CONSISTENT_FPCSR (Debian's 0.3.21 is not), and it has no hook to set it.
+bool probe_openblas_workers_flush() {
+  constexpr int n = 128;  // large enough for OpenBLAS to split over its threads
+  std::vector<float> tiny(std::size_t(n * n), 1e-39f), ones(std::size_t(n * n), 1.0f),
+      out(std::size_t(n * n), 1.0f);
+  const DenormalScope denormals;
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, tiny.data(), n, ones.data(),
+              n, 0.0f, out.data(), n);
+  return std::all_of(out.begin(), out.end(), [](float v) { return v == 0.0f; });
+}
+
+// The thread counts, and the denormal mode on the OpenMP pool's workers (oneDNN's threads),
+// which the kernels' DenormalScope on the calling thread does not reach. The calling thread
+// (OpenMP's thread 0) keeps its own mode.
+void apply_threads(CpuSettings& s, int threads) {
   omp_set_num_threads(threads);
   openblas_set_num_threads(threads);
+  const bool flush = denormal_mode() == DenormalMode::kFlush;
+  if (threads > 1 && flush) {
+#pragma omp parallel num_threads(threads)
+    if (omp_get_thread_num() != 0) apply_denormal_mode_to_this_thread();
+  }
+  s.openblas_workers_flush = threads == 1 || !flush || probe_openblas_workers_flush();
 }
 
 std::string describe(const CpuSettings& s) {
@@ -74,7 +102,7 @@ CpuSettings& settings() {
     init->threads = omp_get_max_threads();
     if (const char* n = std::getenv("WEFT_NUM_THREADS"); n && *n)
       init->threads = std::max(1, std::atoi(n));
-    apply_threads(init->threads);
+    apply_threads(*init, init->threads);
     init->summary = describe(*init);
     return init;
   }();
@@ -124,13 +152,15 @@ void require_gemm_provider_built_in(GemmProvider provider) { provider_index(prov
 void set_num_threads(int threads) {
   if (threads < 1) fail("threads", "thread count must be at least 1, got ", threads);
   settings().threads = threads;
-  apply_threads(threads);
+  apply_threads(settings(), threads);
   settings().summary = describe(settings());
 }
 
 int num_threads() { return settings().threads; }
 
 std::string_view cpu_backend_summary() { return settings().summary; }
+
+bool openblas_workers_flush_denormals() { return settings().openblas_workers_flush; }
 
 namespace backend::cpu {
 
@@ -160,9 +190,16 @@ namespace {
 void sgemm(bool transpose_a, bool transpose_b, std::int64_t m, std::int64_t n, std::int64_t k,
            float alpha, const float* pa, std::int64_t lda, const float* pb, std::int64_t ldb,
            float beta, float* out, std::int64_t ldc) {
-  const GemmProvider provider =
-      gemm_provider_for(GemmShape{m, n, k, transpose_a, transpose_b, beta != 0.0f});
+  const GemmShape shape{m, n, k, transpose_a, transpose_b, beta != 0.0f};
+  const GemmProvider provider = gemm_provider_for(shape);
+  if (!gemm_awaits_in_use_check(shape)) {
+    sgemm_with(provider, transpose_a, transpose_b, m, n, k, alpha, pa, lda, pb, ldb, beta, out,
+               ldc);
+    return;
+  }
+  const double start = calibration_seconds(num_threads());
   sgemm_with(provider, transpose_a, transpose_b, m, n, k, alpha, pa, lda, pb, ldb, beta, out, ldc);
+  gemm_check_in_use(shape, provider, calibration_seconds(num_threads()) - start);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +21,7 @@
 #include <sstream>
 #include <system_error>
 
+#include "calibration_checks.h"
 #include "calibration_clock.h"
 #include "sgemm.h"
 #include "weft/core/error.h"
@@ -44,6 +46,14 @@ constexpr double kUntransposedMargin = 1.05;
 // skewed by another process on the core, so those files are measured again).
 constexpr const char* kCacheHeader = "weft gemm calibration 3";
 constexpr std::uintmax_t kMaxCacheBytes = 1 << 20;
+// A noisy class is measured again after 1, 2 and 4 seconds, then kept in memory as it is.
+constexpr int kMaxRemeasures = 3;
+// Classes whose representative product is cheaper than this are not checked in use: their
+// products are too short to time against the record.
+constexpr double kMinCheckedFlops = double(1 << 20);
+// With an OpenBLAS that runs fallback kernels (openblas_core()), OpenBLAS must measure this much
+// faster than oneDNN to be chosen: its rates are the likelier to be noise.
+constexpr double kFallbackMargin = 1.25;
 
 int bucket_of(std::int64_t extent) {
   int b = 0;
@@ -162,12 +172,18 @@ std::string default_cache_path() {
 
 // ---- measuring one class ------------------------------------------------------------------
 
+struct Measurement {
+  std::vector<double> gflops;  // per provider
+  std::string noise;           // calibration_noise's verdict: "" when it may be cached
+};
+
 // GFLOP/s of each built-in provider at the class's representative shape (beta 1 when the
 // class accumulates): two warm-up calls each, then four rounds that time every provider in
 // turn, each a run of calls lasting about 2 ms (one call when a call is longer); the best run
 // of each provider counts. Timed by calibration_seconds: at one thread the thread's CPU time,
-// which time spent descheduled does not inflate.
-std::vector<double> measure_class(const GemmShapeClass& shape_class) {
+// which time spent descheduled does not inflate. The rounds' spread and the thread's share of
+// the wall time decide whether the rates are clean enough to cache (calibration_checks.h).
+Measurement measure_class(const GemmShapeClass& shape_class) {
   const GemmShape shape = gemm_class_representative(shape_class);
   std::vector<float> a(std::size_t(shape.m * shape.k)), b(std::size_t(shape.k * shape.n)),
       c(std::size_t(shape.m * shape.n));
@@ -188,18 +204,27 @@ std::vector<double> measure_class(const GemmShapeClass& shape_class) {
     return (backend::cpu::calibration_seconds(threads) - start) / double(calls);
   };
   std::vector<std::int64_t> calls(providers.size());
-  std::vector<double> best(providers.size(), std::numeric_limits<double>::infinity());
+  std::vector<std::vector<double>> rounds(providers.size());
   for (std::size_t p = 0; p < providers.size(); ++p) {
     call(providers[p]);
     const double estimate = seconds_per_call(providers[p], 1);
     calls[p] = std::max<std::int64_t>(1, std::llround(0.002 / std::max(estimate, 1e-9)));
   }
+  backend::cpu::CalibrationTimes times;
+  times.threads = threads;
+  const double thread_start = backend::cpu::thread_cpu_seconds();
+  const double wall_start = backend::cpu::wall_seconds();
   for (int round = 0; round < 4; ++round)
     for (std::size_t p = 0; p < providers.size(); ++p)
-      best[p] = std::min(best[p], seconds_per_call(providers[p], calls[p]));
-  std::vector<double> gflops;
-  for (double seconds : best) gflops.push_back(gemm_flops(shape) / std::max(seconds, 1e-12) / 1e9);
-  return gflops;
+      rounds[p].push_back(seconds_per_call(providers[p], calls[p]));
+  times.thread_seconds = backend::cpu::thread_cpu_seconds() - thread_start;
+  times.wall_seconds = backend::cpu::wall_seconds() - wall_start;
+  Measurement measured;
+  for (const std::vector<double>& runs : rounds)
+    measured.gflops.push_back(gemm_flops(shape) /
+                              std::max(*std::min_element(runs.begin(), runs.end()), 1e-12) / 1e9);
+  measured.noise = backend::cpu::calibration_noise(times, rounds);
+  return measured;
 }
 
 // ---- the cache file -----------------------------------------------------------------------
@@ -320,6 +345,15 @@ std::string write_cache(const std::string& path, const std::vector<CacheLine>& l
 
 // ---- the process's choices ----------------------------------------------------------------
 
+constexpr std::int64_t kSettled = 0;
+constexpr std::int64_t kCheckInUse = -1;
+
+std::int64_t steady_milliseconds() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 struct Selection {
   std::mutex mutex;
   std::string cache_path;
@@ -331,11 +365,17 @@ struct Selection {
   // For transposed-b classes: gemm_prefers_untransposed_copy's last answer at this thread
   // count, coded with the provider it was for, or -1.
   std::array<std::atomic<int>, kClassCount> untransposed;
+  // What is still to check about a class's choice: kSettled, kCheckInUse (read from the cache:
+  // time one product against the record), or the steady-clock millisecond after which a
+  // noisy measurement is measured again.
+  std::array<std::atomic<std::int64_t>, kClassCount> recheck;
   std::map<int, GemmClassChoice> details;  // by class index
+  std::map<int, int> remeasures;           // by class index: noisy measurements so far
 
   Selection() {
     for (auto& c : choice) c.store(-1);
     for (auto& u : untransposed) u.store(-1);
+    for (auto& r : recheck) r.store(kSettled);
     cache_path = default_cache_path();
   }
 };
@@ -356,7 +396,9 @@ void load(Selection& s) {
   if (s.threads.load() == threads) return;
   for (auto& c : s.choice) c.store(-1);
   for (auto& u : s.untransposed) u.store(-1);
+  for (auto& r : s.recheck) r.store(kSettled);
   s.details.clear();
+  s.remeasures.clear();
   if (!s.cache_path.empty()) {
     std::vector<CacheLine> lines;
     bool exists = false;
@@ -370,6 +412,8 @@ void load(Selection& s) {
           const int index = class_index(line.choice.shape_class);
           s.details[index] = line.choice;
           s.choice[std::size_t(index)].store(provider_position(line.choice.provider));
+          if (gemm_flops(gemm_class_representative(line.choice.shape_class)) >= kMinCheckedFlops)
+            s.recheck[std::size_t(index)].store(kCheckInUse);
           ++count;
         }
       s.cache_status = exists ? "read " + std::to_string(count) + " classes for " +
@@ -391,7 +435,8 @@ void save(Selection& s) {
   std::map<std::pair<int, int>, CacheLine> merged;
   for (CacheLine& line : lines)
     merged[{line.threads, class_index(line.choice.shape_class)}] = std::move(line);
-  for (const auto& [index, choice] : s.details) merged[{threads, index}] = {threads, choice};
+  for (const auto& [index, choice] : s.details)
+    if (choice.noise.empty()) merged[{threads, index}] = {threads, choice};
   lines.clear();
   for (auto& [key, line] : merged) lines.push_back(std::move(line));
   if (const std::string why = write_cache(s.cache_path, lines); !why.empty())
@@ -428,24 +473,48 @@ std::string gemm_class_label(const GemmShapeClass& c) {
 
 namespace {
 
-// With the mutex held: the class's calibration, measured now when neither this process nor the
-// cache has it.
-const GemmClassChoice& calibrated(Selection& s, const GemmShapeClass& shape_class) {
+// The provider to choose from measured rates: the fastest, except that an OpenBLAS running
+// fallback kernels must beat the others by kFallbackMargin.
+int fastest_provider(const std::vector<double>& gflops) {
   const auto providers = available_gemm_providers();
+  int best = int(std::max_element(gflops.begin(), gflops.end()) - gflops.begin());
+  if (providers[std::size_t(best)] == GemmProvider::kOpenBlas && openblas_core().fallback)
+    for (std::size_t p = 0; p < providers.size(); ++p)
+      if (int(p) != best && kFallbackMargin * gflops[p] >= gflops[std::size_t(best)]) best = int(p);
+  return best;
+}
+
+// With the mutex held: measures the class and records the choice; a clean measurement is
+// cached, a noisy one is used until it is measured again (kMaxRemeasures times at most).
+void measure_and_record(Selection& s, const GemmShapeClass& shape_class) {
   const int index = class_index(shape_class);
-  load(s);
-  if (s.choice[std::size_t(index)].load() < 0) {
-    GemmClassChoice choice;
-    choice.shape_class = shape_class;
-    choice.gflops = measure_class(shape_class);
-    const int best =
-        int(std::max_element(choice.gflops.begin(), choice.gflops.end()) - choice.gflops.begin());
-    choice.provider = providers[std::size_t(best)];
-    s.details[index] = choice;
-    s.choice[std::size_t(index)].store(best, std::memory_order_release);
-    save(s);
+  Measurement measured = measure_class(shape_class);
+  GemmClassChoice choice;
+  choice.shape_class = shape_class;
+  choice.gflops = std::move(measured.gflops);
+  choice.noise = std::move(measured.noise);
+  const int best = fastest_provider(choice.gflops);
+  choice.provider = available_gemm_providers()[std::size_t(best)];
+  s.details[index] = choice;
+  s.choice[std::size_t(index)].store(best, std::memory_order_release);
+  std::int64_t recheck = kSettled;
+  if (!choice.noise.empty()) {
+    const int attempt = s.remeasures[index]++;
+    if (attempt < kMaxRemeasures) recheck = steady_milliseconds() + (std::int64_t(1000) << attempt);
   }
-  return s.details.at(index);
+  s.recheck[std::size_t(index)].store(recheck, std::memory_order_release);
+  save(s);
+}
+
+// With the mutex held: the class's calibration, measured now when neither this process nor the
+// cache has it, or when a noisy measurement is due to be measured again.
+const GemmClassChoice& calibrated(Selection& s, const GemmShapeClass& shape_class) {
+  const std::size_t index = std::size_t(class_index(shape_class));
+  load(s);
+  const std::int64_t recheck = s.recheck[index].load();
+  if (s.choice[index].load() < 0 || (recheck > 0 && steady_milliseconds() >= recheck))
+    measure_and_record(s, shape_class);
+  return s.details.at(int(index));
 }
 
 // The class of the same product with b not transposed.
@@ -469,16 +538,47 @@ GemmProvider gemm_provider_for(const GemmShape& shape) {
   if (const auto forced = forced_gemm_provider()) return *forced;
   const auto providers = available_gemm_providers();
   if (providers.size() == 1) return providers[0];
+  if (!openblas_workers_flush_denormals()) return providers[0];  // oneDNN: see sgemm.h
   Selection& s = selection();
   const GemmShapeClass shape_class = gemm_shape_class(shape);
+  const std::size_t index = std::size_t(class_index(shape_class));
   if (s.threads.load(std::memory_order_acquire) == num_threads()) {
-    const int known =
-        s.choice[std::size_t(class_index(shape_class))].load(std::memory_order_acquire);
-    if (known >= 0) return providers[std::size_t(known)];
+    const int known = s.choice[index].load(std::memory_order_acquire);
+    const std::int64_t recheck = s.recheck[index].load(std::memory_order_relaxed);
+    const bool due = recheck > 0 && steady_milliseconds() >= recheck;
+    if (known >= 0 && !due) return providers[std::size_t(known)];
   }
   std::lock_guard<std::mutex> lock(s.mutex);
   return calibrated(s, shape_class).provider;
 }
+
+namespace backend::cpu {
+
+bool gemm_awaits_in_use_check(const GemmShape& shape) {
+  const GemmShapeClass shape_class = gemm_shape_class(shape);
+  Selection& s = selection();
+  if (s.recheck[std::size_t(class_index(shape_class))].load(std::memory_order_relaxed) !=
+      kCheckInUse)
+    return false;
+  // A product much smaller than the class's representative runs below its rate for its size.
+  return 8 * gemm_flops(shape) >= gemm_flops(gemm_class_representative(shape_class));
+}
+
+void gemm_check_in_use(const GemmShape& shape, GemmProvider provider, double seconds) {
+  Selection& s = selection();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  const GemmShapeClass shape_class = gemm_shape_class(shape);
+  const int index = class_index(shape_class);
+  if (s.recheck[std::size_t(index)].load() != kCheckInUse || forced_gemm_provider()) return;
+  s.recheck[std::size_t(index)].store(kSettled);
+  const auto found = s.details.find(index);
+  if (found == s.details.end() || found->second.provider != provider) return;
+  const double recorded = found->second.gflops[std::size_t(provider_position(provider))];
+  const double in_use = gemm_flops(shape) / std::max(seconds, 1e-12) / 1e9;
+  if (in_use_rate_contradicts(in_use, recorded)) measure_and_record(s, shape_class);
+}
+
+}  // namespace backend::cpu
 
 bool gemm_prefers_untransposed_copy(const GemmShape& shape) {
   if (!shape.transpose_b) return false;
@@ -497,6 +597,17 @@ bool gemm_prefers_untransposed_copy(const GemmShape& shape) {
   const bool preferred = untransposed_faster(nt, calibrated(s, untransposed_twin(nt.shape_class)));
   s.untransposed[std::size_t(index)].store(base + (preferred ? 1 : 0), std::memory_order_release);
   return preferred;
+}
+
+void remeasure_gemm_classes() {
+  Selection& s = selection();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  load(s);
+  for (auto& c : s.choice) c.store(-1);
+  for (auto& u : s.untransposed) u.store(-1);
+  for (auto& r : s.recheck) r.store(kSettled);
+  s.details.clear();
+  s.remeasures.clear();
 }
 
 void set_gemm_cache_path(const std::string& path) {
