@@ -256,6 +256,17 @@ TEST(Flow, AStaticWeaveFeedsProgramsOnOneTapeAndGradientsReachIt) {
   EXPECT_GT(engine.stats().steps, 1);  // the decoders did read as they went
 }
 
+// A model, a tape and an engine with `rows` random inputs imported as xs.
+struct EngineWithInputs {
+  EngineWithInputs(std::int64_t rows, std::uint64_t seed, EngineOptions options = {})
+      : engine(m.loom, tape, options),
+        xs(engine.import(tape.variable(random_tensor({rows, 3}, seed)), m.hidden)) {}
+  FlowModel m;
+  Tape tape;
+  Engine engine;
+  std::vector<Val> xs;
+};
+
 Program forever(Context& ctx, const FlowModel& m, Val h) {
   for (;;) {
     h = ctx.apply(m.gate, {h});
@@ -284,14 +295,13 @@ Program suspends_on_nothing(Context&) { co_await std::suspend_always{}; }
 
 // Programs that fail, beside healthy ones (decode) that must finish as if alone.
 TEST(Flow, AFailingProgramFailsAloneAndNamesItsExample) {
-  FlowModel m;
-  const Tensor x_value = random_tensor({6, 3}, 31);
   EngineOptions options;
   options.max_steps = 7;
   options.max_calls = 50;
-  Tape tape;
-  Engine engine(m.loom, tape, options);
-  const std::vector<Val> xs = engine.import(tape.variable(x_value), m.hidden);
+  EngineWithInputs batch(6, 31, options);
+  const FlowModel& m = batch.m;
+  Engine& engine = batch.engine;
+  const std::vector<Val>& xs = batch.xs;
   std::vector<Val> outs(6);
   engine.admit([&](Context& ctx) { return decode(ctx, m, xs[0], outs[0]); }, "healthy");
   engine.admit([&](Context& ctx) { return forever(ctx, m, xs[1]); }, "forever");
@@ -321,8 +331,8 @@ TEST(Flow, AFailingProgramFailsAloneAndNamesItsExample) {
   for (std::size_t e : {0, 5}) {
     Tape alone_tape;
     Engine alone(m.loom, alone_tape);
-    const Val x = alone.import(alone_tape.variable(x_value.rows_view(std::int64_t(e), 1).clone()),
-                               m.hidden)[0];
+    const Tensor input = engine.value(xs[e]).reshaped({1, 3}).clone();
+    const Val x = alone.import(alone_tape.variable(input), m.hidden)[0];
     Val out;
     alone.admit([&](Context& ctx) { return decode(ctx, m, x, out); });
     alone.run();
@@ -340,10 +350,10 @@ Program count_down(Context& ctx, const FlowModel& m, Val h, int reads, Val& out)
 }
 
 TEST(Flow, ProgramsJoinAndLeaveAtStepBoundaries) {
-  FlowModel m;
-  Tape tape;
-  Engine engine(m.loom, tape);
-  const std::vector<Val> xs = engine.import(tape.variable(random_tensor({3, 3}, 41)), m.hidden);
+  EngineWithInputs batch(3, 41);
+  const FlowModel& m = batch.m;
+  Engine& engine = batch.engine;
+  const std::vector<Val>& xs = batch.xs;
   std::vector<Val> outs(3);
   engine.admit([&](Context& ctx) { return count_down(ctx, m, xs[0], 3, outs[0]); });
   engine.admit([&](Context& ctx) { return count_down(ctx, m, xs[1], 1, outs[1]); });
@@ -379,10 +389,10 @@ Program fold_cells(Context& ctx, const FlowModel& m, Val x, std::size_t times, V
 }
 
 TEST(Flow, AProgramThatReadsNothingRunsInOneStep) {
-  FlowModel m;
-  Tape tape;
-  Engine engine(m.loom, tape);
-  const std::vector<Val> xs = engine.import(tape.variable(random_tensor({4, 3}, 51)), m.hidden);
+  EngineWithInputs batch(4, 51);
+  const FlowModel& m = batch.m;
+  Engine& engine = batch.engine;
+  const std::vector<Val>& xs = batch.xs;
   std::vector<Val> outs(4);
   for (std::size_t e = 0; e < 4; ++e)
     engine.admit([&, e](Context& ctx) { return fold_cells(ctx, m, xs[e], e + 1, outs[e]); });
@@ -400,15 +410,16 @@ Program split_once(Context& ctx, const FlowModel& m, Val x, Val& score) {
 }
 
 TEST(Flow, MisuseIsReportedByMessage) {
-  FlowModel m;
-  Tape tape;
-  Engine engine(m.loom, tape);
+  EngineWithInputs batch(1, 1);
+  const FlowModel& m = batch.m;
+  Tape& tape = batch.tape;
+  Engine& engine = batch.engine;
+  const std::vector<Val>& xs = batch.xs;
   expect_error(
       [&] {
         engine.import(tape.variable(random_tensor({2, 4}, 1)), m.hidden);
       },
       {"[flow] import", "float32 [2, 4]", "float32 [3] 'hidden'"});
-  const std::vector<Val> xs = engine.import(tape.variable(random_tensor({1, 3}, 1)), m.hidden);
   Val pending, score;
   engine.admit([&](Context& ctx) { return fold_cells(ctx, m, xs[0], 1, pending); });
   engine.admit([&](Context& ctx) { return split_once(ctx, m, xs[0], score); });
@@ -422,6 +433,16 @@ TEST(Flow, MisuseIsReportedByMessage) {
   expect_error([&] { engine.value(Val{999}); }, {"[flow] value", "not a value of this engine"});
   expect_error([&] { engine.state(9); }, {"[flow] example 9 was never admitted"});
   expect_error([&] { Engine(m.loom, tape, EngineOptions{0}); }, {"max_steps must be positive"});
+  // The loom's imports: a location outside the chunks given, a slot never imported.
+  loom::Executor executor(m.loom, tape);
+  const std::vector<Var> chunks{tape.variable(random_tensor({2, 3}, 2))};
+  const std::vector<loom::ValueLocation> beyond{{0, 2}};
+  expect_error([&] { executor.import(chunks, beyond); },
+               {"[loom] import: row 2 of chunk 0 is not among the 1 chunks given"});
+  loom::Weaver weaver(m.loom);
+  weaver.call(m.gate, {weaver.imported(m.hidden, 3)});
+  expect_error([&] { executor.run(weaver); },
+               {"[loom] imported value 0 refers to slot 3 but 0 rows were imported"});
 }
 
 }  // namespace
