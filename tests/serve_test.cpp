@@ -3,14 +3,21 @@
 // under concurrent clients whose requests share batches; every error case by status and
 // message; one bad instance among good ones; overload and recovery; reload under traffic;
 // draining on stop.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <thread>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "io_test_util.h"
@@ -90,6 +97,66 @@ bool same_prediction(const json& a, const json& b) {
     return true;
   }
   return a == b;
+}
+
+// One loopback connection driven byte by byte, for what an HTTP client library will not send
+// (broken framing, pipelining, a dribble of bytes).
+class RawConnection {
+ public:
+  explicit RawConnection(int port) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(std::uint16_t(port));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+      throw std::runtime_error("cannot connect to the test server");
+    }
+  }
+  ~RawConnection() { ::close(fd_); }
+  RawConnection(const RawConnection&) = delete;
+  RawConnection& operator=(const RawConnection&) = delete;
+
+  // Errors are ignored: the server may rightly have answered and closed already.
+  void send(std::string_view bytes) {
+    while (!bytes.empty()) {
+      const ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+      if (n <= 0) return;
+      bytes.remove_prefix(std::size_t(n));
+    }
+  }
+  // What the server sends until it closes the connection (closed() then says so) or until
+  // `seconds` pass: a bound that tells "answered" from "hung", never a timing measurement.
+  std::string read_until_closed(double seconds = 20) {
+    std::string out;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    char buffer[65536];
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      pollfd p{fd_, POLLIN, 0};
+      if (left.count() <= 0 || ::poll(&p, 1, int(left.count())) <= 0) return out;
+      const ssize_t n = ::recv(fd_, buffer, sizeof(buffer), 0);
+      if (n <= 0) {
+        closed_ = true;
+        return out;
+      }
+      out.append(buffer, std::size_t(n));
+    }
+  }
+  bool closed() const { return closed_; }
+
+ private:
+  int fd_;
+  bool closed_ = false;
+};
+
+// How many times `what` occurs in `text`.
+std::size_t occurrences(const std::string& text, const std::string& what) {
+  std::size_t count = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) {
+    ++count;
+  }
+  return count;
 }
 
 class Serving : public ::testing::Test {
@@ -421,6 +488,249 @@ TEST_F(Serving, StopDrainsTheRequestsInFlight) {
   // A request the server accepted is answered; one that arrived after the stop may be refused.
   EXPECT_EQ(ok + other, 8);
   EXPECT_GT(ok, 0);
+}
+
+// Issue 29, item 9: a chunked body is held to --max-body-bytes as it arrives (413 before the
+// rest is sent); a chunked body within the limit is decoded and predicted.
+TEST_F(Serving, AChunkedBodyIsBoundedAsItArrives) {
+  const std::string path = *checkpoint("calculator");
+  serve::ServerOptions options;
+  options.models = {{"calculator", path}};
+  options.max_body_bytes = 4096;
+  start(options);
+  RawConnection big(port_);
+  big.send(
+      "POST /v1/models/calculator:predict HTTP/1.1\r\nHost: t\r\n"
+      "Transfer-Encoding: chunked\r\n\r\n");
+  const std::string chunk = "400\r\n" + std::string(1024, ' ') + "\r\n";
+  for (int i = 0; i < 200 && !big.closed(); ++i) big.send(chunk);  // 200 KiB, never a last chunk
+  const std::string refused = big.read_until_closed();
+  EXPECT_NE(refused.find("HTTP/1.1 413"), std::string::npos) << refused.substr(0, 300);
+  EXPECT_NE(refused.find("larger than 4096 bytes"), std::string::npos) << refused.substr(0, 300);
+  EXPECT_TRUE(big.closed());
+  // Within the limit, split in three chunks (one with an extension) and a trailer.
+  const std::string body = R"({"instances": [{"number": 3}]})";
+  RawConnection small(port_);
+  small.send(fmt::format(
+      "POST /v1/models/calculator:predict HTTP/1.1\r\nHost: t\r\nConnection: close\r\n"
+      "Transfer-Encoding: chunked\r\n\r\n{:x}\r\n{}\r\n{:x};ext=1\r\n{}\r\n0\r\nX-T: 1\r\n\r\n",
+      10, body.substr(0, 10), body.size() - 10, body.substr(10)));
+  const std::string answer = small.read_until_closed();
+  EXPECT_NE(answer.find("HTTP/1.1 200"), std::string::npos) << answer;
+  EXPECT_NE(answer.find(infer("calculator", path, {R"({"number": 3})"})[0].dump()),
+            std::string::npos)
+      << answer;
+}
+
+// Item 10: connections dribbling header bytes, and idle ones, outnumbering the HTTP threads do
+// not keep a normal client waiting; the dribblers get 408 once their header deadline passes,
+// and connections past --max-connections are answered 503.
+TEST_F(Serving, SlowAndIdleConnectionsHoldNoThreadAndAreDropped) {
+  const std::string path = *checkpoint("calculator");
+  serve::ServerOptions options;
+  options.models = {{"calculator", path}};
+  options.header_timeout_s = 1;
+  options.idle_timeout_s = 1;
+  start(options);  // 64 HTTP threads
+  std::vector<std::unique_ptr<RawConnection>> slow, idle;
+  for (int i = 0; i < 100; ++i) slow.push_back(std::make_unique<RawConnection>(port_));
+  for (int i = 0; i < 100; ++i) idle.push_back(std::make_unique<RawConnection>(port_));
+  std::atomic<bool> done{false};
+  std::thread dribbler([&] {
+    const std::string request = "POST /v1/models/calculator:predict HTTP/1.1\r\nHost: t\r\n";
+    // slow[0] sends one byte only, so its 408 cannot be lost to a reset from later bytes.
+    for (std::size_t k = 0; k < request.size() && !done; ++k) {
+      for (std::size_t i = k == 0 ? 0 : 1; i < slow.size(); ++i)
+        slow[i]->send(request.substr(k, 1));
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    }
+  });
+  int answered = 0;
+  serve::HttpClient client("127.0.0.1", port_, 10);
+  for (int r = 0; r < 10; ++r) {
+    answered +=
+        client.post(predict_path("calculator"), R"({"instances": [{"number": 1}]})").status == 200;
+  }
+  done = true;
+  dribbler.join();
+  EXPECT_EQ(answered, 10);
+  const std::string dropped = slow[0]->read_until_closed();
+  EXPECT_NE(dropped.find("HTTP/1.1 408"), std::string::npos) << dropped;
+  EXPECT_TRUE(slow[0]->closed());
+  EXPECT_EQ(idle[0]->read_until_closed(), "");
+  EXPECT_TRUE(idle[0]->closed());
+  stop();
+  options.max_connections = 3;
+  start(options);
+  RawConnection a(port_), b(port_), c(port_), d(port_);
+  const std::string refused = d.read_until_closed();
+  EXPECT_NE(refused.find("HTTP/1.1 503"), std::string::npos) << refused;
+}
+
+// Item 11: a second server on a port in use fails to bind, naming the address.
+TEST_F(Serving, ASecondServerOnAPortInUseFailsNamingIt) {
+  const std::string path = *checkpoint("calculator");
+  serve::ServerOptions options;
+  options.models = {{"calculator", path}};
+  start(options);
+  serve::ServerOptions second = options;
+  second.host = "127.0.0.1";
+  second.port = port_;
+  serve::Server other(second);
+  try {
+    other.bind();
+    ADD_FAILURE() << "the second server bound port " << port_;
+  } catch (const weft::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("127.0.0.1:" + std::to_string(port_)), std::string::npos)
+        << e.what();
+  }
+}
+
+// Item 12: invalid UTF-8 is a 400 naming the instance and the byte offset, counted.
+TEST_F(Serving, InvalidUtf8IsA400NamingTheInstanceAndTheByteAndIsCounted) {
+  const std::string path = *checkpoint("calculator");
+  serve::ServerOptions options;
+  options.models = {{"calculator", path}};
+  start(options);
+  const std::string body = "{\"instances\": [{\"number\": 1}, \"(1 caf\xC3\xA9 \xFF)\"]}";
+  const serve::HttpResult r = post(predict_path("calculator"), body);
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_NE(r.body.find("instance 1: invalid UTF-8 at byte " + std::to_string(body.find('\xFF'))),
+            std::string::npos)
+      << r.body;
+  EXPECT_NE(
+      server_->metrics_text().find("weft_requests_total{model=\"calculator\",code=\"400\"} 1"),
+      std::string::npos);
+}
+
+// Item 13: :reload reads only from the checkpoint's directory and --allow-reload-from, and
+// never quotes a file it could not load.
+TEST_F(Serving, ReloadIsConfinedAndItsErrorsQuoteNoFile) {
+  const std::string path = *checkpoint("calculator");
+  const std::filesystem::path elsewhere =
+      std::filesystem::temp_directory_path() /
+      ("weft_serve_test_elsewhere_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(elsewhere / "sub");
+  std::filesystem::copy_file(path, elsewhere / "sub" / "c.safetensors");
+  serve::ServerOptions options;
+  options.models = {{"calculator", path}};
+  start(options);
+  const std::string reload = "/v1/models/calculator:reload";
+  auto reload_from = [&](const std::filesystem::path& p) {
+    return post(reload, json{{"checkpoint", p.string()}}.dump());
+  };
+  const serve::HttpResult outside = reload_from("/etc/passwd");
+  EXPECT_EQ(outside.status, 403) << outside.body;
+  EXPECT_NE(outside.body.find("refused"), std::string::npos) << outside.body;
+  EXPECT_EQ(outside.body.find("bytes"), std::string::npos) << outside.body;
+  EXPECT_EQ(reload_from(elsewhere / "sub" / "c.safetensors").status, 403);
+  // Out through a link or "..": the resolved path counts.
+  std::filesystem::create_symlink("/etc/passwd", dir_ / "link.safetensors");
+  EXPECT_EQ(reload_from(dir_ / "link.safetensors").status, 403);
+  EXPECT_EQ(reload_from(dir_ / ".." / "x.safetensors").status, 403);
+  // Inside, a file that is no checkpoint: its first bytes read as a header length are not told.
+  { std::ofstream(dir_ / "junk.safetensors") << "ABCDEFGHIJKLMNOP and more bytes"; }
+  const serve::HttpResult junk = reload_from(dir_ / "junk.safetensors");
+  EXPECT_EQ(junk.status, 400) << junk.body;
+  EXPECT_EQ(json::parse(junk.body).at("error"),
+            "reload failed, the old checkpoint keeps serving: '" +
+                (dir_ / "junk.safetensors").string() +
+                "' is not a checkpoint of this model (the server's log says why)");
+  EXPECT_EQ(post(reload, "").status, 200);  // no body: the same checkpoint again
+  stop();
+  options.allow_reload_from = {(elsewhere / "sub").string()};
+  start(options);
+  const serve::HttpResult allowed = reload_from(elsewhere / "sub" / "c.safetensors");
+  EXPECT_EQ(allowed.status, 200) << allowed.body;
+  EXPECT_EQ(server_->stats("calculator").reloads, 1u);
+  std::filesystem::remove_all(elsewhere);
+}
+
+// Item 14: HTTP framing answered at once and exactly.
+TEST_F(Serving, FramingIsAnsweredAtOnceAndExactly) {
+  const std::string path = *checkpoint("calculator");
+  serve::ServerOptions options;
+  options.models = {{"calculator", path}};
+  options.max_body_bytes = 4096;
+  start(options);
+  // The connection stays open (no EOF): an answer proves the server did not wait for a body.
+  auto exchange = [&](const std::string& request) {
+    RawConnection c(port_);
+    c.send(request);
+    return c.read_until_closed();
+  };
+  const std::string calc = "/v1/models/calculator";
+  std::string r =
+      exchange("POST " + calc + ":reload HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+  EXPECT_NE(r.find("HTTP/1.1 200"), std::string::npos) << r;
+  r = exchange("POST " + calc + ":predict HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+  EXPECT_NE(r.find("HTTP/1.1 400"), std::string::npos) << r;
+  EXPECT_NE(r.find("the body is empty"), std::string::npos) << r;
+  for (const std::string length : {"-1", "12345678901234567890", "1e3", "5, 6"}) {
+    r = exchange("POST " + calc + ":predict HTTP/1.1\r\nHost: t\r\nContent-Length: " + length +
+                 "\r\n\r\n");
+    EXPECT_NE(r.find("HTTP/1.1 400"), std::string::npos) << length << ": " << r;
+    EXPECT_NE(r.find("Content-Length"), std::string::npos) << r;
+  }
+  // Two requests in one write: both answered, in order.
+  const std::string body = R"({"instances": [{"number": 2}]})";
+  const std::string one =
+      fmt::format("POST {}:predict HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\n\r\n{}", calc,
+                  body.size(), body);
+  r = exchange(one + "GET /healthz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(occurrences(r, "HTTP/1.1 200"), 2u) << r;
+  EXPECT_LT(r.find("predictions"), r.find("\"ok\"")) << r;
+  // The fuzz target's entry point answers the same bytes the same way, without a socket.
+  EXPECT_EQ(occurrences(server_->answer_raw(one + "GET /healthz HTTP/1.1\r\n\r\n"), "HTTP/1.1 200"),
+            2u);
+  r = exchange("GET /" + std::string(9000, 'a') + " HTTP/1.1\r\nHost: t\r\n\r\n");
+  EXPECT_NE(r.find("HTTP/1.1 414"), std::string::npos) << r.substr(0, 200);
+  EXPECT_NE(r.find("longer than"), std::string::npos) << r.substr(0, 200);
+  for (const std::string method : {"PUT", "DELETE", "GET"}) {
+    r = exchange(method + " " + calc + ":predict HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+    EXPECT_NE(r.find("HTTP/1.1 405"), std::string::npos) << method << ": " << r;
+    EXPECT_NE(r.find("Allow: POST"), std::string::npos) << r;
+  }
+  r = exchange("DELETE /metrics HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+  EXPECT_NE(r.find("Allow: GET, HEAD"), std::string::npos) << r;
+  r = exchange("POST " + calc +
+               ":predict HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\n"
+               "Content-Length: 10000000\r\n\r\n");
+  EXPECT_NE(r.find("HTTP/1.1 413"), std::string::npos) << r;
+  EXPECT_EQ(r.find("100 Continue"), std::string::npos) << r;
+  // A bad instance's message names it once.
+  const serve::HttpResult bad = post(predict_path("calculator"), R"({"instances": [{"op": "?"}]})");
+  EXPECT_EQ(bad.status, 400);
+  // Named once in each of "error", "errors" and "predictions", the model's prefix once too.
+  EXPECT_EQ(occurrences(bad.body, "instance 0"), 3u) << bad.body;
+  EXPECT_EQ(occurrences(bad.body, "[calculator]"), 3u) << bad.body;
+}
+
+// Item 15: with a token, every request but /healthz needs it.
+TEST_F(Serving, ABearerTokenGuardsEverythingButHealthz) {
+  const std::string path = *checkpoint("calculator");
+  serve::ServerOptions options;
+  options.models = {{"calculator", path}};
+  options.auth_token = "0123456789abcdef-secret";
+  start(options);
+  auto request = [&](const std::string& target, const std::string& authorization) {
+    RawConnection c(port_);
+    c.send("GET " + target + " HTTP/1.1\r\nHost: t\r\nConnection: close\r\n" + authorization +
+           "\r\n");
+    return c.read_until_closed();
+  };
+  std::string r = request("/v1/models", "");
+  EXPECT_NE(r.find("HTTP/1.1 401"), std::string::npos) << r;
+  EXPECT_NE(r.find("WWW-Authenticate: Bearer"), std::string::npos) << r;
+  r = request("/metrics", "Authorization: Bearer 0123456789abcdef-secreT\r\n");
+  EXPECT_NE(r.find("HTTP/1.1 401"), std::string::npos) << r;
+  r = request("/v1/models", "Authorization: Bearer 0123456789abcdef-secret\r\n");
+  EXPECT_NE(r.find("HTTP/1.1 200"), std::string::npos) << r;
+  r = request("/healthz", "");
+  EXPECT_NE(r.find("HTTP/1.1 200"), std::string::npos) << r;
+  EXPECT_EQ(post(predict_path("calculator"), R"({"instances": [{"number": 1}]})").status, 401);
+  EXPECT_TRUE(serve::is_loopback_host("127.0.0.1"));
+  EXPECT_FALSE(serve::is_loopback_host("0.0.0.0"));
 }
 
 }  // namespace

@@ -165,7 +165,10 @@ json CalculatorModel::parse_example(std::string_view line, std::string_view wher
   try {
     sign = expression_sign(expression);  // validates the whole expression
   } catch (const Error& e) {
-    fail("calculator", where, ": ", e.what());
+    // Located once: "[calculator] instance 0: what", not "[calculator] instance 0: [calculator]
+    // what".
+    const std::string_view what = e.what(), own = "[calculator] ";
+    fail("calculator", where, ": ", what.starts_with(own) ? what.substr(own.size()) : what);
   }
   return json{{"expression", expression}, {"sign", std::int32_t(sign + 1)}};
 }

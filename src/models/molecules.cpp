@@ -447,7 +447,9 @@ json MoleculeModel::parse_example(std::string_view line, std::string_view where)
     if (graph.atoms.empty()) fail("molecules", "'", smiles, "' has no atoms");
     return molecule_example(graph);
   } catch (const Error& e) {
-    fail("molecules", where, ": ", e.what());
+    // Located once: "[molecules] instance 0: what", not "[molecules] instance 0: [molecules] what".
+    const std::string_view what = e.what(), own = "[molecules] ";
+    fail("molecules", where, ": ", what.starts_with(own) ? what.substr(own.size()) : what);
   }
 }
 

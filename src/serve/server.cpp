@@ -1,56 +1,41 @@
-// The HTTP side of the server (cpp-httplib): routes, input limits, parsing each instance on its
-// own, handing instances to the model's worker, answers and the Prometheus metrics text.
+// The HTTP side of the server (cpp-httplib routes over the connections of http_front.h): input
+// checks, parsing each instance on its own, handing instances to the model's worker, answers,
+// authentication, reload confinement and the Prometheus metrics text.
 #include "weft/serve/server.h"
 
-#include <httplib.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
+#include <iostream>
 #include <map>
+#include <optional>
+#include <regex>
 
 #include <fmt/format.h>
 
+#include "http_front.h"
 #include "model_worker.h"
+#include "request_checks.h"
 #include "weft/core/error.h"
+#include "weft/io/utf8.h"
 #include "weft/models/registry.h"
 
 namespace weft::serve {
 
 namespace {
 
+namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 
-template <typename Open, typename Close>
-int scan_depth(std::string_view text, int limit, bool json_strings, Open open, Close close) {
-  int depth = 0, deepest = 0;
-  bool in_string = false, escaped = false;
-  for (const char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (json_strings && c == '"') {
-      in_string = true;
-    } else if (open(c)) {
-      deepest = std::max(deepest, ++depth);
-      if (deepest > limit) return limit + 1;
-    } else if (close(c)) {
-      --depth;
-    }
-  }
-  return deepest;
-}
-
+// Invalid UTF-8 in a message (a model quoting what it could not read) becomes U+FFFD rather
+// than an exception while answering.
 void set_json(httplib::Response& res, int status, const json& body) {
   res.status = status;
-  res.set_content(body.dump() + "\n", "application/json");
+  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace) + "\n",
+                  "application/json");
 }
 
 void set_error(httplib::Response& res, int status, const std::string& message) {
@@ -67,58 +52,100 @@ std::string status_text(int status) {
       return "method not allowed";
     case 413:
       return "request body too large";
+    case 414:
+      return "the URI is too long";
     case 503:
       return "service unavailable";
     default:
-      return "error";
+      return fmt::format("HTTP status {}", status);
   }
 }
 
-// Debian's cpp-httplib listens with a backlog of 5 (compiled into the library), so a burst of
-// clients connecting at once overflows it and some connections are reset; Linux lets a second
-// listen() on the bound socket raise the backlog.
-class HttpServer : public httplib::Server {
- public:
-  void widen_backlog(int backlog) { ::listen(svr_sock_.load(), backlog); }
+// The methods a known path answers; empty for a path that is not an endpoint.
+std::string allowed_methods(const std::string& path) {
+  static const std::regex model_action(R"(/v1/models/[^/:]+:(predict|reload))");
+  if (std::regex_match(path, model_action)) return "POST";
+  if (path == "/v1/models" || path == "/healthz" || path == "/metrics") return "GET, HEAD";
+  return "";
+}
+
+detail::ConnectionLimits connection_limits(const ServerOptions& o) {
+  detail::ConnectionLimits limits;
+  limits.request.max_body_bytes = o.max_body_bytes;
+  limits.header_timeout_s = o.header_timeout_s;
+  limits.body_timeout_s = o.body_timeout_s;
+  limits.idle_timeout_s = o.idle_timeout_s;
+  limits.max_connections = o.max_connections;
+  limits.max_requests_per_connection = std::max<std::size_t>(1, o.max_requests_per_connection);
+  limits.workers = o.http_threads;
+  return limits;
+}
+
+// A directory path, resolved, to compare reload paths against.
+fs::path resolved_directory(const std::string& dir) {
+  std::error_code error;
+  const fs::path path = fs::canonical(dir, error);
+  if (error || !fs::is_directory(path)) {
+    fail("weft serve", "--allow-reload-from '", dir, "' is not a directory");
+  }
+  return path;
+}
+
+bool inside(const fs::path& dir, const fs::path& path) {
+  const auto [d, p] = std::mismatch(dir.begin(), dir.end(), path.begin(), path.end());
+  return d == dir.end() && p != path.end();
+}
+
+// A predict request's answer before it is sent.
+struct Answer {
+  int status = 200;
+  json body;
 };
+
+Answer error_answer(int status, std::string message) {
+  return {status, json{{"error", std::move(message)}}};
+}
 
 }  // namespace
 
-int json_nesting_depth(std::string_view text, int limit) {
-  return scan_depth(
-      text, limit, true, [](char c) { return c == '[' || c == '{'; },
-      [](char c) { return c == ']' || c == '}'; });
-}
-
-int bracket_depth(std::string_view text, int limit) {
-  return scan_depth(
-      text, limit, false, [](char c) { return c == '(' || c == '[' || c == '{'; },
-      [](char c) { return c == ')' || c == ']' || c == '}'; });
-}
-
 struct Server::Impl {
-  explicit Impl(ServerOptions o) : options(std::move(o)) {
+  explicit Impl(ServerOptions o) : options(std::move(o)), http(connection_limits(options)) {
     if (options.models.empty()) fail("weft serve", "no model to serve");
+    for (const std::string& dir : options.allow_reload_from) {
+      reload_dirs.push_back(resolved_directory(dir));
+    }
     for (const ServedModel& m : options.models) {
       if (workers.count(m.name)) fail("weft serve", "model '", m.name, "' is given twice");
       models::find_model(m.name);  // throws naming the registered models
       workers.emplace(m.name, std::make_unique<detail::ModelWorker>(m.name, m.checkpoint, options));
+      std::error_code error;
+      const fs::path loaded = fs::canonical(m.checkpoint, error);
+      if (!error) model_dirs[m.name] = loaded.parent_path();
     }
     setup_routes();
   }
 
   void setup_routes();
+  void setup_checks();
   void predict(const std::string& name, const httplib::Request& req, httplib::Response& res);
+  Answer answer_predict(detail::ModelWorker& worker, const std::string& body);
+  std::optional<Answer> read_instances(const std::string& body, json& instances) const;
+  std::shared_ptr<detail::PendingRequest> submit_instances(detail::ModelWorker& worker,
+                                                           const json& instances) const;
+  static Answer collect_predictions(detail::PendingRequest& pending);
   void reload(const std::string& name, const httplib::Request& req, httplib::Response& res);
+  std::optional<std::string> confine_reload(const std::string& model,
+                                            const std::string& checkpoint) const;
   detail::ModelWorker* find(const std::string& name, httplib::Response& res);
   std::string metrics() const;
 
   ServerOptions options;
   std::map<std::string, std::unique_ptr<detail::ModelWorker>> workers;
-  HttpServer http;
+  std::map<std::string, fs::path> model_dirs;  // where each model's first checkpoint lies
+  std::vector<fs::path> reload_dirs;           // --allow-reload-from
+  detail::HttpServer http;
   std::atomic<int> port{-1};
   std::atomic<bool> stopped{false};
-  std::atomic<std::uint64_t> other_requests{0};
 };
 
 detail::ModelWorker* Server::Impl::find(const std::string& name, httplib::Response& res) {
@@ -126,6 +153,7 @@ detail::ModelWorker* Server::Impl::find(const std::string& name, httplib::Respon
   if (it != workers.end()) return it->second.get();
   std::string known;
   for (const auto& [n, w] : workers) known += (known.empty() ? "" : ", ") + n;
+  http.count_answer(404);
   set_error(res, 404, fmt::format("unknown model '{}'; this server has: {}", name, known));
   return nullptr;
 }
@@ -135,38 +163,67 @@ void Server::Impl::predict(const std::string& name, const httplib::Request& req,
   const auto start = Clock::now();
   detail::ModelWorker* worker = find(name, res);
   if (worker == nullptr) return;
-  auto finish = [&] {
-    if (res.status == 503) res.set_header("Retry-After", "1");
-    worker->record_request(res.status, std::chrono::duration<double>(Clock::now() - start).count());
-  };
-  if (json_nesting_depth(req.body, options.max_depth) > options.max_depth) {
-    set_error(res, 400, fmt::format("the body nests deeper than {} levels", options.max_depth));
-    return finish();
-  }
-  json body;
+  const Answer answer = answer_predict(*worker, req.body);
+  set_json(res, answer.status, answer.body);
+  if (answer.status == 503) res.set_header("Retry-After", "1");
+  worker->record_request(answer.status,
+                         std::chrono::duration<double>(Clock::now() - start).count());
+}
+
+Answer Server::Impl::answer_predict(detail::ModelWorker& worker, const std::string& body) {
+  json instances;
+  if (std::optional<Answer> refused = read_instances(body, instances)) return *refused;
   try {
-    body = json::parse(req.body);
+    const std::shared_ptr<detail::PendingRequest> pending = submit_instances(worker, instances);
+    if (!pending) {
+      return error_answer(
+          503, fmt::format("model '{}' is overloaded (queue full); retry later", worker.name()));
+    }
+    pending->wait();
+    return collect_predictions(*pending);
+  } catch (const std::exception& e) {  // a bug, but answered and counted like any other
+    return error_answer(500, fmt::format("internal error: {}", e.what()));
+  }
+}
+
+// The body's instances, or why there are none to predict.
+std::optional<Answer> Server::Impl::read_instances(const std::string& body, json& instances) const {
+  const std::string shape = R"(the body must be a JSON object {"instances": [...]})";
+  if (body.empty()) return error_answer(400, shape + "; the body is empty");
+  if (json_nesting_depth(body, options.max_depth) > options.max_depth) {
+    return error_answer(400,
+                        fmt::format("the body nests deeper than {} levels", options.max_depth));
+  }
+  if (const std::optional<std::size_t> bad = io::find_invalid_utf8(body)) {
+    const long instance = detail::instance_at_offset(body, *bad);
+    return error_answer(
+        400, fmt::format("{}invalid UTF-8 at byte {} of the body (0x{:02X})",
+                         instance >= 0 ? fmt::format("instance {}: ", instance) : "", *bad,
+                         static_cast<unsigned char>(body[*bad])));
+  }
+  json parsed;
+  try {
+    parsed = json::parse(body);
   } catch (const json::exception& e) {
-    set_error(res, 400, fmt::format("malformed JSON: {}", e.what()));
-    return finish();
+    return error_answer(400, fmt::format("malformed JSON: {}", e.what()));
   }
-  if (!body.is_object() || !body.contains("instances") || !body["instances"].is_array()) {
-    set_error(res, 400, R"(the body must be a JSON object {"instances": [...]})");
-    return finish();
+  if (!parsed.is_object() || !parsed.contains("instances") || !parsed["instances"].is_array()) {
+    return error_answer(400, shape);
   }
-  const json& instances = body["instances"];
-  if (instances.empty()) {
-    set_error(res, 400, "\"instances\" is empty");
-    return finish();
-  }
+  instances = std::move(parsed["instances"]);
+  if (instances.empty()) return error_answer(400, "\"instances\" is empty");
   if (instances.size() > options.max_instances) {
-    set_error(res, 400,
-              fmt::format("{} instances; at most {} per request", instances.size(),
-                          options.max_instances));
-    return finish();
+    return error_answer(400, fmt::format("{} instances; at most {} per request", instances.size(),
+                                         options.max_instances));
   }
-  // Each instance is parsed on its own, so a bad one fails alone.
-  const std::shared_ptr<models::Model> model = worker->model();
+  return std::nullopt;
+}
+
+// Parses each instance on its own (a bad one fails alone) and queues the good ones; nullptr
+// when the queue is full.
+std::shared_ptr<detail::PendingRequest> Server::Impl::submit_instances(
+    detail::ModelWorker& worker, const json& instances) const {
+  const std::shared_ptr<models::Model> model = worker.model();
   auto pending = std::make_shared<detail::PendingRequest>(instances.size());
   std::vector<detail::QueuedInstance> queued;
   std::vector<std::string> parse_errors(instances.size());
@@ -175,7 +232,7 @@ void Server::Impl::predict(const std::string& name, const httplib::Request& req,
         instances[i].is_string() ? instances[i].get<std::string>() : instances[i].dump();
     try {
       if (instances[i].is_string() && bracket_depth(line, options.max_depth) > options.max_depth) {
-        fail("", "the text nests deeper than ", options.max_depth, " levels");
+        fail("weft serve", "the text nests deeper than ", options.max_depth, " levels");
       }
       queued.push_back(
           {pending, i, model->parse_example(line, fmt::format("instance {}", i)), model});
@@ -183,41 +240,60 @@ void Server::Impl::predict(const std::string& name, const httplib::Request& req,
       parse_errors[i] = e.what();
     }
   }
+  if (!queued.empty() && !worker.submit(std::move(queued))) return nullptr;
   for (std::size_t i = 0; i < instances.size(); ++i) {
     if (!parse_errors[i].empty()) pending->finish(i, json(), parse_errors[i]);
   }
-  if (!queued.empty()) {
-    if (!worker->submit(std::move(queued))) {
-      set_error(res, 503, fmt::format("model '{}' is overloaded (queue full); retry later", name));
-      return finish();
-    }
-  }
-  pending->wait();
+  return pending;
+}
+
+Answer Server::Impl::collect_predictions(detail::PendingRequest& pending) {
   json predictions = json::array();
   json errors = json::array();
-  for (std::size_t i = 0; i < instances.size(); ++i) {
-    if (pending->errors[i].empty()) {
-      predictions.push_back(std::move(pending->results[i]));
-    } else {
-      const std::string message = fmt::format("instance {}: {}", i, pending->errors[i]);
-      predictions.push_back(json{{"error", message}});
-      errors.push_back(json{{"index", i}, {"error", message}});
+  for (std::size_t i = 0; i < pending.results.size(); ++i) {
+    if (pending.errors[i].empty()) {
+      predictions.push_back(std::move(pending.results[i]));
+      continue;
+    }
+    // Parse errors already say where ("instance 3: ..."); the worker's do not.
+    const std::string where = fmt::format("instance {}", i);
+    const std::string& what = pending.errors[i];
+    const std::string message =
+        what.find(where + ":") != std::string::npos ? what : where + ": " + what;
+    predictions.push_back(json{{"error", message}});
+    errors.push_back(json{{"index", i}, {"error", message}});
+  }
+  if (errors.empty()) return {200, json{{"predictions", std::move(predictions)}}};
+  // 400 when any instance failed, naming each; the others' predictions are still there.
+  const std::string first = errors[0]["error"].get<std::string>();
+  const std::string summary = errors.size() == 1
+                                  ? first
+                                  : fmt::format("{} of {} instances failed; {}", errors.size(),
+                                                pending.results.size(), first);
+  return {400, json{{"error", summary},
+                    {"errors", std::move(errors)},
+                    {"predictions", std::move(predictions)}}};
+}
+
+// Why `checkpoint` may not be read by a reload of `model`, or nothing when it may. Symbolic
+// links are resolved first, so a link inside an allowed directory cannot lead out of it.
+std::optional<std::string> Server::Impl::confine_reload(const std::string& model,
+                                                        const std::string& checkpoint) const {
+  std::vector<fs::path> allowed = reload_dirs;
+  if (const auto it = model_dirs.find(model); it != model_dirs.end()) allowed.push_back(it->second);
+  std::error_code error;
+  const fs::path resolved = fs::weakly_canonical(fs::absolute(checkpoint, error), error);
+  if (!error) {
+    for (const fs::path& dir : allowed) {
+      if (inside(dir, resolved)) return std::nullopt;
     }
   }
-  if (errors.empty()) {
-    set_json(res, 200, json{{"predictions", std::move(predictions)}});
-  } else {
-    // 400 when any instance failed, naming each; the others' predictions are still there.
-    const std::string first = errors[0]["error"].get<std::string>();
-    set_json(
-        res, 400,
-        json{{"error", errors.size() == 1 ? first
-                                          : fmt::format("{} of {} instances failed; {}",
-                                                        errors.size(), instances.size(), first)},
-             {"errors", std::move(errors)},
-             {"predictions", std::move(predictions)}});
-  }
-  finish();
+  std::string places;
+  for (const fs::path& dir : allowed) places += (places.empty() ? "" : ", ") + dir.string();
+  return fmt::format(
+      "reload from '{}' refused: checkpoints are reloaded only from {} (--allow-reload-from "
+      "adds a directory)",
+      checkpoint, places.empty() ? "no directory" : places);
 }
 
 void Server::Impl::reload(const std::string& name, const httplib::Request& req,
@@ -226,31 +302,71 @@ void Server::Impl::reload(const std::string& name, const httplib::Request& req,
   if (worker == nullptr) return;
   std::string checkpoint = worker->checkpoint();
   if (!req.body.empty()) {
-    if (json_nesting_depth(req.body, 8) > 8) return set_error(res, 400, "malformed reload body");
-    try {
-      const json body = json::parse(req.body);
-      if (!body.is_object()) throw json::other_error::create(0, "not an object", nullptr);
-      if (body.contains("checkpoint")) checkpoint = body.at("checkpoint").get<std::string>();
-    } catch (const json::exception& e) {
-      return set_error(res, 400,
-                       fmt::format(R"(the body must be {{"checkpoint": "path"}}: {})", e.what()));
+    const bool readable = json_nesting_depth(req.body, 8) <= 8 && !io::find_invalid_utf8(req.body);
+    const json body = readable ? json::parse(req.body, nullptr, false) : json(nullptr);
+    if (!body.is_object() || (body.contains("checkpoint") && !body["checkpoint"].is_string())) {
+      return set_error(res, 400, R"(the body must be empty or {"checkpoint": "path"})");
     }
+    if (body.contains("checkpoint")) checkpoint = body["checkpoint"].get<std::string>();
+  }
+  if (const std::optional<std::string> refused = confine_reload(name, checkpoint)) {
+    return set_error(res, 403, *refused);
   }
   try {
     worker->reload(checkpoint);
   } catch (const std::exception& e) {
-    return set_error(res, 400,
-                     fmt::format("reload failed, the old checkpoint keeps serving: {}", e.what()));
+    // The loader's message may quote the file (a header's bytes read as a length): it goes to
+    // the server's log, the client learns only that the file is not a checkpoint it can load.
+    std::cerr << fmt::format("weft serve: reload of {} from '{}' failed: {}\n", name, checkpoint,
+                             e.what());
+    const bool exists = fs::exists(checkpoint);
+    return set_error(
+        res, 400,
+        fmt::format("reload failed, the old checkpoint keeps serving: '{}' {}", checkpoint,
+                    exists ? "is not a checkpoint of this model (the server's log says why)"
+                           : "does not exist"));
   }
   set_json(res, 200, json{{"model", name}, {"checkpoint", checkpoint}, {"reloaded", true}});
 }
 
+// Before any route: authentication (/healthz excepted), then 405 for a known path asked with a
+// method it does not answer.
+void Server::Impl::setup_checks() {
+  http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    const bool health = req.path == "/healthz";
+    if (!options.auth_token.empty() && !health) {
+      const std::string given = req.get_header_value("Authorization");
+      const std::string expected = "Bearer " + options.auth_token;
+      if (!detail::same_secret(given, expected)) {
+        res.set_header("WWW-Authenticate", "Bearer");
+        http.count_answer(401);
+        set_error(res, 401,
+                  given.empty() ? "this server needs an Authorization: Bearer token"
+                                : "the Authorization token is not this server's");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+    }
+    const std::string allow = allowed_methods(req.path);
+    const bool get = req.method == "GET" || req.method == "HEAD";
+    if (!allow.empty() && (allow == "POST" ? req.method != "POST" : !get)) {
+      res.set_header("Allow", allow);
+      http.count_answer(405);
+      set_error(res, 405, fmt::format("{} answers {}, not {}", req.path, allow, req.method));
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+}
+
 void Server::Impl::setup_routes() {
-  http.new_task_queue = [n = options.http_threads] {
-    return new httplib::ThreadPool(std::size_t(std::max(1, n)));
-  };
+  setup_checks();
+  // No SO_REUSEPORT (cpp-httplib's default): a second server on a port in use must fail to
+  // bind, not share the port and take half of the first one's requests.
+  http.set_socket_options([](socket_t sock) {
+    const int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   http.set_payload_max_length(options.max_body_bytes);
-  http.set_keep_alive_max_count(1u << 30);
   http.set_tcp_nodelay(true);
   http.Post(R"(/v1/models/([^/:]+):predict)",
             [this](const httplib::Request& req, httplib::Response& res) {
@@ -289,8 +405,8 @@ void Server::Impl::setup_routes() {
         set_error(res, 500, what);
       });
   http.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
-    ++other_requests;
-    if (!res.body.empty()) return;
+    if (!res.body.empty()) return;  // a handler's answer, counted where it was given
+    http.count_answer(res.status);
     if (res.status == 404) {
       return set_error(res, 404, fmt::format("no such endpoint: {} {}", req.method, req.path));
     }
@@ -336,28 +452,24 @@ std::string Server::Impl::metrics() const {
   for (const auto& [name, s] : snaps) histogram("weft_request_duration_seconds", name, s.latency);
   family("weft_batch_size", "histogram", "Instances per batch run.");
   for (const auto& [name, s] : snaps) histogram("weft_batch_size", name, s.batch_sizes);
-  family("weft_batches_total", "counter", "Batches run.");
-  for (const auto& [name, s] : snaps) {
-    out += fmt::format("weft_batches_total{{model=\"{}\"}} {}\n", name, s.stats.batches);
-  }
-  family("weft_shared_batches_total", "counter", "Batches holding instances of several requests.");
-  for (const auto& [name, s] : snaps) {
-    out +=
-        fmt::format("weft_shared_batches_total{{model=\"{}\"}} {}\n", name, s.stats.shared_batches);
-  }
-  family("weft_examples_total", "counter", "Instances run in batches.");
-  for (const auto& [name, s] : snaps) {
-    out += fmt::format("weft_examples_total{{model=\"{}\"}} {}\n", name, s.stats.examples);
-  }
-  family("weft_examples_per_second", "gauge", "Instances run per second over the last 10 s.");
-  for (const auto& [name, s] : snaps) {
-    out +=
-        fmt::format("weft_examples_per_second{{model=\"{}\"}} {}\n", name, s.examples_per_second);
-  }
-  family("weft_queue_depth", "gauge", "Instances waiting for a batch.");
-  for (const auto& [name, s] : snaps) {
-    out += fmt::format("weft_queue_depth{{model=\"{}\"}} {}\n", name, s.queue_depth);
-  }
+  auto per_model = [&](const char* name, const char* type, const char* help, auto value) {
+    family(name, type, help);
+    for (const auto& [model, s] : snaps) {
+      out += fmt::format("{}{{model=\"{}\"}} {}\n", name, model, value(s));
+    }
+  };
+  using Snapshot = detail::ModelWorker::Snapshot;
+  per_model("weft_batches_total", "counter", "Batches run.",
+            [](const Snapshot& s) { return s.stats.batches; });
+  per_model("weft_shared_batches_total", "counter",
+            "Batches holding instances of several requests.",
+            [](const Snapshot& s) { return s.stats.shared_batches; });
+  per_model("weft_examples_total", "counter", "Instances run in batches.",
+            [](const Snapshot& s) { return s.stats.examples; });
+  per_model("weft_examples_per_second", "gauge", "Instances run per second over the last 10 s.",
+            [](const Snapshot& s) { return s.examples_per_second; });
+  per_model("weft_queue_depth", "gauge", "Instances waiting for a batch.",
+            [](const Snapshot& s) { return s.queue_depth; });
   family("weft_reloads_total", "counter", "Checkpoint reloads, by result.");
   for (const auto& [name, s] : snaps) {
     out +=
@@ -365,6 +477,16 @@ std::string Server::Impl::metrics() const {
     out += fmt::format("weft_reloads_total{{model=\"{}\",result=\"failed\"}} {}\n", name,
                        s.reload_failures);
   }
+  family("weft_http_errors_total", "counter",
+         "Answers that reached no model, by status: framing, limits, timeouts (408), "
+         "authentication (401), unknown endpoints, too many connections (503).");
+  for (int code = 400; code < 600; ++code) {
+    if (const std::uint64_t n = http.front_answers(code)) {
+      out += fmt::format("weft_http_errors_total{{code=\"{}\"}} {}\n", code, n);
+    }
+  }
+  family("weft_open_connections", "gauge", "Connections open now.");
+  out += fmt::format("weft_open_connections {}\n", http.open_connections());
   return out;
 }
 
@@ -382,23 +504,30 @@ int Server::bind() {
     port = impl_->http.bind_to_any_port(host);
     if (port < 0) fail("weft serve", "cannot bind ", host, " to any port");
   } else if (!impl_->http.bind_to_port(host, port)) {
-    fail("weft serve", "cannot bind ", host, ":", port, " (in use, or not an address here)");
+    fail("weft serve", "cannot listen on ", host, ":", port,
+         " (the address is in use, or not an address of this machine)");
   }
-  impl_->http.widen_backlog(1024);
+  // Debian's cpp-httplib listens with a backlog of 5 (compiled into the library), so a burst of
+  // clients connecting at once overflows it; Linux lets a second listen() raise the backlog.
+  ::listen(impl_->http.listening_socket(), 1024);
   impl_->port = port;
   return port;
 }
 
 void Server::serve() {
   if (impl_->port < 0) bind();
-  if (!impl_->stopped) impl_->http.listen_after_bind();
-  // listen returns once every connection's thread is done: the requests in flight are answered.
+  if (!impl_->stopped) {
+    impl_->http.start_connections();
+    impl_->http.listen_after_bind();
+  }
+  // The requests that arrived whole are answered before the workers stop.
+  impl_->http.drain();
   for (auto& [name, worker] : impl_->workers) worker->stop();
 }
 
 void Server::stop() {
   impl_->stopped = true;
-  impl_->http.stop();
+  impl_->http.stop_listening();
 }
 
 int Server::port() const { return impl_->port; }
@@ -410,5 +539,9 @@ ModelStats Server::stats(const std::string& model) const {
 }
 
 std::string Server::metrics_text() const { return impl_->metrics(); }
+
+std::string Server::answer_raw(std::string_view request) const {
+  return impl_->http.answer_raw(request);
+}
 
 }  // namespace weft::serve

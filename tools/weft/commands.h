@@ -136,6 +136,13 @@ struct ServeOptions {
   int max_depth = 512;
   int http_threads = 300;
   int threads = 1;
+  double header_timeout_s = 10;
+  double body_timeout_s = 30;
+  double idle_timeout_s = 5;
+  std::int64_t max_connections = 8192;
+  std::int64_t max_requests_per_connection = 10000;
+  std::vector<std::string> allow_reload_from;
+  std::string auth_token_file;
 };
 
 struct BenchServeOptions {

@@ -1,11 +1,13 @@
 // `weft serve`: the inference server (weft/serve/server.h) from the command line. SIGTERM and
 // SIGINT stop accepting connections, finish the requests in flight and exit 0.
 #include <fmt/core.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cerrno>
 #include <csignal>
+#include <fstream>
 #include <iostream>
 #include <thread>
 
@@ -27,7 +29,16 @@ CLI::App* add_serve(CLI::App& app, ServeOptions& options) {
       "An instance is a JSON value or a string in the model's text form (a line of weft infer).\n"
       "A request with a bad instance answers 400 with \"errors\" naming each bad index and\n"
       "the other instances' predictions in place; 503 + Retry-After when the queue is full;\n"
-      "413 for a body over --max-body-bytes; 404 for an unknown model.");
+      "413 for a body over --max-body-bytes; 404 for an unknown model.\n"
+      "Guarantees to a hostile client: a request's headers must arrive within\n"
+      "--header-timeout-s of its first byte and its body within --body-timeout-s (totals,\n"
+      "else 408 and the connection closes); an idle keep-alive connection closes after\n"
+      "--idle-timeout-s; a chunked body is bounded by --max-body-bytes as it arrives (413);\n"
+      "idle and slow connections hold no thread (at most --max-connections open, then 503);\n"
+      "a port in use is an error, never shared. :reload reads only from the directory of\n"
+      "the model's checkpoint and --allow-reload-from directories, and its errors never\n"
+      "quote a file. --auth-token-file: every request but GET /healthz needs\n"
+      "'Authorization: Bearer <token>' (else 401); a non-loopback --host without it warns.");
   cmd->add_option("model", options.model, "The model to serve (default: the checkpoint's)");
   cmd->add_option("--checkpoint", options.checkpoint, "Its self-contained checkpoint");
   cmd->add_option("--model", options.models, "Another model as name=checkpoint (repeatable)");
@@ -58,11 +69,64 @@ CLI::App* add_serve(CLI::App& app, ServeOptions& options) {
                   "Connections served at once (a keep-alive client holds one)")
       ->capture_default_str()
       ->check(CLI::Range(1, 10000));
+  cmd->add_option("--header-timeout-s", options.header_timeout_s,
+                  "A request's headers must arrive within this of its first byte (else 408)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 3600.0));
+  cmd->add_option("--body-timeout-s", options.body_timeout_s,
+                  "A request's body must arrive within this of its headers (else 408)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 3600.0));
+  cmd->add_option("--idle-timeout-s", options.idle_timeout_s,
+                  "An idle keep-alive connection is closed after this")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 3600.0));
+  cmd->add_option("--max-connections", options.max_connections,
+                  "Connections open at once (more are answered 503); the fd limit is raised")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--max-requests-per-connection", options.max_requests_per_connection,
+                  "Requests on one keep-alive connection before it is closed")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 30));
+  cmd->add_option("--allow-reload-from", options.allow_reload_from,
+                  "Another directory :reload may read checkpoints from (repeatable)");
+  cmd->add_option("--auth-token-file", options.auth_token_file,
+                  "A file holding a bearer token every request but /healthz must present")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--threads", options.threads, "Compute (GEMM) threads")
       ->capture_default_str()
       ->check(CLI::Range(1, 1024));
   return cmd;
 }
+
+namespace {
+// The token is the file's first line, without surrounding spaces.
+std::string read_auth_token(const std::string& path) {
+  std::ifstream in(path);
+  std::string token;
+  if (!in || !std::getline(in, token)) fail("weft serve", "cannot read --auth-token-file ", path);
+  const std::size_t first = token.find_first_not_of(" \t\r");
+  const std::size_t last = token.find_last_not_of(" \t\r");
+  token = first == std::string::npos ? "" : token.substr(first, last - first + 1);
+  if (token.size() < 16) {
+    fail("weft serve", "--auth-token-file ", path, " holds a token of ", token.size(),
+         " characters; use at least 16 (e.g. `openssl rand -hex 32`)");
+  }
+  return token;
+}
+
+// Room for --max-connections sockets and the server's own files: the soft limit on open files
+// (often 1024) is raised as far as the hard limit allows.
+void raise_open_file_limit(std::int64_t connections) {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  const rlim_t wanted = rlim_t(connections) + 256;
+  if (limit.rlim_cur >= wanted) return;
+  limit.rlim_cur = std::min(wanted, limit.rlim_max);
+  setrlimit(RLIMIT_NOFILE, &limit);
+}
+}  // namespace
 
 serve::ServerOptions server_options(const ServeOptions& options) {
   serve::ServerOptions out;
@@ -75,6 +139,13 @@ serve::ServerOptions server_options(const ServeOptions& options) {
   out.max_instances = std::size_t(options.max_instances);
   out.max_depth = options.max_depth;
   out.http_threads = options.http_threads;
+  out.header_timeout_s = options.header_timeout_s;
+  out.body_timeout_s = options.body_timeout_s;
+  out.idle_timeout_s = options.idle_timeout_s;
+  out.max_connections = std::size_t(options.max_connections);
+  out.max_requests_per_connection = std::size_t(options.max_requests_per_connection);
+  out.allow_reload_from = options.allow_reload_from;
+  if (!options.auth_token_file.empty()) out.auth_token = read_auth_token(options.auth_token_file);
   if (!options.checkpoint.empty()) {
     const std::string name =
         options.model.empty() ? models::read_saved_model(options.checkpoint).name : options.model;
@@ -108,10 +179,18 @@ extern "C" void on_stop_signal(int signal) {
 
 int run_serve(const ServeOptions& options) {
   set_num_threads(options.threads);
-  serve::Server server(server_options(options));
+  raise_open_file_limit(options.max_connections);
+  const serve::ServerOptions server_settings = server_options(options);
+  serve::Server server(server_settings);
   const int port = server.bind();
+  if (server_settings.auth_token.empty() && !serve::is_loopback_host(options.host)) {
+    std::cerr << fmt::format(
+        "weft serve: warning: listening on {} (reachable from the network) without "
+        "--auth-token-file: anyone who can reach it can predict and reload\n",
+        options.host);
+  }
   std::string names;
-  for (const serve::ServedModel& m : server_options(options).models) {
+  for (const serve::ServedModel& m : server_settings.models) {
     names += fmt::format(" {}={}", m.name, m.checkpoint);
   }
   if (pipe(signal_pipe) != 0) fail("weft serve", "cannot create a pipe for signals");

@@ -34,7 +34,17 @@ struct ServerOptions {
   std::size_t max_body_bytes = 4u << 20;  // larger bodies get 413
   std::size_t max_instances = 1024;       // per request
   int max_depth = 512;     // JSON nesting of a body, bracket nesting of a text instance
-  int http_threads = 300;  // connections served at once (keep-alive holds one per client)
+  int http_threads = 300;  // requests answered at once (a request holds a thread once whole)
+  // Connections: every deadline is a total, not a per-read timeout.
+  double header_timeout_s = 10;        // a request's first byte to the end of its headers, else 408
+  double body_timeout_s = 30;          // the end of the headers to the end of the body, else 408
+  double idle_timeout_s = 5;           // a keep-alive connection waiting for its next request
+  std::size_t max_connections = 8192;  // open at once; more are answered 503
+  std::size_t max_requests_per_connection = 10000;  // then the connection is closed
+  // :reload reads checkpoints only from the directory each model was loaded from and these.
+  std::vector<std::string> allow_reload_from;
+  // Non-empty: every request but GET /healthz needs "Authorization: Bearer <token>" (else 401).
+  std::string auth_token;
 };
 
 // What a model's worker has done since the server started.
@@ -65,11 +75,19 @@ class Server {
 
   ModelStats stats(const std::string& model) const;
   std::string metrics_text() const;  // what GET /metrics answers
+  // Raw HTTP request bytes (pipelined requests too) answered exactly as a connection's are
+  // (framing, limits, routes, handlers), without a socket: the response bytes, empty while the
+  // request is incomplete. The fuzz target's entry point.
+  std::string answer_raw(std::string_view request) const;
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// Whether `host` is a loopback address (127.0.0.0/8, ::1, localhost): others are reachable from
+// the network, and serving them without an auth token deserves a warning.
+bool is_loopback_host(const std::string& host);
 
 // The deepest nesting of [ and { outside JSON strings, scanning without recursion, stopping as
 // soon as it passes `limit` (then returns limit + 1).
