@@ -96,6 +96,11 @@ bool inside(const fs::path& dir, const fs::path& path) {
   return d == dir.end() && p != path.end();
 }
 
+// A Prometheus metric family's HELP and TYPE lines.
+void add_family(std::string& out, const char* name, const char* type, const char* help) {
+  out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+}
+
 // A predict request's answer before it is sent.
 struct Answer {
   int status = 200;
@@ -138,6 +143,7 @@ struct Server::Impl {
                                             const std::string& checkpoint) const;
   detail::ModelWorker* find(const std::string& name, httplib::Response& res);
   std::string metrics() const;
+  void http_metrics(std::string& out) const;
 
   ServerOptions options;
   std::map<std::string, std::unique_ptr<detail::ModelWorker>> workers;
@@ -421,7 +427,7 @@ void Server::Impl::setup_routes() {
 std::string Server::Impl::metrics() const {
   std::string out;
   auto family = [&](const char* name, const char* type, const char* help) {
-    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+    add_family(out, name, type, help);
   };
   std::vector<std::pair<std::string, detail::ModelWorker::Snapshot>> snaps;
   for (const auto& [name, worker] : workers) snaps.emplace_back(name, worker->snapshot());
@@ -477,17 +483,22 @@ std::string Server::Impl::metrics() const {
     out += fmt::format("weft_reloads_total{{model=\"{}\",result=\"failed\"}} {}\n", name,
                        s.reload_failures);
   }
-  family("weft_http_errors_total", "counter",
-         "Answers that reached no model, by status: framing, limits, timeouts (408), "
-         "authentication (401), unknown endpoints, too many connections (503).");
+  http_metrics(out);
+  return out;
+}
+
+// The connections' families: answers that reached no model, connections open.
+void Server::Impl::http_metrics(std::string& out) const {
+  add_family(out, "weft_http_errors_total", "counter",
+             "Answers that reached no model, by status: framing, limits, timeouts (408), "
+             "authentication (401), unknown endpoints, too many connections (503).");
   for (int code = 400; code < 600; ++code) {
     if (const std::uint64_t n = http.front_answers(code)) {
       out += fmt::format("weft_http_errors_total{{code=\"{}\"}} {}\n", code, n);
     }
   }
-  family("weft_open_connections", "gauge", "Connections open now.");
+  add_family(out, "weft_open_connections", "gauge", "Connections open now.");
   out += fmt::format("weft_open_connections {}\n", http.open_connections());
-  return out;
 }
 
 Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}

@@ -19,6 +19,64 @@
 
 namespace weft::tool {
 
+namespace {
+// Batching and request limits of `weft serve`.
+void add_serve_batching(CLI::App& cmd, ServeOptions& options) {
+  cmd.add_option("--max-wait-ms", options.max_wait_ms,
+                 "Under load, how long a batch waits for more instances")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1000.0));
+  cmd.add_option("--max-batch", options.max_batch, "Instances per batch (1: no batching)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  cmd.add_option("--max-queue", options.max_queue, "Queued instances per model before 503")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 24));
+  cmd.add_option("--max-body-bytes", options.max_body_bytes, "Largest request body (else 413)")
+      ->capture_default_str()
+      ->check(CLI::Range(64, 1 << 30));
+  cmd.add_option("--max-instances", options.max_instances, "Instances per request")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  cmd.add_option("--max-depth", options.max_depth, "Deepest nesting of a body or instance")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  cmd.add_option("--http-threads", options.http_threads,
+                 "Connections served at once (a keep-alive client holds one)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 10000));
+}
+
+// Connection deadlines and bounds, reload confinement and authentication.
+void add_serve_guards(CLI::App& cmd, ServeOptions& options) {
+  cmd.add_option("--header-timeout-s", options.header_timeout_s,
+                 "A request's headers must arrive within this of its first byte (else 408)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 3600.0));
+  cmd.add_option("--body-timeout-s", options.body_timeout_s,
+                 "A request's body must arrive within this of its headers (else 408)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 3600.0));
+  cmd.add_option("--idle-timeout-s", options.idle_timeout_s,
+                 "An idle keep-alive connection is closed after this")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 3600.0));
+  cmd.add_option("--max-connections", options.max_connections,
+                 "Connections open at once (more are answered 503); the fd limit is raised")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  cmd.add_option("--max-requests-per-connection", options.max_requests_per_connection,
+                 "Requests on one keep-alive connection before it is closed")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 30));
+  cmd.add_option("--allow-reload-from", options.allow_reload_from,
+                 "Another directory :reload may read checkpoints from (repeatable)");
+  cmd.add_option("--auth-token-file", options.auth_token_file,
+                 "A file holding a bearer token every request but /healthz must present")
+      ->check(CLI::ExistingFile);
+}
+}  // namespace
+
 CLI::App* add_serve(CLI::App& app, ServeOptions& options) {
   CLI::App* cmd = app.add_subcommand(
       "serve",
@@ -46,54 +104,8 @@ CLI::App* add_serve(CLI::App& app, ServeOptions& options) {
   cmd->add_option("--port", options.port, "Port (0: any free port, printed on stderr)")
       ->capture_default_str()
       ->check(CLI::Range(0, 65535));
-  cmd->add_option("--max-wait-ms", options.max_wait_ms,
-                  "Under load, how long a batch waits for more instances")
-      ->capture_default_str()
-      ->check(CLI::Range(0.0, 1000.0));
-  cmd->add_option("--max-batch", options.max_batch, "Instances per batch (1: no batching)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--max-queue", options.max_queue, "Queued instances per model before 503")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1 << 24));
-  cmd->add_option("--max-body-bytes", options.max_body_bytes, "Largest request body (else 413)")
-      ->capture_default_str()
-      ->check(CLI::Range(64, 1 << 30));
-  cmd->add_option("--max-instances", options.max_instances, "Instances per request")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--max-depth", options.max_depth, "Deepest nesting of a body or instance")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 100000));
-  cmd->add_option("--http-threads", options.http_threads,
-                  "Connections served at once (a keep-alive client holds one)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 10000));
-  cmd->add_option("--header-timeout-s", options.header_timeout_s,
-                  "A request's headers must arrive within this of its first byte (else 408)")
-      ->capture_default_str()
-      ->check(CLI::Range(0.1, 3600.0));
-  cmd->add_option("--body-timeout-s", options.body_timeout_s,
-                  "A request's body must arrive within this of its headers (else 408)")
-      ->capture_default_str()
-      ->check(CLI::Range(0.1, 3600.0));
-  cmd->add_option("--idle-timeout-s", options.idle_timeout_s,
-                  "An idle keep-alive connection is closed after this")
-      ->capture_default_str()
-      ->check(CLI::Range(0.1, 3600.0));
-  cmd->add_option("--max-connections", options.max_connections,
-                  "Connections open at once (more are answered 503); the fd limit is raised")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--max-requests-per-connection", options.max_requests_per_connection,
-                  "Requests on one keep-alive connection before it is closed")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1 << 30));
-  cmd->add_option("--allow-reload-from", options.allow_reload_from,
-                  "Another directory :reload may read checkpoints from (repeatable)");
-  cmd->add_option("--auth-token-file", options.auth_token_file,
-                  "A file holding a bearer token every request but /healthz must present")
-      ->check(CLI::ExistingFile);
+  add_serve_batching(*cmd, options);
+  add_serve_guards(*cmd, options);
   cmd->add_option("--threads", options.threads, "Compute (GEMM) threads")
       ->capture_default_str()
       ->check(CLI::Range(1, 1024));
