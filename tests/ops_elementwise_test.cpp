@@ -1,6 +1,8 @@
 // Unary functions and broadcasting arithmetic: reference, gradients, batching, errors.
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <span>
 
 #include "op_test_util.h"
 
@@ -66,13 +68,39 @@ TEST(Op_softplus, LargeInputsStayFinite) {
   EXPECT_NEAR(v[2], 100.0f, 1e-4);
 }
 
-// op(a, b) with b broadcast by period, as the kernel promises.
+// NumPy's broadcast of two shapes (right-aligned, a 1 stretches), or nullopt where they clash.
+std::optional<Shape> numpy_broadcast(const Shape& a, const Shape& b) {
+  const int rank = std::max(a.rank(), b.rank());
+  std::vector<std::int64_t> dims(std::size_t(rank), 1);
+  for (int i = 0; i < rank; ++i) {
+    const int ia = a.rank() - rank + i, ib = b.rank() - rank + i;
+    const std::int64_t da = ia >= 0 ? a[ia] : 1, db = ib >= 0 ? b[ib] : 1;
+    if (da != db && da != 1 && db != 1) return std::nullopt;
+    dims[std::size_t(i)] = std::max(da, db);
+  }
+  return Shape(std::span<const std::int64_t>(dims));
+}
+
+// The flat index in `operand` of the output element at flat index `flat` of `out`, NumPy's way.
+std::size_t broadcast_index(const Shape& out, const Shape& operand, std::size_t flat) {
+  std::size_t index = 0, stride = 1;
+  for (int i = out.rank() - 1, j = operand.rank() - 1; j >= 0; --i, --j) {
+    const auto coordinate = std::size_t(flat % std::size_t(out[i]));
+    flat /= std::size_t(out[i]);
+    if (operand[j] != 1) index += coordinate * stride;
+    stride *= std::size_t(operand[j]);
+  }
+  return index;
+}
+
+// op(a, b) under NumPy broadcasting: shape and values every binary op must match.
 Reference binary_reference(double (*f)(double, double)) {
   return [f](const std::vector<HostArray>& h) {
-    const HostArray& big = h[0].size() >= h[1].size() ? h[0] : h[1];
-    HostArray y = big;
+    const Shape shape = numpy_broadcast(h[0].shape, h[1].shape).value();
+    HostArray y(shape, std::vector<double>(std::size_t(shape.numel())));
     for (std::size_t i = 0; i < y.size(); ++i)
-      y[i] = f(h[0][i % h[0].size()], h[1][i % h[1].size()]);
+      y[i] = f(h[0][broadcast_index(shape, h[0].shape, i)],
+               h[1][broadcast_index(shape, h[1].shape, i)]);
     return y;
   };
 }
@@ -191,6 +219,78 @@ TEST(Op_add, SharedOperandReceivesSummedGradient) {
   Var x = tape.variable(Tensor::from_vector({2}, std::vector<float>{3, -2}));
   tape.backward(sum(x * x + x));  // d/dx = 2x + 1
   EXPECT_EQ(x.grad().to_float_vector(), (std::vector<float>{7, -3}));
+}
+
+// Every binary op, both operand orders, every pair of small shapes: where Weft accepts the pair
+// (one element, equal shapes, one row of the other with or without its leading 1) the result
+// has NumPy's shape and values and finite-difference gradients; elsewhere a clear error. Ties
+// in element count ([] vs [1], [3] vs [1, 3]) once took the left operand's shape.
+bool weft_accepts(const Shape& a, const Shape& b) {
+  const auto is_row_of = [](const Shape& row, const Shape& full) {
+    return full.rank() > 0 && (row == full.without_rows() || row == full.without_rows().prepend(1));
+  };
+  return a == b || a.numel() == 1 || b.numel() == 1 || is_row_of(a, b) || is_row_of(b, a);
+}
+
+TEST(Op_add, EveryBinaryOpBroadcastsLikeNumPyInBothOrders) {
+  const std::vector<Shape> shapes = {Shape{},     Shape{1},       Shape{1, 1},
+                                     Shape{3},    Shape{1, 3},    Shape{3, 1},
+                                     Shape{2, 3}, Shape{2, 1, 3}, Shape{1, 2, 3}};
+  const std::vector<std::pair<BinaryVarFn, double (*)(double, double)>> ops = {
+      {add, [](double a, double b) { return a + b; }},
+      {sub, [](double a, double b) { return a - b; }},
+      {mul, [](double a, double b) { return a * b; }},
+      {div, [](double a, double b) { return a / b; }},
+      {minimum, [](double a, double b) { return std::min(a, b); }},
+      {maximum, [](double a, double b) { return std::max(a, b); }}};
+  std::uint64_t seed = 500;
+  for (std::size_t k = 0; k < ops.size(); ++k) {
+    const BinaryVarFn op = ops[k].first;
+    auto apply = [op](const std::vector<Var>& v) { return op(v[0], v[1]); };
+    for (const Shape& sa : shapes) {
+      for (const Shape& sb : shapes) {
+        SCOPED_TRACE("op " + std::to_string(k) + " lhs " + sa.to_string() + " rhs " +
+                     sb.to_string());
+        const Tensor a = random_tensor(sa, seed++, 0.5f, 2.0f);
+        const Tensor b = random_tensor(sb, seed++, 0.5f, 2.0f);
+        if (!weft_accepts(sa, sb)) {
+          Tape tape;
+          expect_error([&] { op(tape.constant(a), tape.constant(b)); },
+                       {"shapes do not broadcast"});
+          continue;
+        }
+        ASSERT_TRUE(numpy_broadcast(sa, sb).has_value());
+        check_op(apply, binary_reference(ops[k].second), {a, b});
+      }
+    }
+  }
+}
+
+TEST(Op_less, ComparisonsBroadcastLikeArithmetic) {
+  using CompareFn = Var (*)(Var, Var);
+  const std::vector<Shape> shapes = {Shape{}, Shape{1}, Shape{1, 1}, Shape{3}, Shape{1, 3}};
+  for (CompareFn op :
+       std::vector<CompareFn>{equal, not_equal, less, less_equal, greater, greater_equal}) {
+    for (const Shape& sa : shapes) {
+      for (const Shape& sb : shapes) {
+        if (!weft_accepts(sa, sb)) continue;
+        Tape tape;
+        const Var y = op(tape.constant(random_tensor(sa, 7)), tape.constant(random_tensor(sb, 8)));
+        EXPECT_EQ(y.shape(), numpy_broadcast(sa, sb).value())
+            << "lhs " << sa.to_string() << " rhs " << sb.to_string();
+      }
+    }
+  }
+}
+
+TEST(Op_mul, NumberOnTheLeftKeepsTheOneElementShape) {
+  Tape tape;
+  const Var x = tape.constant(Tensor::from_vector({1}, std::vector<float>{3}));
+  for (const Var& y : {2.0f * x, 2.0f + x, 2.0f - x, x * 2.0f, x - 2.0f}) {
+    EXPECT_EQ(y.shape(), (Shape{1}));
+  }
+  EXPECT_EQ((2.0f * x).value().to_float_vector(), (std::vector<float>{6}));
+  EXPECT_EQ((2.0f - x).value().to_float_vector(), (std::vector<float>{-1}));
 }
 
 }  // namespace

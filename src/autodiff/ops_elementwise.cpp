@@ -72,15 +72,20 @@ bool broadcasts_over_rows(const Shape& small, const Shape& full) {
   return small == row || small == row.prepend(1);
 }
 
-// The shape of an elementwise result of a and b: the larger, when the smaller broadcasts.
+// The shape of an elementwise result of a and b, as NumPy would give it for the pairs Weft
+// accepts: the operand with more elements; on a tie (one element each, or a row with and
+// without its leading 1) the one of higher rank, so `2.0 * x` and `x * 2.0` agree on x = [1].
+// A one-element operand of higher rank still adds its leading 1s ([1, 1] * [3] is [1, 3]).
 Shape broadcast_shape(const char* name, const Tensor& va, const Tensor& vb) {
-  const bool a_is_full = va.numel() >= vb.numel();
-  const Shape& full = a_is_full ? va.shape() : vb.shape();
+  const bool a_is_full =
+      va.numel() != vb.numel() ? va.numel() > vb.numel() : va.shape().rank() >= vb.shape().rank();
+  Shape full = a_is_full ? va.shape() : vb.shape();
   const Shape& small = a_is_full ? vb.shape() : va.shape();
   if (va.shape() != vb.shape() && !broadcasts_over_rows(small, full))
     fail(name, "shapes do not broadcast: lhs ", va.describe(), " vs rhs ", vb.describe(),
          " (the smaller operand must equal the other, be one row of it — ", full.without_rows(),
          " or ", full.without_rows().prepend(1), " — or one number)");
+  while (full.rank() < small.rank()) full = full.prepend(1);
   return full;
 }
 
