@@ -167,7 +167,7 @@ TEST(BlocksBasic, AllOfAndVoid) {
            4);
   EXPECT_THAT(floats(v[0]), ElementsAre(4));
   EXPECT_THAT(floats(v[1]), ElementsAre(-4));
-  EXPECT_EQ(*AllOf({}).output_type(), Type::tuple({}));  // the empty tuple, as Record({})
+  EXPECT_EQ(*AllOf({}).output_type(), Type::void_type());  // nothing, as TF Fold's AllOf()
   EXPECT_EQ(*AllOf({Scalar()}).output_type(), Type::tuple({Type::scalar()}));
   EXPECT_EQ(*(Scalar() >> Void()).output_type(), Type::void_type());
 }

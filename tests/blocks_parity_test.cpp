@@ -10,16 +10,17 @@ namespace {
 
 // ---- The empty record / empty AllOf --------------------------------------------------------
 
-TEST(BlocksParity, EmptyRecordAndAllOfAreTheEmptyTuple) {
+// TF Fold: Record([]) gives (), AllOf() gives None (Void), whatever the input.
+TEST(BlocksParity, EmptyRecordIsTheEmptyTupleAndEmptyAllOfIsVoid) {
   EXPECT_EQ(*Record(std::vector<std::pair<std::string, Block>>{}).output_type(), Type::tuple({}));
-  EXPECT_EQ(*AllOf({}).output_type(), Type::tuple({}));
+  EXPECT_EQ(*AllOf({}).output_type(), Type::void_type());
+  EXPECT_EQ(*(Scalar() >> AllOf({})).output_type(), Type::void_type());
   EXPECT_EQ(Type::tuple({}).to_string(), "Tuple()");
   EvalValue v = eval(Record(std::vector<std::pair<std::string, Block>>{}), Input::object());
   EXPECT_EQ(v.kind, Type::Kind::kTuple);
   EXPECT_EQ(v.size(), 0u);
-  EvalValue w = eval(AllOf({}), 3);
-  EXPECT_EQ(w.kind, Type::Kind::kTuple);
-  EXPECT_EQ(w.size(), 0u);
+  EvalValue w = eval(Scalar() >> AllOf({}), 3);
+  EXPECT_EQ(w.kind, Type::Kind::kVoid);
 }
 
 TEST(BlocksParity, EmptyRecordIntoConcatIsRejectedWhenComposed) {
@@ -272,6 +273,82 @@ TEST(BlocksParity, ShardsWovenOnTheirOwnThreadsMergeIntoOneBatch) {
   EXPECT_THAT(error_of([&] { compiler.merge(std::move(foreign)); }),
               HasSubstr("merge: batch 0 of 1 was not woven by this compiler"));
   EXPECT_THAT(error_of([&] { compiler.merge({}); }), HasSubstr("at least one"));
+}
+
+// ---- Issue 34: what TensorFlow Fold's own tests found ------------------------------------
+
+// Python iterates text by character: Map, Slice and Length do too (code points, not bytes).
+TEST(BlocksParity, TextIsTheSequenceOfItsCharacters) {
+  Block codes = Map(InputTransform([](const Input& c) {
+                      return Input(int(static_cast<unsigned char>(c.get<std::string>()[0])));
+                    }) >>
+                    Scalar());
+  const EvalValue v = eval(codes, "abc");
+  ASSERT_EQ(v.size(), 3u);
+  EXPECT_THAT(floats(v[0]), ElementsAre(97));
+  EXPECT_THAT(floats(v[2]), ElementsAre(99));
+  EXPECT_EQ(eval(Slice(std::nullopt, std::nullopt, -1), "h\u00e9llo").input, "oll\u00e9h");
+  EXPECT_EQ(eval(Slice(1, 3), "abcd").input, "bc");
+  EXPECT_THAT(floats(eval(Length(), "h\u00e9llo")), ElementsAre(5));
+  EXPECT_THAT(floats(eval(Map(Scalar()) >> Sum(), Input::array({1, 2}))), ElementsAre(3));
+}
+
+// NumPy reads "3" into an int32; a treebank's labels arrive as text.
+TEST(BlocksParity, NumbersWrittenAsTextAreRead) {
+  EXPECT_THAT(eval(Scalar(DType::kInt32), "3").tensor.to_double_vector(), ElementsAre(3));
+  EXPECT_THAT(floats(eval(Vector(2), Input::array({"0.5", 2}))), ElementsAre(0.5f, 2));
+  EXPECT_THAT(error_of([] { eval(Scalar(), "three"); }), HasSubstr("expects a number, got"));
+  EXPECT_THAT(error_of([] { eval(Scalar(DType::kInt32), "2.5"); }),
+              HasSubstr("expects an integer, got 2.5"));
+}
+
+TEST(BlocksParity, UntypedForwardDeclarationLearnsItsTypes) {
+  ForwardDeclaration decl;
+  Block sum = Record({{"l", decl()}, {"r", decl()}}) >> scalar_add();
+  Block expr = OneOf([](const Input& x) { return Input(x.is_number() ? 0 : 1); },
+                     std::vector<Block>{Scalar(), sum});
+  decl.resolve_to(expr);
+  EXPECT_EQ(*decl().output_type(), Type::scalar());
+  EXPECT_EQ(*decl().input_type(), Type::input());
+  const Input tree = {{"l", 1}, {"r", {{"l", 2}, {"r", 3}}}};
+  EXPECT_THAT(floats(eval(expr, tree)), ElementsAre(6));
+  EXPECT_EQ(max_depth(expr, tree), 2);
+  ForwardDeclaration unresolved;
+  Block orphan = unresolved();
+  EXPECT_THAT(error_of([&] { Compiler c(orphan); }), HasSubstr("was never resolved"));
+}
+
+TEST(BlocksParity, FunctionOutputsNestedAsTheNestingSays) {
+  const auto body = [](std::span<const Var> x) {
+    return std::vector<Var>{x[0], x[0] * 2.0f, x[0] * 3.0f};
+  };
+  Function f("nested", {Type::vector(2)}, body, std::nullopt, [](const std::vector<Type>& t) {
+    return Type::tuple({t[0], Type::tuple({t[1], t[2]})});
+  });
+  const Type v2 = Type::vector(2);
+  EXPECT_EQ(*f.output_type(), Type::tuple({v2, Type::tuple({v2, v2})}));
+  const EvalValue v = eval(Vector(2) >> f, Input::array({1, 2}));
+  EXPECT_THAT(floats(v[0]), ElementsAre(1, 2));
+  EXPECT_THAT(floats(v[1][1]), ElementsAre(3, 6));
+  EXPECT_THAT(error_of([&] {
+                Function bad("bad", {v2}, body, std::nullopt, [](const std::vector<Type>& t) {
+                  return Type::tuple({t[0], t[1]});
+                });
+              }),
+              HasSubstr("does not hold the body's outputs"));
+}
+
+TEST(BlocksParity, EmptyAllOfIsVoidEvenWhereTheInputIsATensor) {
+  Block b = Record({{"a", Scalar() >> AllOf({})}, {"b", Scalar()}});
+  const EvalValue v = eval(b, {{"a", 1}, {"b", 2}});
+  EXPECT_EQ(v[0].kind, Type::Kind::kVoid);
+  EXPECT_THAT(floats(v[1]), ElementsAre(2));
+}
+
+TEST(BlocksParity, CompilerNamesItsMetricsBeforeAnyBatch) {
+  Compiler c(Record({{"x", Map(Scalar() >> Metric("x"))}, {"y", Scalar() >> Metric("y")}}) >>
+             Void());
+  EXPECT_THAT(c.metric_names(), ::testing::UnorderedElementsAre("x", "y"));
 }
 
 }  // namespace

@@ -66,7 +66,7 @@ TEST(BlocksTypes, OneOfCasesWithDifferentOutputs) {
   EXPECT_THAT(error_of([] {
                 OneOf([](const Input& x) { return x; }, {{"a", Scalar()}, {"b", Vector(2)}});
               }),
-              HasSubstr("<OneOf>: the cases have different output types: Tensor([], float32) and "
+              HasSubstr("<OneOf>: Type mismatch between output types of the cases: Tensor([], float32) and "
                         "Tensor([2], float32) (case \"b\", <Tensor 'Tensor([2], float32)'>)"));
   EXPECT_THAT(error_of([] { OneOf([](const Input& x) { return x; }, std::vector<Block>{}); }),
               HasSubstr("<OneOf> needs at least one case"));
@@ -124,7 +124,7 @@ TEST(BlocksTypes, FunctionBodyFailingOnTheInputType) {
 
 TEST(BlocksTypes, MetricNameWithTwoTypes) {
   Block b = AllOf({Scalar() >> Metric("m"), Vector(2) >> Metric("m")});
-  EXPECT_THAT(error_of([&] { Compiler c(b); }), HasSubstr("metric 'm' is used with two types"));
+  EXPECT_THAT(error_of([&] { Compiler c(b); }), HasSubstr("Metric m has incompatible types: it is used with"));
 }
 
 TEST(BlocksTypes, RootMustTakeInputAndGiveTensors) {

@@ -225,11 +225,20 @@ Function(name, inputs, body, output=None): ONE loom operation batched over every
 one [B, ...] Var per input tensor and returns a Var or a tuple of Vars. It runs once per
 (depth, operation) on all nodes at once, holding the GIL for that call only.)doc")
       .def(py::init([](std::string name, std::vector<Type> inputs, py::function body,
-                       std::optional<Type> output) {
+                       std::optional<Type> output, std::optional<py::function> nesting) {
+             OutputNesting nest;
+             if (nesting) {  // flat output types -> the nested type (TF Fold's nested results)
+               auto callable = std::make_shared<PyCallable>(std::move(*nesting));
+               nest = [callable](const std::vector<Type>& flat) {
+                 py::gil_scoped_acquire gil;
+                 return callable->fn()(flat).cast<Type>();
+               };
+             }
              return Function(std::move(name), std::move(inputs), python_body(std::move(body)),
-                             std::move(output));
+                             std::move(output), std::move(nest));
            }),
-           py::arg("name"), py::arg("inputs"), py::arg("body"), py::arg("output") = py::none());
+           py::arg("name"), py::arg("inputs"), py::arg("body"), py::arg("output") = py::none(),
+           py::arg("nesting") = py::none());
   py::class_<Concat, Block>(m, "Concat")
       .def(py::init<int, bool>(), py::arg("dim") = 0, py::arg("flatten") = false);
 
@@ -340,6 +349,7 @@ or a list of blocks (keys 0..n-1).)doc")
 Recursion: decl = ForwardDeclaration(Type.input(), state); use decl() inside the model; then
 decl.resolve_to(model). The model must stay alive (part of the root).)doc")
       .def(py::init<const Type&, const Type&>(), py::arg("input_type"), py::arg("output_type"))
+      .def(py::init<>())
       .def("reference", &ForwardDeclaration::reference)
       .def("__call__", &ForwardDeclaration::reference)
       .def("resolve_to", &ForwardDeclaration::resolve_to);
@@ -426,6 +436,7 @@ callables inside take it back for their own calls.)doc")
            py::arg("strategy") = "by_depth", py::arg("examples_per_thread") = 256)
       .def_property_readonly("root", &Compiler::root)
       .def_property_readonly("output_types", &Compiler::output_types)
+      .def_property_readonly("metric_names", &Compiler::metric_names)
       .def_property_readonly("num_operations",
                              [](const Compiler& c) { return c.loom().num_operations(); })
       .def(

@@ -186,7 +186,8 @@ weft::Tensor tensor_copy(py::handle data, const std::optional<std::string>& dtyp
            py::str(hi).cast<std::string>(), "] do not fit ", target);
   }
   py::array converted = np.attr("ascontiguousarray")(a, py::arg("dtype") = np.attr(target.c_str()));
-  std::vector<std::int64_t> dims(converted.shape(), converted.shape() + converted.ndim());
+  // The shape of `a`: ascontiguousarray makes a 0-d array 1-d, and a 0-d array is a scalar.
+  std::vector<std::int64_t> dims(a.shape(), a.shape() + a.ndim());
   weft::Tensor out = weft::Tensor::empty(shape_of(dims.data(), int(dims.size()), "tensor"), dtype);
   if (out.numel() > 0) std::memcpy(out.raw_data(), converted.data(), out.nbytes());
   return out;

@@ -153,9 +153,9 @@ void register_metric(detail::Compiled& c, const detail::BlockImpl& block) {
   for (std::uint32_t m = 0; m < c.metric_names.size(); ++m) {
     if (c.metric_names[m] != name) continue;
     if (c.metric_types[m] != value || c.metric_labelled[m] != labelled)
-      fail("blocks", "metric '", name, "' is used with two types: ", c.metric_types[m].to_string(),
-           c.metric_labelled[m] ? " (labelled)" : "", " and ", value.to_string(),
-           labelled ? " (labelled)" : "");
+      fail("blocks", "Metric ", name, " has incompatible types: it is used with ",
+           c.metric_types[m].to_string(), c.metric_labelled[m] ? " (labelled)" : "", " and ",
+           value.to_string(), labelled ? " (labelled)" : "");
     c.metric_of[&block] = m;
     return;
   }
@@ -382,6 +382,7 @@ const std::vector<std::int32_t>& BatchResult::output_examples(std::size_t k) con
 }
 
 std::vector<std::string> BatchResult::metric_names() const { return compiled_->metric_names; }
+const std::vector<std::string>& Compiler::metric_names() const { return compiled_->metric_names; }
 
 MetricValues BatchResult::metric(const std::string& name) const {
   for (std::size_t m = 0; m < compiled_->metric_names.size(); ++m) {

@@ -22,10 +22,11 @@ std::vector<Var> run_on_zeros(const FunctionBody& body, const Type& input, Devic
   return body(args);
 }
 
-// Runs body on zero inputs of batch 1 and reads the output types off the results. The body's
-// parameters may live on the GPU (a ParameterStore on Device::kCuda), which the block cannot
+// Runs body on zero inputs of batch 1 and reads the output types off the results, in order. The
+// body's parameters may live on the GPU (a ParameterStore on Device::kCuda), which the block cannot
 // know when it is composed: when the host run fails and a GPU is there, it tries there.
-Type infer_output_type(const std::string& block, const FunctionBody& body, const Type& input) {
+std::vector<Type> infer_output_types(const std::string& block, const FunctionBody& body,
+                                     const Type& input) {
   Tape tape;
   tape.set_grad_enabled(false);
   std::vector<Var> results;
@@ -59,13 +60,25 @@ Type infer_output_type(const std::string& block, const FunctionBody& body, const
            s);
     outputs.push_back(Type::tensor(s.without_rows(), v.value().dtype()));
   }
-  return outputs.size() == 1 ? outputs[0] : Type::tuple(std::move(outputs));
+  return outputs;
+}
+
+// The output type of the inferred types: nested by `nesting` when given (its terminals must be
+// exactly those types), else one tensor or a flat Tuple.
+Type output_type_of(const std::string& block, std::vector<Type> outputs,
+                    const OutputNesting& nesting) {
+  if (!nesting) return outputs.size() == 1 ? outputs[0] : Type::tuple(std::move(outputs));
+  Type nested = nesting(outputs);
+  if (nested.terminals() != outputs)
+    fail("blocks", block, ": the nested output type ", nested.to_string(),
+         " does not hold the body's outputs ", Type::tuple(outputs).to_string(), " in order");
+  return nested;
 }
 
 class FunctionImpl : public detail::BlockImpl {
  public:
   FunctionImpl(std::string name, std::vector<Type> inputs, FunctionBody body,
-               std::optional<Type> output)
+               std::optional<Type> output, OutputNesting nesting)
       : BlockImpl("Function", name), name_(std::move(name)), body_(std::move(body)) {
     if (!body_) fail("blocks", describe(), ": the body is not callable (empty)");
     in()->set_check([d = describe()](const Type& t) { check_tensor_nest(d, t); });
@@ -80,8 +93,9 @@ class FunctionImpl : public detail::BlockImpl {
       std::weak_ptr<TypeSlot> weak_out = out();
       const std::string d = describe();
       FunctionBody b = body_;
-      in()->observe([weak_out, d, b](const Type& t) {
-        if (auto o = weak_out.lock()) o->set(infer_output_type(d, b, t));
+      in()->observe([weak_out, d, b, nesting = std::move(nesting)](const Type& t) {
+        if (auto o = weak_out.lock())
+          o->set(output_type_of(d, infer_output_types(d, b, t), nesting));
       });
     }
     if (!inputs.empty()) in()->set(inputs.size() == 1 ? inputs[0] : Type::tuple(std::move(inputs)));
@@ -251,9 +265,9 @@ Collected::Collected(std::string name, const Type& element)
     : Block(std::make_shared<CollectedImpl>(std::move(name), element)) {}
 
 Function::Function(std::string name, std::vector<Type> inputs, FunctionBody body,
-                   std::optional<Type> output)
+                   std::optional<Type> output, OutputNesting nesting)
     : Block(std::make_shared<FunctionImpl>(std::move(name), std::move(inputs), std::move(body),
-                                           std::move(output))) {}
+                                           std::move(output), std::move(nesting))) {}
 Concat::Concat(int dim, bool flatten) : Block(std::make_shared<ConcatImpl>(dim, flatten)) {}
 Metric::Metric(std::string name) : Block(std::make_shared<MetricImpl>(std::move(name))) {}
 

@@ -33,8 +33,13 @@ std::vector<std::int64_t> slice_positions(std::optional<std::int64_t> start,
 const Input& input_of(const std::string& block, const WeaveValue& value);
 // The items of a tuple, sequence or Input array as weave values (Input elements are views):
 // a copy to transform, or the value's own items shared (O(1)) to read.
-std::vector<WeaveValue> elements_of(const std::string& block, const WeaveValue& value);
-WeaveItems shared_elements_of(const std::string& block, const WeaveValue& value);
+// The characters (code points) of UTF-8 text, each as its own string.
+std::vector<std::string> utf8_characters(const std::string& text);
+// (A string of user data is the sequence of its characters, as Python iterates it: each one
+// kept in `state` for the weave.)
+std::vector<WeaveValue> elements_of(const std::string& block, const WeaveValue& value,
+                                    WeaveState& state);
+WeaveItems shared_elements_of(const std::string& block, const WeaveValue& value, WeaveState& state);
 
 // A value of `type`: when the type is Input (a tuple or sequence of user data is user data) and
 // the value was built as a tuple or sequence, its items become one Input array (kept for the

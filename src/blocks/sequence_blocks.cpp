@@ -60,7 +60,7 @@ class MapImpl : public detail::BlockImpl {
     const detail::BlockImpl& e = element_.impl();
     if (input.kind == Type::Kind::kBroadcast)
       return WeaveValue::of(Type::Kind::kBroadcast, {e.eval(state, input.items[0])});
-    std::vector<WeaveValue> items = internal::elements_of(describe(), input);
+    std::vector<WeaveValue> items = internal::elements_of(describe(), input, state);
     for (WeaveValue& item : items) item = e.eval(state, item);
     // Mapped user data is user data (an Input array), as its type says.
     return internal::as_type(state, out()->type(),
@@ -99,7 +99,7 @@ class FoldImpl : public detail::BlockImpl {
   std::vector<Block> children() const override { return {combine_, start_}; }
   WeaveValue eval(WeaveState& state, const WeaveValue& input) const override {
     WeaveValue acc = start_.impl().eval(state, WeaveValue{});
-    for (WeaveValue& x : internal::elements_of(describe(), input))
+    for (WeaveValue& x : internal::elements_of(describe(), input, state))
       acc = combine_.impl().eval(state, internal::as_type(state, combine_.impl().in()->type(),
                                                           pair(std::move(acc), std::move(x))));
     return acc;
@@ -165,7 +165,7 @@ class RNNImpl : public detail::BlockImpl {
       s = internal::zeros_value(state, this, state_->type());
     }
     std::vector<WeaveValue> outputs;
-    for (WeaveValue& x : internal::elements_of(describe(), *seq)) {
+    for (WeaveValue& x : internal::elements_of(describe(), *seq, state)) {
       WeaveValue r = cell_.impl().eval(state, internal::as_type(state, cell_.impl().in()->type(),
                                                                 pair(std::move(x), std::move(s))));
       outputs.push_back(r.items[0]);  // copies share the items: O(1)
@@ -214,7 +214,7 @@ class ReduceImpl : public detail::BlockImpl {
     return {combine_};
   }
   WeaveValue eval(WeaveState& state, const WeaveValue& input) const override {
-    std::vector<WeaveValue> level = internal::elements_of(describe(), input);
+    std::vector<WeaveValue> level = internal::elements_of(describe(), input, state);
     if (level.empty()) {
       if (default_.defined()) return default_.impl().eval(state, WeaveValue{});
       return internal::zeros_value(state, this, out()->type());
@@ -311,14 +311,15 @@ class ZipImpl : public detail::BlockImpl {
   WeaveValue eval(WeaveState& state, const WeaveValue& given) const override {
     WeaveValue user_lists;
     if (given.kind == Type::Kind::kInput)
-      user_lists = WeaveValue::of(Type::Kind::kTuple, internal::elements_of(describe(), given));
+      user_lists =
+          WeaveValue::of(Type::Kind::kTuple, internal::elements_of(describe(), given, state));
     const WeaveValue& input = given.kind == Type::Kind::kInput ? user_lists : given;
     // Input lists become their elements; sequences and broadcasts are used as they are.
     std::vector<WeaveItems> lists(input.items.size());
     std::size_t n = SIZE_MAX;
     for (std::size_t k = 0; k < input.items.size(); ++k) {
       const WeaveValue& s = input.items[k];
-      lists[k] = internal::shared_elements_of(describe(), s);
+      lists[k] = internal::shared_elements_of(describe(), s, state);
       if (s.kind != Type::Kind::kBroadcast) n = std::min(n, lists[k].size());
     }
     const bool infinite = n == SIZE_MAX;
@@ -356,7 +357,7 @@ class NGramsImpl : public detail::BlockImpl {
               state, out()->type().element(),
               WeaveValue::of(Type::Kind::kTuple,
                              std::vector<WeaveValue>(std::size_t(n_), input.items[0])))});
-    const WeaveItems items = internal::shared_elements_of(describe(), input);
+    const WeaveItems items = internal::shared_elements_of(describe(), input, state);
     std::vector<WeaveValue> grams;
     for (std::size_t i = 0; i + std::size_t(n_) <= items.size(); ++i)
       grams.push_back(WeaveValue::of(
@@ -374,17 +375,24 @@ class NthImpl : public detail::BlockImpl {
  public:
   NthImpl() : BlockImpl("Nth") {
     derive(out(), {in()}, [d = describe()](std::span<const Type> t) {
-      if (!t[0].is_tuple() || t[0].items().size() != 2 || !t[0].items()[1].is_input())
-        fail("blocks", "bad input type ", t[0].to_string(), " for ", d,
-             ", expected Tuple(Sequence, Input index)");
+      // TF Fold's three refusals, each naming the type.
+      const char* problem = !t[0].is_tuple() || t[0].items().size() != 2
+                                ? "Nth block takes 2 inputs"
+                            : !t[0].items()[0].is_sequence_like() && !t[0].items()[0].is_input()
+                                ? "first input to Nth must be a sequence"
+                            : !t[0].items()[1].is_input() ? "second input to Nth must be a PyObject"
+                                                          : nullptr;
+      if (problem)
+        fail("blocks", "bad input type ", t[0].to_string(), " for ", d, ": ", problem,
+             " (expected Tuple(Sequence, Input index))");
       return element_type(d, t[0].items()[0], false);
     });
   }
-  WeaveValue eval(WeaveState&, const WeaveValue& input) const override {
+  WeaveValue eval(WeaveState& state, const WeaveValue& input) const override {
     const Input& index = internal::input_of(describe(), input.items[1]);
     if (!index.is_number_integer())
       fail("blocks", describe(), ": the index must be an integer, got ", describe_input(index));
-    const WeaveItems items = internal::shared_elements_of(describe(), input.items[0]);
+    const WeaveItems items = internal::shared_elements_of(describe(), input.items[0], state);
     const auto i =
         internal::python_index(describe(), index.get<std::int64_t>(), std::int64_t(items.size()));
     return items[std::size_t(i)];

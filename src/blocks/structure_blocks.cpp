@@ -95,6 +95,9 @@ class SliceImpl : public detail::BlockImpl {
       : BlockImpl("Slice"), start_(start), stop_(stop), step_(step) {
     if (step && *step == 0) fail("blocks", describe(), ": the step cannot be 0");
     in()->observe([this, o = weak(out())](const Type& t) {
+      if (t.kind() == Type::Kind::kBroadcast)
+        fail("blocks", "bad input type ", t.to_string(), " for ", describe(),
+             ": an infinite sequence (Broadcast) cannot be sliced");
       expect_kind(describe(), t, {Type::Kind::kInput, Type::Kind::kTuple, Type::Kind::kSequence});
       Type result = t;
       if (t.is_tuple()) {
@@ -107,6 +110,14 @@ class SliceImpl : public detail::BlockImpl {
     });
   }
   WeaveValue eval(WeaveState& state, const WeaveValue& input) const override {
+    if (input.kind == Type::Kind::kInput && input.input->is_string()) {  // text slices as text
+      const std::vector<std::string> characters =
+          internal::utf8_characters(input.input->get_ref<const std::string&>());
+      std::string result;
+      for (std::int64_t i : positions(std::int64_t(characters.size())))
+        result += characters[std::size_t(i)];
+      return WeaveValue::of_input(state.keep(Input(std::move(result))));
+    }
     if (input.kind == Type::Kind::kInput) {
       const Input& value = *input.input;
       if (!value.is_array())
@@ -142,7 +153,7 @@ class AllOfImpl : public detail::BlockImpl {
     for (std::size_t i = 0; i < blocks_.size(); ++i)
       internal::required(blocks_[i], "AllOf", "block " + std::to_string(i));
     if (blocks_.empty()) {
-      out()->set(Type::tuple({}));  // the empty tuple, as Record({})
+      out()->set(Type::void_type());  // nothing, as TF Fold's AllOf(); Record({}) is Tuple()
       return;
     }
     std::vector<SlotPtr> outs;
@@ -159,7 +170,7 @@ class AllOfImpl : public detail::BlockImpl {
   }
   std::vector<Block> children() const override { return blocks_; }
   WeaveValue eval(WeaveState& state, const WeaveValue& input) const override {
-    if (blocks_.empty()) return WeaveValue::of(Type::Kind::kTuple, {});
+    if (blocks_.empty()) return WeaveValue{};
     std::vector<WeaveValue> items;
     items.reserve(blocks_.size());
     for (const Block& b : blocks_) items.push_back(b.impl().eval(state, input));
@@ -261,8 +272,9 @@ class OneOfImpl : public detail::BlockImpl {
       const SlotPtr& case_out = block.impl().out();
       if (case_out->known() && out()->known() && case_out->type() != out()->type())
         fail("blocks", describe(),
-             ": the cases have different output types: ", out()->type().to_string(), " and ",
-             case_out->type().to_string(), " (case ", key.dump(), ", ", block.describe(), ")");
+             ": Type mismatch between output types of the cases: ", out()->type().to_string(),
+             " and ", case_out->type().to_string(), " (case ", key.dump(), ", ", block.describe(),
+             ")");
       unify(out(), case_out);
       cases_.push_back(block);
     }
@@ -330,21 +342,28 @@ class OptionalImpl : public detail::BlockImpl {
 
 }  // namespace
 
+// The declaration's input and output type slots are shared by every reference and the target
+// (unified with each), so an untyped declaration learns its types from either side.
 struct ForwardDeclaration::State {
-  Type input, output;
+  SlotPtr input = std::make_shared<TypeSlot>("<ForwardDeclaration>", "input");
+  SlotPtr output = std::make_shared<TypeSlot>("<ForwardDeclaration>", "output");
   std::weak_ptr<detail::BlockImpl> target;
   bool resolved = false;
 };
 
 namespace {
+std::string slot_text(const TypeSlot& slot) {
+  return slot.known() ? slot.type().to_string() : std::string("?");
+}
+
 class ReferenceImpl : public detail::BlockImpl {
  public:
   explicit ReferenceImpl(std::shared_ptr<ForwardDeclaration::State> state)
       : BlockImpl("ForwardDeclaration",
-                  state->input.to_string() + " -> " + state->output.to_string()),
+                  slot_text(*state->input) + " -> " + slot_text(*state->output)),
         state_(std::move(state)) {
-    in()->set(state_->input);
-    out()->set(state_->output);
+    unify(in(), state_->input);
+    unify(out(), state_->output);
   }
   std::vector<Block> children() const override {
     if (auto t = state_->target.lock()) return {Block(t)};
@@ -357,6 +376,7 @@ class ReferenceImpl : public detail::BlockImpl {
       fail("blocks", describe(),
            ": the block it resolves to was destroyed (keep it alive, e.g. "
            "as part of the root block)");
+    BlockImpl::validate();
   }
   WeaveValue eval(WeaveState& state, const WeaveValue& input) const override {
     auto target = state_->target.lock();
@@ -369,10 +389,12 @@ class ReferenceImpl : public detail::BlockImpl {
 };
 }  // namespace
 
+ForwardDeclaration::ForwardDeclaration() : state_(std::make_shared<State>()) {}
+
 ForwardDeclaration::ForwardDeclaration(const Type& input, const Type& output)
-    : state_(std::make_shared<State>()) {
-  state_->input = input;
-  state_->output = output;
+    : ForwardDeclaration() {
+  state_->input->set(input);
+  state_->output->set(output);
 }
 
 Block ForwardDeclaration::reference() const {
@@ -382,8 +404,11 @@ Block ForwardDeclaration::reference() const {
 void ForwardDeclaration::resolve_to(const Block& block) {
   if (state_->resolved) fail("blocks", "ForwardDeclaration is already resolved");
   internal::required(block, "ForwardDeclaration", "resolve_to(block)");
-  block.impl().in()->set(state_->input);
-  block.impl().out()->set(state_->output);
+  // Declared types are set on the target first, so that a mismatch names the target.
+  if (state_->input->known()) block.impl().in()->set(state_->input->type());
+  if (state_->output->known()) block.impl().out()->set(state_->output->type());
+  unify(block.impl().in(), state_->input);
+  unify(block.impl().out(), state_->output);
   state_->target = block.impl_ptr();
   state_->resolved = true;
 }

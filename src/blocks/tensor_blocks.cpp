@@ -114,14 +114,37 @@ const Block& required(const Block& block, const std::string& kind, const std::st
   return block;
 }
 
-WeaveItems shared_elements_of(const std::string& block, const WeaveValue& value) {
-  if (value.kind != Type::Kind::kInput) return value.items;
-  return elements_of(block, value);
+std::vector<std::string> utf8_characters(const std::string& text) {
+  std::vector<std::string> characters;
+  for (std::size_t i = 0; i < text.size();) {
+    const auto lead = static_cast<unsigned char>(text[i]);
+    const std::size_t length = lead < 0x80           ? 1
+                               : (lead >> 5) == 0x6  ? 2
+                               : (lead >> 4) == 0xE  ? 3
+                               : (lead >> 3) == 0x1E ? 4
+                                                     : 1;
+    characters.push_back(text.substr(i, length));
+    i += length;
+  }
+  return characters;
 }
 
-std::vector<WeaveValue> elements_of(const std::string& block, const WeaveValue& value) {
+WeaveItems shared_elements_of(const std::string& block, const WeaveValue& value,
+                              WeaveState& state) {
+  if (value.kind != Type::Kind::kInput) return value.items;
+  return elements_of(block, value, state);
+}
+
+std::vector<WeaveValue> elements_of(const std::string& block, const WeaveValue& value,
+                                    WeaveState& state) {
   if (value.kind != Type::Kind::kInput) return value.items.vector();
   const Input& in = *value.input;
+  if (in.is_string()) {
+    std::vector<WeaveValue> characters;
+    for (const std::string& c : utf8_characters(in.get_ref<const std::string&>()))
+      characters.push_back(WeaveValue::of_input(state.keep(Input(c))));
+    return characters;
+  }
   if (!in.is_array())
     fail("blocks", block, " expects an array, got ", describe_input(in), " (", in.type_name(), ")");
   std::vector<WeaveValue> items;
@@ -134,10 +157,21 @@ std::vector<WeaveValue> elements_of(const std::string& block, const WeaveValue& 
 
 namespace {
 
+// A number written as text ("3", "-0.5") read as the number, as NumPy reads text into a numeric
+// dtype (TF Fold's td.Scalar('int32') on a treebank's "3" label); other text is refused.
+Input number_from_text(const std::string& block, const Input& text) {
+  Input parsed = Input::parse(text.get_ref<const std::string&>(), nullptr, false);
+  if (!parsed.is_number()) fail("blocks", block, " expects a number, got ", describe_input(text));
+  return parsed;
+}
+
 // One element of user data as T, exactly: an integer in T's range for int32 and int64, true /
-// false (or 0 / 1) for bool (stored as a byte), any number for the floats.
+// false (or 0 / 1) for bool (stored as a byte), any number for the floats; numbers as text too.
 template <typename T>
 T element_of(const std::string& block, const Input& value) {
+  if constexpr (!std::is_same_v<T, std::uint8_t>) {
+    if (value.is_string()) return element_of<T>(block, number_from_text(block, value));
+  }
   if constexpr (std::is_same_v<T, std::uint8_t>) {
     if (value.is_boolean()) return value.get<bool>() ? 1 : 0;
     if (value.is_number_integer() && (value == 0 || value == 1)) return T(value.get<int>());
@@ -328,9 +362,12 @@ class LengthImpl : public detail::BlockImpl {
   }
   WeaveValue eval(WeaveState& state, const WeaveValue& input) const override {
     std::int64_t n = 0;
-    if (input.kind == Type::Kind::kInput) {
+    if (input.kind == Type::Kind::kInput && input.input->is_string()) {  // Python's len(text)
+      n = std::int64_t(
+          internal::utf8_characters(input.input->get_ref<const std::string&>()).size());
+    } else if (input.kind == Type::Kind::kInput) {
       if (!input.input->is_array() && !input.input->is_object())
-        fail("blocks", describe(), " expects an array or object, got ",
+        fail("blocks", describe(), " expects an array, object or string, got ",
              describe_input(*input.input));
       n = std::int64_t(input.input->size());
     } else {

@@ -94,10 +94,15 @@ using FunctionBody = std::function<std::vector<Var>(std::span<const Var>)>;
 // inferred by running the body once on zeros of batch 1 on a scratch tape (no gradients), unless
 // `output` is given; several outputs make a Tuple. The body may use Parameters; it must treat
 // rows independently (it sees all nodes of a depth at once).
+// Nests the inferred output types of a body that returns its outputs flat (one Var per tensor):
+// gets their types in order and returns the output type, e.g. Tuple(h, Tuple(c, h)) for a cell
+// returning (h, (c, h)) as [h, c, h]. Its terminals must be those types, in that order.
+using OutputNesting = std::function<Type(const std::vector<Type>&)>;
+
 class Function : public Block {
  public:
   Function(std::string name, std::vector<Type> inputs, FunctionBody body,
-           std::optional<Type> output = std::nullopt);
+           std::optional<Type> output = std::nullopt, OutputNesting nesting = {});
   // A body returning one Var.
   template <typename F>
   requires std::is_same_v<std::invoke_result_t<F, std::span<const Var>>, Var> Function(
@@ -154,7 +159,8 @@ class Void : public Block {
  public:
   Void();
 };
-// T -> Tuple(b1(x), ..., bn(x)); AllOf({}) -> Tuple() (the empty tuple, a type like any other);
+// T -> Tuple(b1(x), ..., bn(x)); AllOf({}) -> Void (nothing, as TF Fold's AllOf(); only Record({})
+// is the empty tuple);
 // one block gives a 1-tuple. A tuple of Input items is Input (the value is one user array).
 class AllOf : public Block {
  public:
@@ -299,6 +305,9 @@ class Optional : public Block {
 class ForwardDeclaration {
  public:
   ForwardDeclaration(const Type& input, const Type& output);
+  // Untyped (TF Fold's ForwardDeclaration()): the types come from where the references are
+  // used and from the block it resolves to; unknown ones at compile time throw.
+  ForwardDeclaration();
   Block reference() const;
   Block operator()() const { return reference(); }
   void resolve_to(const Block& block);

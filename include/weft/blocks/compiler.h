@@ -115,6 +115,8 @@ class Compiler {
   Device device() const { return options_.device; }
   // The root's tensor outputs, flattened (what output(k) holds).
   const std::vector<Type>& output_types() const { return output_types_; }
+  // The names of the metrics the root's blocks record (known before any batch runs).
+  const std::vector<std::string>& metric_names() const;
 
   // Weaves examples (in parallel when there are many); user data errors throw naming the
   // block, the value and the example's index.
