@@ -40,7 +40,7 @@ from ._weft import (  # noqa: F401  (the public API)
     tensor,
     zeros,
 )
-from ._weft import blocks, models, nn, train  # noqa: F401
+from ._weft import models, nn, train  # noqa: F401
 
 # Every op of ops.def as weft.<name>.
 for _name in _weft.op_names():
@@ -52,8 +52,9 @@ __all__ = ["Error", "TypeError", "Tensor", "Parameter", "Var", "Tape", "Rng", "t
            "train", "models", "forward_mode", "cast", "equal", "not_equal", "less", "less_equal",
            "greater", "greater_equal", "set_denormal_mode", "denormal_mode"] + list(_weft.op_names())
 
-# `import weft.blocks` and `from weft.blocks import Map` work like ordinary subpackages.
-for _sub in ("blocks", "nn", "train", "models"):
+# `import weft.nn` and `from weft.nn import FC` work like ordinary subpackages (weft.blocks is
+# one: TF Fold's spellings over the engine's blocks).
+for _sub in ("nn", "train", "models"):
     _sys.modules[__name__ + "." + _sub] = getattr(_weft, _sub)
 del _sub
 
@@ -84,5 +85,4 @@ def forward_mode(training, rng=None):
 
 nn.forward_mode = forward_mode
 
-# TF Fold spelled it td.Tensor; weft.blocks.AsTensor is the same block under that name too.
-blocks.Tensor = blocks.AsTensor
+from . import blocks  # noqa: E402,F401  (after nn: its layers use weft.nn)
