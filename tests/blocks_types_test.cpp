@@ -63,11 +63,12 @@ TEST(BlocksTypes, FoldWhoseCombineDoesNotReturnTheAccumulator) {
 }
 
 TEST(BlocksTypes, OneOfCasesWithDifferentOutputs) {
-  EXPECT_THAT(error_of([] {
-                OneOf([](const Input& x) { return x; }, {{"a", Scalar()}, {"b", Vector(2)}});
-              }),
-              HasSubstr("<OneOf>: Type mismatch between output types of the cases: Tensor([], float32) and "
-                        "Tensor([2], float32) (case \"b\", <Tensor 'Tensor([2], float32)'>)"));
+  EXPECT_THAT(
+      error_of([] {
+        OneOf([](const Input& x) { return x; }, {{"a", Scalar()}, {"b", Vector(2)}});
+      }),
+      HasSubstr("<OneOf>: Type mismatch between output types of the cases: Tensor([], float32) and "
+                "Tensor([2], float32) (case \"b\", <Tensor 'Tensor([2], float32)'>)"));
   EXPECT_THAT(error_of([] { OneOf([](const Input& x) { return x; }, std::vector<Block>{}); }),
               HasSubstr("<OneOf> needs at least one case"));
 }
@@ -124,7 +125,8 @@ TEST(BlocksTypes, FunctionBodyFailingOnTheInputType) {
 
 TEST(BlocksTypes, MetricNameWithTwoTypes) {
   Block b = AllOf({Scalar() >> Metric("m"), Vector(2) >> Metric("m")});
-  EXPECT_THAT(error_of([&] { Compiler c(b); }), HasSubstr("Metric m has incompatible types: it is used with"));
+  EXPECT_THAT(error_of([&] { Compiler c(b); }),
+              HasSubstr("Metric m has incompatible types: it is used with"));
 }
 
 TEST(BlocksTypes, RootMustTakeInputAndGiveTensors) {
