@@ -164,6 +164,8 @@ Block.max_depth = _max_depth
 Block._validate = _validate
 Block.__rshift__ = lambda self, other: Pipe(self, other)
 Block.__rrshift__ = lambda self, other: Pipe(other, self)
+
+
 def _reads(self, *others):
     """Inside `with composition.scope():`, this block reads the others' outputs; returns it."""
     _current_scope("reads").connect(others, self)
