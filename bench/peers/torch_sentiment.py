@@ -9,16 +9,25 @@ averaged over the batch's trees. Same recipe: Adagrad 0.05 (accumulator from 0, 
 decay 1e-4 added to the gradient), the word vectors at 0.1x with lazy row updates, batch 25.
 Batched the TorchFold way: per depth one index_select of the children's h and c rows, one cell
 call on every node of that depth across the batch, the results concatenated onto the values.
+With --device cuda the model runs on the GPU the way a GPU training loop should: a batch's index
+arrays (words, every depth's child rows, labels, roots, the distinct words) packed into one
+pinned buffer and sent with one asynchronous copy, no host synchronisation inside a batch (the
+loss is summed on the device and read once per epoch; the word vectors' lazy Adagrad rows are
+the distinct words the host already knows), and the epoch timed between synchronisations.
 
   --check CKPT     the same loss, accuracies and root predictions as `weft eval` / `weft infer`
                    on the same weights (a Weft checkpoint) and trees, in evaluation mode
   --check-step     one training step without dropout from Weft's initial weights: the same
                    loss, gradients (Weft's Adagrad accumulator) and updated weights as Weft's
   --train          trains epochs and prints trees/s as Weft's examples_per_second (training
-                   only); --init CKPT starts from a Weft checkpoint's weights and vocabulary
+                   only); --init CKPT starts from a Weft checkpoint's weights and vocabulary,
+                   and with --weft first runs --check on it (on --device), timing nothing if
+                   the figures differ
+  --device cuda    every mode on the GPU (default cpu)
 
 Usage: /usr/bin/python3 bench/peers/torch_sentiment.py --check sst.safetensors --weft W
        /usr/bin/python3 bench/peers/torch_sentiment.py --train --epochs 1 --threads 1
+       python3 bench/peers/torch_sentiment.py --train --device cuda --init CKPT --weft W
 Needs Debian's python3-torch and python3-numpy; exits 77 (a skip for ctest) without torch.
 """
 
@@ -190,10 +199,12 @@ def read_checkpoint(path):
 # ---------------------------------------------------------------------------- the model
 
 
-def weave(trees):
+def weave(trees, device="cpu"):
     """The batch's schedule: leaf word ids, then per depth the interleaved [l0, r0, l1, r1, ..]
     rows of the values (leaves first, then each depth's nodes appended), every node's label in
-    value order, and each tree's root row."""
+    value order, each tree's root row, and the distinct word ids (the embedding rows the batch
+    updates). All of them one int64 buffer on the host, sent to `device` by one copy (pinned and
+    asynchronous on a GPU) and cut there into views: no other upload, no wait."""
     words, labels, levels, level_labels = [], [], [], []
 
     def visit(node):  # -> (depth, index within the depth)
@@ -214,26 +225,30 @@ def weave(trees):
     offsets = [0, len(words)]
     for nodes in levels:
         offsets.append(offsets[-1] + len(nodes))
-    steps = [
-        torch.tensor([offsets[d] + i for pair in nodes for d, i in pair], dtype=torch.int64)
-        for nodes in levels
-    ]
+    steps = [[offsets[d] + i for pair in nodes for d, i in pair] for nodes in levels]
     for more in level_labels:
         labels += more
-    return (
-        torch.tensor(words, dtype=torch.int64),
-        steps,
-        torch.tensor(labels, dtype=torch.int64),
-        torch.tensor([offsets[d] + i for d, i in roots], dtype=torch.int64),
-    )
+    root_rows = [offsets[d] + i for d, i in roots]
+    parts = [words, *steps, labels, root_rows, sorted(set(words))]
+    packed = torch.from_numpy(np.fromiter((v for part in parts for v in part), np.int64))
+    if device != "cpu":
+        packed = packed.pin_memory().to(device, non_blocking=True)
+    views = torch.split(packed, [len(part) for part in parts])
+    return (views[0], list(views[1 : 1 + len(steps)]), *views[1 + len(steps) :])
 
 
 class TreeLSTM:
     """The parameters under Weft's checkpoint names, and the forward of a woven batch."""
 
-    def __init__(self, weights, dropout, recurrent_dropout, layout=GATES):
+    def __init__(self, weights, dropout, recurrent_dropout, layout=GATES, device="cpu"):
+        self.device = device
+        # Row-sparse gradients on the CPU; on the GPU a dense one (coalescing a sparse gradient
+        # there waits for the device), of which the optimizer reads the batch's rows.
+        self.sparse_embedding = device == "cpu"
         self.params = {
-            name: torch.tensor(np.array(weights[name], dtype=np.float32), requires_grad=True)
+            name: torch.tensor(
+                np.array(weights[name], dtype=np.float32), device=device, requires_grad=True
+            )
             for name in (
                 "embedding/table",
                 "leaf/weight",
@@ -261,9 +276,9 @@ class TreeLSTM:
 
     def forward(self, woven, training):
         """The logits of every node, in the order of the woven labels."""
-        words, steps, _, _ = woven
+        words, steps = woven[0], woven[1]
         p, n = self.params, self.hidden
-        x = F.embedding(words, p["embedding/table"], sparse=True)
+        x = F.embedding(words, p["embedding/table"], sparse=self.sparse_embedding)
         x = F.dropout(x, self.dropout, training)
         leaf = torch.addmm(p["leaf/bias"], x, p["leaf/weight"])  # [c | o]
         cs = leaf[:, :n]
@@ -308,10 +323,15 @@ class Adagrad:
         self.table.grad = None
 
     @torch.no_grad()
-    def step(self):
+    def step(self, woven):
+        """The update after backward on `woven`, whose last view is its distinct word ids."""
         self.dense.step()
-        grad = self.table.grad.coalesce()  # duplicate rows summed
-        rows, g = grad.indices()[0], grad.values()
+        if self.table.grad.is_sparse:
+            grad = self.table.grad.coalesce()  # duplicate rows summed
+            rows, g = grad.indices()[0], grad.values()
+        else:  # dense (on a GPU): the rows of the batch's words, known on the host
+            rows = woven[-1]
+            g = self.table.grad.index_select(0, rows)
         w = self.table.index_select(0, rows)
         g = g + self.decay * w
         s = self.sums.index_select(0, rows).addcmul_(g, g)
@@ -328,15 +348,16 @@ def figures(model, trees, batch_size=256):
     total, rows, roots, hits = 0.0, 0, [], {}
     with torch.no_grad():
         for start in range(0, len(trees), batch_size):
-            woven = weave(trees[start : start + batch_size])
+            woven = weave(trees[start : start + batch_size], model.device)
             loss, logits = loss_sum(model, woven, False)
+            logits, labels, root_rows = logits.cpu(), woven[2].cpu(), woven[3].cpu()
             total += float(loss)
             rows += logits.shape[0]
-            for prefix, idx in (("all", None), ("root", woven[3])):
+            for prefix, idx in (("all", None), ("root", root_rows)):
                 picked = logits if idx is None else logits.index_select(0, idx)
-                labels = woven[2] if idx is None else woven[2].index_select(0, idx)
-                count_hits(hits, prefix, picked.double().numpy(), labels.numpy())
-            root_logits = logits.index_select(0, woven[3]).double()
+                picked_labels = labels if idx is None else labels.index_select(0, idx)
+                count_hits(hits, prefix, picked.double().numpy(), picked_labels.numpy())
+            root_logits = logits.index_select(0, root_rows).double()
             for row in torch.softmax(root_logits, 1).numpy():
                 roots.append((int(np.argmax(row)), row))
     out = {"loss": total / len(trees), "node_loss": total / rows}
@@ -368,7 +389,7 @@ def run_weft(args, *command, stdin=None):
 def check(args):
     """Loss, accuracies and root predictions of the same weights on the same trees."""
     weights, _, vocabulary, _ = read_checkpoint(args.check)
-    model = TreeLSTM(weights, 0.0, 0.0, args.composer_layout.split(","))
+    model = TreeLSTM(weights, 0.0, 0.0, args.composer_layout.split(","), args.device)
     index = {w: i for i, w in enumerate(vocabulary)}
     lines, trees = read_split(args.data_dir, args.split, args.max_eval)
     ours, roots = figures(model, [encode(t, index) for t in trees])
@@ -382,7 +403,7 @@ def check(args):
     predictions = [json.loads(line) for line in predictions]
     ok = len(predictions) == len(roots)
     print(f"check: {len(trees)} {args.split} trees, hidden {model.hidden}, "
-          f"{len(vocabulary)} words, checkpoint {args.check}")
+          f"{len(vocabulary)} words, checkpoint {args.check}, torch on {args.device}")
     for name in ("loss", "node_loss"):
         rel = abs(ours[name] - theirs[name]) / abs(theirs[name])
         ok &= rel <= 1e-4
@@ -423,32 +444,36 @@ def compare_step(args, work):
     w1, _, _, _ = read_checkpoint(os.path.join(work, "b.safetensors"))
     with open(os.path.join(work, "a.jsonl")) as f:
         weft_loss = json.loads(f.readline())["train"]["loss"]
-    model = TreeLSTM(w0, 0.0, 0.0, args.composer_layout.split(","))
+    model = TreeLSTM(w0, 0.0, 0.0, args.composer_layout.split(","), args.device)
     index = {w: i for i, w in enumerate(vocabulary)}
     _, trees = read_split(args.data_dir, "train", 25)
     trees = [encode(t, index) for t in trees]
     optimizer = Adagrad(model, lr=0.05, weight_decay=1e-4, embedding_scale=0.1)
-    loss, _ = loss_sum(model, weave(trees), True)
+    woven = weave(trees, args.device)
+    loss, _ = loss_sum(model, woven, True)
     (loss / len(trees)).backward()
     rel = abs(float(loss) / len(trees) - weft_loss) / weft_loss
     ok = rel <= 1e-4
-    print(f"check-step: 25 training trees, hidden {model.hidden}, no dropout")
+    print(f"check-step: 25 training trees, hidden {model.hidden}, no dropout, torch on "
+          f"{args.device}")
     print(f"  loss         weft {weft_loss:.9g}  torch {float(loss) / len(trees):.9g}  "
           f"relative {rel:.2g}")
     grads = {}
     for name, p in model.params.items():
         g = p.grad.to_dense() if p.grad.is_sparse else p.grad
-        grads[name] = (g + 1e-4 * p.detach()).numpy().copy()
-    optimizer.step()
+        grads[name] = (g + 1e-4 * p.detach()).cpu().numpy().copy()
+    optimizer.step(woven)
     for name, p in model.params.items():
         g = np.abs(grads[name])
         weft_g = np.sqrt(state_a["optimizer/adagrad/accumulator/" + name])
         if name == "embedding/table":  # untouched rows: no gradient, no decay (lazy rows)
-            g = np.where(np.abs(p.grad.to_dense().numpy()).sum(1, keepdims=True) > 0, g, 0)
+            used = np.zeros((g.shape[0], 1), dtype=bool)
+            used[woven[-1].cpu().numpy()] = True
+            g = np.where(used, g, 0)
         g_rel = np.linalg.norm(weft_g - g) / np.linalg.norm(g)
         # Adagrad's first step is lr g / (|g| + 1e-8): ~lr sign(g), but sensitive to rounding
         # where |g| is near 1e-8, so only elements with |g| > 1e-5 must agree to 1e-5.
-        moved = np.abs(p.detach().numpy() - w1[name])
+        moved = np.abs(p.detach().cpu().numpy() - w1[name])
         firm = g > 1e-5
         off = int((moved[firm] > 1e-5).sum())
         ok &= g_rel <= 1e-4 and off == 0
@@ -462,6 +487,11 @@ def compare_step(args, work):
 # ---------------------------------------------------------------------------- training
 
 
+def synchronize(device):
+    if device != "cpu":
+        torch.cuda.synchronize()
+
+
 def train(args):
     torch.manual_seed(args.seed)
     _, train_trees = read_split(args.data_dir, "train", args.max_train)
@@ -469,6 +499,11 @@ def train(args):
     if args.init:
         weights, _, vocabulary, _ = read_checkpoint(args.init)
         print(f"torch_sentiment: weights and vocabulary of {args.init}")
+        if args.weft:  # the same figures as Weft's on these weights, or nothing is timed
+            check_args = argparse.Namespace(**{**vars(args), "check": args.init, "split": "dev"})
+            if check(check_args) != 0:
+                print("torch_sentiment: not timed: the model differs from Weft's")
+                return 1
     else:
         _, test_trees = read_split(args.data_dir, "test", args.max_eval)
         vocabulary = build_vocabulary(train_trees + dev_trees + test_trees)
@@ -482,25 +517,29 @@ def train(args):
     index = {w: i for i, w in enumerate(vocabulary)}
     train_trees = [encode(t, index) for t in train_trees]
     dev_trees = [encode(t, index) for t in dev_trees]
-    model = TreeLSTM(weights, args.dropout, args.recurrent_dropout)
+    model = TreeLSTM(weights, args.dropout, args.recurrent_dropout, device=args.device)
     optimizer = Adagrad(model, args.learning_rate, args.weight_decay, args.embedding_lr_scale)
     rng = np.random.default_rng(args.seed)
     print(f"torch_sentiment: {len(train_trees)} training trees, hidden {model.hidden}, batch "
-          f"{args.batch_size}, torch {torch.__version__}, {torch.get_num_threads()} thread(s)",
-          flush=True)
+          f"{args.batch_size}, torch {torch.__version__}, {torch.get_num_threads()} thread(s), "
+          f"device {args.device}", flush=True)
     for epoch in range(1, args.epochs + 1):
         order = rng.permutation(len(train_trees))
-        total = 0.0
+        total = torch.zeros((), dtype=torch.float64, device=args.device)  # read once, at the end
+        synchronize(args.device)
         cpu, start = time.process_time(), time.perf_counter()
         for b in range(0, len(order), args.batch_size):
             batch = [train_trees[i] for i in order[b : b + args.batch_size]]
             optimizer.zero_grad()
-            loss, _ = loss_sum(model, weave(batch), True)
+            woven = weave(batch, args.device)
+            loss, _ = loss_sum(model, woven, True)
             (loss / len(batch)).backward()
-            optimizer.step()
-            total += float(loss)
+            optimizer.step(woven)
+            total += loss.detach()
+        synchronize(args.device)
         seconds = time.perf_counter() - start
         cpu = (time.process_time() - cpu) / seconds
+        total = float(total)
         dev, _ = figures(model, dev_trees)
         record = {
             "epoch": epoch,
@@ -545,6 +584,7 @@ def parse_args():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--log", help="--train: append one JSON line per epoch")
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     args = p.parse_args()
     if (args.check or args.check_step) and not args.weft:
         p.error("--check and --check-step need --weft")
@@ -556,6 +596,9 @@ def main():
     if torch is None:
         print("SKIPPED: PyTorch is missing (Debian: apt-get install python3-torch python3-numpy, "
               "then run with /usr/bin/python3)")
+        return 77
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print("SKIPPED: --device cuda but torch sees no CUDA device")
         return 77
     torch.set_num_threads(args.threads)
     torch.set_num_interop_threads(1)
