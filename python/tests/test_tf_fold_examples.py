@@ -22,9 +22,9 @@ def learned(history):
 
 def test_calculator_learns_the_sign_of_expressions():
     first, last, dev = learned(calculator.main(
-        ["--train_size", "1500", "--dev_size", "300", "--epochs", "4", "--state_size", "16"]))
-    assert last < 0.8 * first
-    assert dev["accuracy"] > 0.6  # the commonest sign of these expressions is under 0.5
+        ["--train_size", "800", "--dev_size", "300", "--epochs", "4", "--state_size", "16"]))
+    assert last < 0.6 * first
+    assert dev["accuracy"] > 0.7  # "positive", the commonest sign of these expressions, is 0.62
 
 
 def test_fizzbuzz_learns_buzz_from_the_last_digit():
