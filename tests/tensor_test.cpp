@@ -19,8 +19,30 @@ TEST(Shape, ArithmeticAndPrinting) {
   EXPECT_EQ(Shape{}.numel(), 1);
   EXPECT_EQ((Shape{2, 0, 3}).numel(), 0);
   EXPECT_EQ(Shape{4}.prepend(2), (Shape{2, 4}));
-  expect_error([] { Shape{1, -2}; }, {"[shape] negative extent -2"});
-  expect_error([] { Shape{1, 1, 1, 1, 1, 1, 1}; }, {"[shape] rank 7 exceeds the maximum rank 6"});
+  expect_error([] { Shape{1, -2}; }, {"[shape] [1, -2]: negative extent -2"});
+  expect_error([] { Shape{1, 1, 1, 1, 1, 1, 1}; }, {"rank 7 exceeds the maximum rank 6"});
+}
+
+// Element and byte counts that do not fit 64 bits are errors naming the shape, never a wrapped
+// count (which allocated 4 elements for [2^62 + 1, 4] and nothing for [2^32, 2^32]).
+TEST(Shape, ElementCountsThatOverflowAreErrors) {
+  constexpr std::int64_t k2to32 = std::int64_t(1) << 32, k2to62 = std::int64_t(1) << 62;
+  expect_error(
+      [] {
+        Shape{k2to32, k2to32};
+      },
+      {"[shape] [4294967296, 4294967296] has more elements than a 64-bit count holds"});
+  expect_error([] { Shape{k2to62 + 1, 4}; }, {"[4611686018427387905, 4]", "64-bit count"});
+  expect_error([] { Shape{3, k2to62, 2, 2}; }, {"64-bit count"});
+  // An extent of 0 makes the shape empty however large the others are.
+  EXPECT_EQ((Shape{k2to62, 4, 0}).numel(), 0);
+  EXPECT_EQ((Shape{0, k2to62, 4}).row_size(), 0);
+  // A shape that fits as elements but not as bytes, and shapes grown past the limit in place.
+  expect_error([] { Tensor::empty(Shape{k2to62}, DType::kFloat32); },
+               {"[tensor] shape [4611686018427387904] of float32 needs more than 2^63 bytes"});
+  expect_error([] { Tensor::zeros(Shape{k2to62 / 2 + 1, 2}, DType::kFloat64); }, {"2^63 bytes"});
+  expect_error([] { Shape{4}.prepend(k2to62).numel(); }, {"[4611686018427387904, 4]"});
+  expect_error([] { Shape{k2to32, 1}.with_rows(k2to32).numel(); }, {"64-bit count"});
 }
 
 TEST(Tensor, FromVectorRoundTripsBothDtypes) {

@@ -49,9 +49,21 @@ Tensor::~Tensor() {
   if (block_) detail::release_block(block_);
 }
 
+namespace {
+// The bytes a tensor of this shape and dtype holds, or an error naming both when the count
+// does not fit (the allocator would otherwise be asked for a wrapped, far smaller size).
+std::size_t checked_bytes(const Shape& shape, DType dtype) {
+  const std::int64_t elements = shape.numel();
+  std::int64_t bytes = 0;
+  if (__builtin_mul_overflow(elements, std::int64_t(dtype_size(dtype)), &bytes))
+    fail("tensor", "shape ", shape, " of ", dtype_name(dtype), " needs more than 2^63 bytes");
+  return std::size_t(bytes);
+}
+}  // namespace
+
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   Tensor t;
-  t.block_ = detail::allocate_block(std::size_t(shape.numel()) * dtype_size(dtype), device);
+  t.block_ = detail::allocate_block(checked_bytes(shape, dtype), device);
   t.shape_ = shape;
   t.dtype_ = dtype;
   return t;
@@ -60,8 +72,8 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
 Tensor Tensor::from_external(void* data, const Shape& shape, DType dtype, Device device,
                              void (*release)(void* context), void* context) {
   Tensor t;
-  t.block_ = detail::wrap_external_block(data, std::size_t(shape.numel()) * dtype_size(dtype),
-                                         device, release, context);
+  t.block_ =
+      detail::wrap_external_block(data, checked_bytes(shape, dtype), device, release, context);
   t.shape_ = shape;
   t.dtype_ = dtype;
   return t;
