@@ -97,8 +97,11 @@ std::string run_fingerprint(const TrainableModel& model, std::span<const Paramet
                             const TrainerOptions& options) {
   nlohmann::json shapes = nlohmann::json::array();
   for (const Parameter& p : parameters) shapes.push_back({p.name(), p.shape().to_string()});
+  // The config as JSON where it is (so that a difference names the option), else as text.
+  nlohmann::json config = nlohmann::json::parse(model.config_json(), nullptr, false);
+  if (config.is_discarded()) config = model.config_json();
   return nlohmann::json{{"model", model.name()},
-                        {"config", model.config_json()},
+                        {"config", config},
                         {"examples",
                          {model.num_examples(Split::kTrain), model.num_examples(Split::kDev),
                           model.num_examples(Split::kTest)}},
@@ -107,17 +110,44 @@ std::string run_fingerprint(const TrainableModel& model, std::span<const Paramet
       .dump();
 }
 
+// Appends "path: A on rank 0, B on rank r" for each leaf where two fingerprints differ (objects
+// are compared key by key, arrays item by item, so the message names the option itself).
+void describe_differences(const nlohmann::json& root, const nlohmann::json& other,
+                          const std::string& path, std::size_t rank,
+                          std::vector<std::string>& out) {
+  if (root == other) return;
+  if (root.is_object() && other.is_object()) {
+    for (const auto& [key, value] : root.items())
+      describe_differences(value, other.contains(key) ? other.at(key) : nlohmann::json(),
+                           path + "." + key, rank, out);
+    for (const auto& [key, value] : other.items())
+      if (!root.contains(key)) describe_differences(nullptr, value, path + "." + key, rank, out);
+    return;
+  }
+  if (root.is_array() && other.is_array() && root.size() == other.size()) {
+    for (std::size_t i = 0; i < root.size(); ++i)
+      describe_differences(root[i], other[i], path + "[" + std::to_string(i) + "]", rank, out);
+    return;
+  }
+  const auto text = [](const nlohmann::json& v) { return v.is_null() ? "absent" : v.dump(); };
+  out.push_back(path.substr(1) + ": " + text(root) + " on rank 0, " + text(other) + " on rank " +
+                std::to_string(rank));
+}
+
 void check_ranks_agree(dist::Communicator& comm, const std::string& fingerprint) {
   const std::vector<std::string> all = comm.all_gather(fingerprint);
   const nlohmann::json root = nlohmann::json::parse(all[0]);
   for (std::size_t r = 1; r < all.size(); ++r) {
     if (all[r] == all[0]) continue;
-    const nlohmann::json other = nlohmann::json::parse(all[r]);
-    std::string parts;
-    for (const auto& [key, value] : root.items()) {
-      if (other.value(key, nlohmann::json()) != value) parts += (parts.empty() ? "" : ", ") + key;
-    }
-    fail("trainer", "rank ", r, " differs from rank 0 in ", parts,
+    std::vector<std::string> differences;
+    describe_differences(root, nlohmann::json::parse(all[r]), "", r, differences);
+    constexpr std::size_t kShown = 8;
+    std::string listed;
+    for (std::size_t i = 0; i < std::min(differences.size(), kShown); ++i)
+      listed += (i ? "; " : "") + differences[i];
+    if (differences.size() > kShown)
+      listed += "; and " + std::to_string(differences.size() - kShown) + " more";
+    fail("trainer", "rank ", r, " differs from rank 0: ", listed,
          " (every rank must run the same model on the same data with the same options)");
   }
 }

@@ -185,8 +185,16 @@ TEST(DataParallel, RanksThatDisagreeAreStoppedAtTheStart) {
   dist::Communicator& world = dist::world();
   OptionValues o = calculator_options();
   o.set("hidden", world.rank() == 0 ? 12 : 13, "test");
+  // The message names the option and both values, then what follows from it (the shapes).
   EXPECT_THAT([&] { train_with(o, recipe_of(o, 1, 16), &world); },
-              ::testing::ThrowsMessage<Error>(HasSubstr("rank 1 differs from rank 0 in config")));
+              ::testing::ThrowsMessage<Error>(HasSubstr(
+                  "rank 1 differs from rank 0: config.options.hidden: 12 on rank 0, 13 on rank 1; "
+                  "parameters[")));
+  // A trainer option alike.
+  train::TrainerOptions options = recipe_of(calculator_options(), 1, 16);
+  options.seed = world.rank() == 0 ? 5 : 6;
+  EXPECT_THAT([&] { train_with(calculator_options(), options, &world); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("trainer.seed: 5 on rank 0, 6 on rank 1")));
 }
 
 TEST(DataParallel, CollectivesSumGatherAndBroadcast) {
