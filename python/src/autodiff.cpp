@@ -29,7 +29,62 @@ Var check(const Var& v, const char* op) {
   return v;
 }
 
+constexpr const char* kGenerationAttr = "_tape_generation";
+
+// The value of a new Parameter: shared with a float32 Tensor or NumPy array, copied from a
+// plain Python number or sequence, refused (naming why) for anything a copy would silently
+// detach from the caller's array.
+weft::Tensor parameter_value(const std::string& name, py::handle value) {
+  const std::string where = "Parameter '" + name + "'";
+  if (value.is_none()) fail(where, "the value is None; give an array, a Tensor or numbers");
+  if (py::isinstance<weft::Tensor>(value)) {
+    weft::Tensor t = value.cast<weft::Tensor>();
+    if (t.dtype() != DType::kFloat32)
+      fail(where, "parameters are float32, got a ", t.describe(), " (use weft.cast first)");
+    return t;
+  }
+  if (py::isinstance<py::array>(value)) {
+    const py::array a = py::cast<py::array>(value);
+    const std::string shape = py::str(a.attr("shape")).cast<std::string>();
+    if (a.dtype().kind() != 'f' || a.dtype().itemsize() != 4)
+      fail(where, "the array is ", py::str(a.dtype()).cast<std::string>(), " ", shape,
+           "; a Parameter is a view of a float32 array, so another dtype would be a silent copy "
+           "the optimizer's updates never reach (copy on purpose: "
+           "np.ascontiguousarray(a, dtype=np.float32))");
+    if (!(a.flags() & py::array::c_style))
+      fail(where, "the array ", shape, " is not C-contiguous (strides ",
+           py::str(a.attr("strides")).cast<std::string>(),
+           "); a Parameter is a view, so it would be a silent copy the optimizer's updates never "
+           "reach (copy on purpose: np.ascontiguousarray(a))");
+    return tensor_from_numpy(a);
+  }
+  return tensor_copy(value, "float32");
+}
+
 }  // namespace
+
+py::handle tie_var_to_tape(py::handle var_object, const Var& var) {
+  if (!var_object || !var.defined()) return var_object;
+  static const py::detail::type_info* tape_type = py::detail::get_type_info(typeid(Tape));
+  py::handle tape = py::detail::find_registered_python_instance(&var.tape(), tape_type);
+  if (tape) {
+    py::detail::keep_alive_impl(var_object, tape);
+    tape.dec_ref();  // found with a new reference; the Var holds its own now
+  }
+  py::setattr(var_object, kGenerationAttr, py::int_(var.tape().generation()));
+  return var_object;
+}
+
+void check_var_is_live(py::handle var_object, const Var& var) {
+  if (!var.defined()) return;
+  bool stale = var.id() >= var.tape().size();
+  if (!stale && py::hasattr(var_object, kGenerationAttr))
+    stale = var_object.attr(kGenerationAttr).cast<std::uint64_t>() != var.tape().generation();
+  if (stale)
+    fail("Var", "node ", var.id(),
+         " was recorded before its tape was cleared; Vars from before Tape.clear() cannot be "
+         "used (record them again)");
+}
 
 void init_autodiff(py::module_& m) {
   py::class_<Rng>(m, "Rng", "An explicit, seedable random generator (xoshiro256**).")
@@ -40,21 +95,14 @@ void init_autodiff(py::module_& m) {
       .def("below", &Rng::below);
 
   py::class_<Parameter>(m, "Parameter", R"doc(
-A trainable tensor with its gradient. Parameter("W", np.zeros((2, 3), np.float32)) keeps a view
-of a float32 C-contiguous array (no copy: the optimizer's updates are visible in the array);
-other inputs are copied. Used in ops it is a leaf on the current tape.)doc")
+A trainable float32 tensor with its gradient. Parameter("W", np.zeros((2, 3), np.float32)) is a
+view of the array (no copy: the optimizer's updates are visible in it); a weft.Tensor is shared
+the same way. NumPy arrays that cannot be viewed (another dtype, strided, not C-contiguous) are
+refused rather than silently copied: pass np.ascontiguousarray(a, dtype=np.float32) to copy
+on purpose. Lists, tuples and Python numbers are copied (there is nothing to share). Used in
+ops it is a leaf on the current tape.)doc")
       .def(py::init([](std::string name, py::handle value, bool trainable) {
-             weft::Tensor t;
-             if (py::isinstance<weft::Tensor>(value))
-               t = value.cast<weft::Tensor>();
-             else if (py::isinstance<py::array>(value) &&
-                      py::cast<py::array>(value).dtype().kind() == 'f' &&
-                      py::cast<py::array>(value).dtype().itemsize() == 4 &&
-                      (py::cast<py::array>(value).flags() & py::array::c_style))
-               t = tensor_from_numpy(py::cast<py::array>(value));
-             else
-               t = tensor_copy(value, "float32");
-             return Parameter(std::move(name), std::move(t), trainable);
+             return Parameter(name, parameter_value(name, value), trainable);
            }),
            py::arg("name"), py::arg("value"), py::arg("trainable") = true)
       .def_property_readonly("name", &Parameter::name)
@@ -86,10 +134,11 @@ other inputs are copied. Used in ops it is a leaf on the current tape.)doc")
         return "Parameter('" + p.name() + "', " + p.value().describe() + ")";
       });
 
-  py::class_<Var> var(m, "Var", R"doc(
+  py::class_<Var> var(m, "Var", py::dynamic_attr(), R"doc(
 A value recorded on a tape: what op bodies and Function bodies compute with. Arithmetic
 operators (+ - * / @, unary -) record ops; .value is the Tensor, .grad the gradient after
-backward (None if none reached it). A Var is valid until its tape is cleared.)doc");
+backward (None if none reached it). A Var keeps its Tape alive; after the tape's clear(), using
+it raises weft.Error.)doc");
   var.def(py::init<const Parameter&>(), py::arg("parameter"),
           "The parameter's leaf on the current thread's tape.")
       .def_property_readonly("value", [](const Var& v) { return check(v, "Var").value(); })

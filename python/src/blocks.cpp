@@ -36,18 +36,28 @@ Inputs to_inputs(py::handle examples) {
   return out;
 }
 
-FunctionBody python_body(py::function fn) {
+// One value a Function body returned, or an error naming the Function and what came back.
+Var body_output(py::handle r, const std::string& name) {
+  if (!py::isinstance<Var>(r))
+    fail("blocks", "Function '", name, "': the body returned ",
+         py::str(py::type::of(r).attr("__name__")).cast<std::string>(),
+         r.is_none() ? " (a missing return?)" : "",
+         "; it must return a Var (ops on its arguments) or a tuple or list of Vars");
+  return r.cast<Var>();
+}
+
+FunctionBody python_body(py::function fn, const std::string& name) {
   auto callable = std::make_shared<PyCallable>(std::move(fn));
-  return [callable](std::span<const Var> in) {
+  return [callable, name](std::span<const Var> in) {
     py::gil_scoped_acquire gil;
     py::tuple args(in.size());
     for (std::size_t i = 0; i < in.size(); ++i) args[i] = py::cast(in[i]);
     py::object result = callable->fn()(*args);
     std::vector<Var> out;
     if (py::isinstance<py::tuple>(result) || py::isinstance<py::list>(result)) {
-      for (py::handle r : result) out.push_back(r.cast<Var>());
+      for (py::handle r : result) out.push_back(body_output(r, name));
     } else {
-      out.push_back(result.cast<Var>());
+      out.push_back(body_output(result, name));
     }
     return out;
   };
@@ -234,7 +244,8 @@ one [B, ...] Var per input tensor and returns a Var or a tuple of Vars. It runs 
                  return callable->fn()(flat).cast<Type>();
                };
              }
-             return Function(std::move(name), std::move(inputs), python_body(std::move(body)),
+             FunctionBody native = python_body(std::move(body), name);
+             return Function(std::move(name), std::move(inputs), std::move(native),
                              std::move(output), std::move(nest));
            }),
            py::arg("name"), py::arg("inputs"), py::arg("body"), py::arg("output") = py::none(),
@@ -347,12 +358,14 @@ or a list of blocks (keys 0..n-1).)doc")
       .def(py::init<Block, Block>(), py::arg("some_case"), py::arg_v("none_case", Block(), "None"));
   py::class_<ForwardDeclaration>(m, "ForwardDeclaration", R"doc(
 Recursion: decl = ForwardDeclaration(Type.input(), state); use decl() inside the model; then
-decl.resolve_to(model). The model must stay alive (part of the root).)doc")
+decl.resolve_to(model). The declaration keeps the model alive (and each decl() the
+declaration), so decl.resolve_to(td.OneOf(...)) needs no other name for the model; a Compiler
+keeps every block it reached alive.)doc")
       .def(py::init<const Type&, const Type&>(), py::arg("input_type"), py::arg("output_type"))
       .def(py::init<>())
-      .def("reference", &ForwardDeclaration::reference)
-      .def("__call__", &ForwardDeclaration::reference)
-      .def("resolve_to", &ForwardDeclaration::resolve_to);
+      .def("reference", &ForwardDeclaration::reference, py::keep_alive<0, 1>())
+      .def("__call__", &ForwardDeclaration::reference, py::keep_alive<0, 1>())
+      .def("resolve_to", &ForwardDeclaration::resolve_to, py::keep_alive<1, 2>());
 
   // ---- Metrics ------------------------------------------------------------------------------
   py::class_<Metric, Block>(m, "Metric",
@@ -416,7 +429,7 @@ decl.resolve_to(model). The model must stay alive (part of the root).)doc")
       .def_property_readonly("num_outputs", &BatchResult::num_outputs)
       .def("output", &BatchResult::output, py::arg("k") = 0)
       .def("output_examples", &BatchResult::output_examples, py::arg("k") = 0)
-      .def("metric", &BatchResult::metric, py::arg("name"))
+      .def("metric", &BatchResult::metric, py::arg("name"), py::keep_alive<0, 1>())
       .def_property_readonly("metric_names", &BatchResult::metric_names);
   py::class_<Compiler>(m, "Compiler", R"doc(
 Compiler(root, threads=0, max_depth=0, strategy="by_depth", examples_per_thread=256): checks
@@ -451,14 +464,15 @@ callables inside take it back for their own calls.)doc")
             py::gil_scoped_release nogil;
             return c.weave(in->items);
           },
-          py::arg("examples"))
+          py::arg("examples"), py::keep_alive<0, 1>())
       .def(
           "run",
           [](const Compiler& c, const WovenBatch& batch, Tape& tape) {
             py::gil_scoped_release nogil;
             return c.run(batch, tape);
           },
-          py::arg("batch"), py::arg("tape"), py::keep_alive<0, 2>(), py::keep_alive<0, 3>())
+          py::arg("batch"), py::arg("tape"), py::keep_alive<0, 1>(), py::keep_alive<0, 2>(),
+          py::keep_alive<0, 3>())
       .def(
           "forward",
           [](const Compiler& c, py::handle examples, Tape& tape) {
@@ -471,7 +485,7 @@ callables inside take it back for their own calls.)doc")
             py::gil_scoped_release nogil;
             return c.forward(in->items, tape);
           },
-          py::arg("examples"), py::arg("tape"), py::keep_alive<0, 3>());
+          py::arg("examples"), py::arg("tape"), py::keep_alive<0, 1>(), py::keep_alive<0, 3>());
   m.def(
       "eval",
       [](const Block& b, py::object value) { return eval_to_python(eval(b, to_json(value))); },

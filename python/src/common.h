@@ -15,6 +15,7 @@
 #include <string>
 #include <utility>
 
+#include "weft/autodiff/tape.h"
 #include "weft/tensor/tensor.h"
 
 namespace weft::python {
@@ -30,9 +31,19 @@ void init_train(py::module_& m);
 void init_models(py::module_& m);
 
 // Python value (None, bool, int, float, str, list, tuple, dict with str keys, NumPy scalars and
-// arrays) -> JSON, and back. Unsupported objects raise TypeError naming their type.
+// arrays) -> JSON, and back. Unsupported objects raise TypeError naming their type; integers
+// beyond 64 bits, strings that are not valid Unicode and nesting deeper than max_json_depth
+// (weft/io/input_limits.h, as for JSON read from files) raise weft.Error naming the value.
 nlohmann::json to_json(py::handle value);
 py::object from_json(const nlohmann::json& value);
+// A str as UTF-8, or weft.Error naming `where` when it holds a lone surrogate.
+std::string utf8_of(py::handle text, const std::string& where);
+
+// Ties a Var handed to Python to the Python object of its Tape (when the tape is one), so the
+// tape lives as long as any Var recorded on it; notes the tape's generation in the Var so a
+// Var from before Tape.clear() is refused (var_on_live_tape) instead of reading another node.
+py::handle tie_var_to_tape(py::handle var_object, const weft::Var& var);
+void check_var_is_live(py::handle var_object, const weft::Var& var);
 
 // Tensors from Python: a view of a NumPy array (no copy, or an error saying why not), a
 // converting copy of any array-like, and "a Tensor as it is, else a copy" for arguments.
@@ -63,3 +74,31 @@ class PyCallable {
 using PyCallablePtr = std::shared_ptr<PyCallable>;
 
 }  // namespace weft::python
+
+// Every Var crossing into Python goes through tie_var_to_tape, and every Var coming back from
+// Python through check_var_is_live: one place for the Var's lifetime rules, whatever binding
+// (op, operator, BatchResult, Function body) moves it.
+namespace pybind11::detail {
+template <>
+class type_caster<weft::Var> : public type_caster_base<weft::Var> {
+  using Base = type_caster_base<weft::Var>;
+
+ public:
+  bool load(handle src, bool convert) {
+    if (!Base::load(src, convert)) return false;
+    if (value) weft::python::check_var_is_live(src, *static_cast<const weft::Var*>(value));
+    return true;
+  }
+  static handle cast(const weft::Var& v, return_value_policy policy, handle parent) {
+    return weft::python::tie_var_to_tape(Base::cast(v, policy, parent), v);
+  }
+  static handle cast(weft::Var&& v, return_value_policy policy, handle parent) {
+    const weft::Var copy = v;  // a handle: copying it is two words
+    return weft::python::tie_var_to_tape(Base::cast(std::move(v), policy, parent), copy);
+  }
+  static handle cast(const weft::Var* v, return_value_policy policy, handle parent) {
+    handle out = Base::cast(v, policy, parent);
+    return v ? weft::python::tie_var_to_tape(out, *v) : out;
+  }
+};
+}  // namespace pybind11::detail

@@ -99,9 +99,9 @@ save(path) writes a self-contained checkpoint.)doc")
             std::vector<nlohmann::json> in;
             std::size_t i = 0;
             for (py::handle e : examples) {
+              const std::string where = "example " + std::to_string(i);
               if (py::isinstance<py::str>(e))
-                in.push_back(
-                    mdl.parse_example(e.cast<std::string>(), "example " + std::to_string(i)));
+                in.push_back(mdl.parse_example(utf8_of(e, where), where));
               else
                 in.push_back(to_json(e));
               ++i;

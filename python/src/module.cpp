@@ -20,6 +20,27 @@ bool is_type_error(const std::string& message) {
           message.find("Type(") != std::string::npos ||
           message.find("Tensor(") != std::string::npos);
 }
+// "Unable to cast Python instance of type <class 'int'> to C++ type 'weft::blocks::Block'"
+// (PYBIND11_DETAILED_ERROR_MESSAGES) -> "weft: expected weft::blocks::Block, got int".
+std::string cast_error_message(const std::string& what) {
+  const std::string from = "of type <class '", to = "to C++ type '";
+  const std::size_t a = what.find(from), b = what.find(to);
+  if (a == std::string::npos || b == std::string::npos) return "weft: " + what;
+  const std::size_t a_end = what.find('\'', a + from.size());
+  const std::size_t b_end = what.find('\'', b + to.size());
+  return "weft: expected " + what.substr(b + to.size(), b_end - b - to.size()) + ", got " +
+         what.substr(a + from.size(), a_end - a - from.size());
+}
+
+// Messages quote input, which may cut a UTF-8 sequence or hold invalid bytes: PyErr_SetString
+// would then raise with an empty message. Undecodable bytes become U+FFFD instead.
+void set_error(PyObject* type, const std::string& message) {
+  PyObject* text = PyUnicode_DecodeUTF8(message.data(), Py_ssize_t(message.size()), "replace");
+  if (!text) return;  // MemoryError is set
+  PyErr_SetObject(type, text);
+  Py_DECREF(text);
+}
+
 }  // namespace
 
 void init_errors(py::module_& m) {
@@ -42,7 +63,11 @@ void init_errors(py::module_& m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const weft::Error& e) {
-      PyErr_SetString(is_type_error(e.what()) ? g_type_error : g_error, e.what());
+      set_error(is_type_error(e.what()) ? g_type_error : g_error, e.what());
+    } catch (const py::cast_error& e) {
+      // A value of the wrong kind inside a container or a callback's result: a TypeError
+      // naming both types, not pybind11's RuntimeError wording.
+      set_error(PyExc_TypeError, cast_error_message(e.what()));
     }
   });
 }

@@ -165,8 +165,10 @@ weft::Tensor tensor_copy(py::handle data, const std::optional<std::string>& dtyp
     else if (kind == 'i' || kind == 'u')
       target = "int32";
     else
-      fail("tensor", "cannot make a tensor of dtype ", dtype_text(a.dtype()),
-           ": Weft tensors are float32 or int32");
+      fail("tensor", "cannot make a tensor of NumPy dtype ", dtype_text(a.dtype()),
+           kind == 'O' ? " (integers beyond 64 bits, ragged lists or values that are not numbers)"
+                       : "",
+           ": the data must be numbers, and Weft tensors are ", kDTypeList);
   }
   const DType dtype = dtype_named(target, "tensor");
   const char kind = a.dtype().kind();
@@ -349,7 +351,7 @@ copies and converts.)doc")
       "zeros",
       [](std::vector<std::int64_t> dims, const std::string& dtype) {
         return weft::Tensor::zeros(Shape(std::span<const std::int64_t>(dims)),
-                                   dtype == "int32" ? DType::kInt32 : DType::kFloat32);
+                                   dtype_named(dtype, "zeros"));
       },
       py::arg("shape"), py::arg("dtype") = "float32");
 }

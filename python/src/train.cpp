@@ -195,6 +195,13 @@ TrainerOptions trainer_options_from(TrainerOptions o, const py::dict& kw) {
            "log, prepare_ahead, threads, progress)");
     }
   }
+  // Ctrl-C: Python only notes a signal while C++ runs; between steps the fit takes the GIL and
+  // runs the handlers, so KeyboardInterrupt ends it within one step (the last epoch's
+  // checkpoint, written atomically, stays as it was).
+  o.on_step = [](std::int64_t, double, double) {
+    py::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+  };
   o.validate();
   return o;
 }
