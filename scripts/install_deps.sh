@@ -17,6 +17,7 @@ packages=(
   libopenmpi-dev openmpi-bin  # distributed training (weft/dist, WEFT_WITH_MPI; mpirun)
   # The Python module (python/, WEFT_BUILD_PYTHON) and its pytest suite, for /usr/bin/python3.
   pybind11-dev python3-dev python3-pytest python3-venv python3-setuptools python3-wheel
+  python3-hypothesis  # the property-based tests of the Python surface (python/tests/test_properties.py)
 )
 # PyTorch only serves the DLPack interop test (python/tests/test_tensor.py), which skips without
 # it; it is large (216 packages, 751 MB, 4.5 minutes here), so WEFT_NO_TORCH=1 leaves it out.
