@@ -63,6 +63,13 @@ weft::Tensor parameter_value(const std::string& name, py::handle value) {
 
 }  // namespace
 
+// The generation is kept in the Var object's __dict__ (py::dynamic_attr) under an interned key,
+// read and written directly: a Python op call passes Vars in and out several times.
+PyObject* generation_key() {
+  static PyObject* key = PyUnicode_InternFromString(kGenerationAttr);
+  return key;
+}
+
 py::handle tie_var_to_tape(py::handle var_object, const Var& var) {
   if (!var_object || !var.defined()) return var_object;
   static const py::detail::type_info* tape_type = py::detail::get_type_info(typeid(Tape));
@@ -71,15 +78,25 @@ py::handle tie_var_to_tape(py::handle var_object, const Var& var) {
     py::detail::keep_alive_impl(var_object, tape);
     tape.dec_ref();  // found with a new reference; the Var holds its own now
   }
-  py::setattr(var_object, kGenerationAttr, py::int_(var.tape().generation()));
+  PyObject* dict = PyObject_GenericGetDict(var_object.ptr(), nullptr);
+  if (!dict) throw py::error_already_set();
+  const py::object generation = py::int_(var.tape().generation());
+  const int failed = PyDict_SetItem(dict, generation_key(), generation.ptr());
+  Py_DECREF(dict);
+  if (failed) throw py::error_already_set();
   return var_object;
 }
 
 void check_var_is_live(py::handle var_object, const Var& var) {
   if (!var.defined()) return;
   bool stale = var.id() >= var.tape().size();
-  if (!stale && py::hasattr(var_object, kGenerationAttr))
-    stale = var_object.attr(kGenerationAttr).cast<std::uint64_t>() != var.tape().generation();
+  PyObject** dict = _PyObject_GetDictPtr(var_object.ptr());
+  if (!stale && dict && *dict) {
+    if (PyObject* generation = PyDict_GetItemWithError(*dict, generation_key()))
+      stale = PyLong_AsUnsignedLongLong(generation) != var.tape().generation();
+    else if (PyErr_Occurred())
+      throw py::error_already_set();
+  }
   if (stale)
     fail("Var", "node ", var.id(),
          " was recorded before its tape was cleared; Vars from before Tape.clear() cannot be "
