@@ -36,7 +36,8 @@ TEST(Shape, ElementCountsThatOverflowAreErrors) {
   expect_error([] { Shape{3, k2to62, 2, 2}; }, {"64-bit count"});
   // An extent of 0 makes the shape empty however large the others are.
   EXPECT_EQ((Shape{k2to62, 4, 0}).numel(), 0);
-  EXPECT_EQ((Shape{0, k2to62, 4}).row_size(), 0);
+  EXPECT_EQ((Shape{4, 0, k2to62}).row_size(), 0);
+  expect_error([] { Shape{0, k2to62, 4}.row_size(); }, {"64-bit count"});  // rows of 2^64
   // A shape that fits as elements but not as bytes, and shapes grown past the limit in place.
   expect_error([] { Tensor::empty(Shape{k2to62}, DType::kFloat32); },
                {"[tensor] shape [4611686018427387904] of float32 needs more than 2^63 bytes"});
