@@ -4,7 +4,6 @@ cannot view, integers past 64 bits, invalid Unicode, Function bodies returning n
 these overflowed the C stack, allocated 4 elements for 2^64 + 4, copied silently, or surfaced
 pybind11's "Unable to cast Python instance to C++ type"."""
 
-import builtins
 import os
 import subprocess
 import sys
@@ -26,7 +25,7 @@ def nested(levels, inner=1.0):
 
 def test_deep_nesting_is_refused_at_the_json_depth_limit():
     deep = nested(30000)
-    for call in (lambda: td.eval(td.GetItem(0), deep), lambda: td.GetItem(0).max_depth(deep),
+    for call in (lambda: td.GetItem(0).eval(deep), lambda: td.GetItem(0).max_depth(deep),
                  lambda: td.Inputs([deep]), lambda: td.Compiler(td.GetItem(0) >> td.Scalar()).weave([deep])):
         with pytest.raises(weft.Error, match=r"more than 256 levels deep \(limit max_json_depth = 256; "
                                              r"raise it with WEFT_LIMIT_JSON_DEPTH\)"):
@@ -37,11 +36,11 @@ def test_deep_nesting_is_refused_at_the_json_depth_limit():
         cursor["a"] = {}
         cursor = cursor["a"]
     with pytest.raises(weft.Error, match="levels deep"):
-        td.eval(td.GetItem("a"), deep_dict)
+        td.GetItem("a").eval(deep_dict)
     # Up to the limit is fine: 256 lists inside one another, not 257.
-    assert td.eval(td.GetItem(0), nested(256)) == nested(255)
+    assert td.GetItem(0).eval(nested(256)) == nested(255)
     with pytest.raises(weft.Error, match="more than 256 levels deep"):
-        td.eval(td.GetItem(0), nested(257))
+        td.GetItem(0).eval(nested(257))
 
 
 def test_deep_nesting_in_predict_is_refused(tmp_path):
@@ -94,18 +93,18 @@ def test_a_parameter_never_copies_an_array_silently():
 
 def test_integers_past_64_bits_and_invalid_unicode_are_named():
     with pytest.raises(weft.Error, match="the integer 1180591620717411303424 does not fit 64 bits"):
-        td.eval(td.Scalar("int64"), 2**70)
+        td.Scalar("int64").eval(2**70)
     with pytest.raises(weft.Error, match="integer of 100001 bits does not fit"):
-        td.eval(td.Scalar("int64"), 2**100000)
+        td.Scalar("int64").eval(2**100000)
     with pytest.raises(weft.Error, match="integers beyond 64 bits"):
         weft.tensor([2**70])
     with pytest.raises(weft.Error, match=r"lone surrogate \(U\+D800 at index 1\)"):
-        td.eval(td.Identity(), "a\ud800")
+        td.Identity().eval("a\ud800")
     model = weft.models.create("calculator", hidden=4, max_train=8, max_eval=4, seed=1)
     with pytest.raises(weft.Error, match=r"\[example 1\] .*lone surrogate \(U\+D800 at index 0\)"):
         model.predict(['{"number": 3}', "\ud800"])
     with pytest.raises(weft.Error, match=r"\[example dict key\] .*lone surrogate"):
-        td.eval(td.Identity(), {"\udfff": 1})
+        td.Identity().eval({"\udfff": 1})
 
 
 @pytest.mark.parametrize("returned, shown", [(42, "int"), (None, "NoneType \\(a missing return\\?\\)"),
@@ -119,20 +118,16 @@ def test_a_function_body_returning_a_non_var_is_named(returned, shown):
         td.Function("pair", [Type.scalar()], lambda x: (x, returned))
     late = td.Function("late", [], lambda x: returned)
     with pytest.raises(weft.Error, match=f"Function 'late': the body returned {shown}"):
-        td.eval(td.Scalar() >> late, 1.0)
+        (td.Scalar() >> late).eval(1.0)
 
 
 def test_star_import_of_blocks_keeps_the_builtin_eval():
     namespace = {}
-    exec("from weft.blocks import *", namespace)
-    assert "eval" not in namespace and "Map" in namespace and "Compiler" in namespace
     exec("from weft.blocks import *\nresult = eval('1 + 1')", namespace)
+    assert "eval" not in namespace and "Map" in namespace and "Compiler" in namespace
     assert namespace["result"] == 2
-    assert td.eval is not builtins.eval and td.eval(td.Scalar(), 2) == 2.0
-
-
-def test_td_eval_stays_a_block_function():
-    code = "from weft.blocks import *\nimport weft.blocks as td\nprint(eval('2 * 3'), float(td.eval(Scalar(), 4)))"
+    # In a fresh interpreter too, with blocks' own eval as a method.
+    code = "from weft.blocks import *\nprint(eval('2 * 3'), float(Scalar().eval(4)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["6", "4.0"]
