@@ -143,6 +143,14 @@ class RawConnection {
       out.append(buffer, std::size_t(n));
     }
   }
+  // The first bytes the server sends within `seconds` (empty if none).
+  std::string read_some(double seconds = 20) {
+    pollfd p{fd_, POLLIN, 0};
+    char buffer[4096];
+    if (::poll(&p, 1, int(seconds * 1000)) <= 0) return "";
+    const ssize_t n = ::recv(fd_, buffer, sizeof(buffer), 0);
+    return n > 0 ? std::string(buffer, std::size_t(n)) : "";
+  }
   bool closed() const { return closed_; }
 
  private:
@@ -698,6 +706,17 @@ TEST_F(Serving, FramingIsAnsweredAtOnceAndExactly) {
                "Content-Length: 10000000\r\n\r\n");
   EXPECT_NE(r.find("HTTP/1.1 413"), std::string::npos) << r;
   EXPECT_EQ(r.find("100 Continue"), std::string::npos) << r;
+  // Within the limit, "100 Continue" comes before the body is sent, then the answer.
+  RawConnection waiting(port_);
+  waiting.send(
+      fmt::format("POST {}:predict HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\n"
+                  "Connection: close\r\nContent-Length: {}\r\n\r\n",
+                  calc, body.size()));
+  EXPECT_EQ(waiting.read_some(), "HTTP/1.1 100 Continue\r\n\r\n");
+  waiting.send(body);
+  r = waiting.read_until_closed();
+  EXPECT_NE(r.find("HTTP/1.1 200"), std::string::npos) << r;
+  EXPECT_EQ(r.find("100 Continue"), std::string::npos) << r;  // once only
   // A bad instance's message names it once.
   const serve::HttpResult bad = post(predict_path("calculator"), R"({"instances": [{"op": "?"}]})");
   EXPECT_EQ(bad.status, 400);
