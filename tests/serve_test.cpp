@@ -541,15 +541,19 @@ TEST_F(Serving, SlowAndIdleConnectionsHoldNoThreadAndAreDropped) {
   options.idle_timeout_s = 1;
   start(options);  // 64 HTTP threads
   std::vector<std::unique_ptr<RawConnection>> slow, idle;
-  for (int i = 0; i < 100; ++i) slow.push_back(std::make_unique<RawConnection>(port_));
+  // Each slow connection sends its first byte at once: the idle deadline (from the accept)
+  // must not close it before its header deadline can.
+  for (int i = 0; i < 100; ++i) {
+    slow.push_back(std::make_unique<RawConnection>(port_));
+    slow.back()->send("P");
+  }
   for (int i = 0; i < 100; ++i) idle.push_back(std::make_unique<RawConnection>(port_));
   std::atomic<bool> done{false};
   std::thread dribbler([&] {
     const std::string request = "POST /v1/models/calculator:predict HTTP/1.1\r\nHost: t\r\n";
     // slow[0] sends one byte only, so its 408 cannot be lost to a reset from later bytes.
-    for (std::size_t k = 0; k < request.size() && !done; ++k) {
-      for (std::size_t i = k == 0 ? 0 : 1; i < slow.size(); ++i)
-        slow[i]->send(request.substr(k, 1));
+    for (std::size_t k = 1; k < request.size() && !done; ++k) {
+      for (std::size_t i = 1; i < slow.size(); ++i) slow[i]->send(request.substr(k, 1));
       std::this_thread::sleep_for(std::chrono::milliseconds(300));
     }
   });
