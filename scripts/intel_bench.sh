@@ -6,7 +6,9 @@
 # calibrated classes) and, where PyTorch is importable, the PyTorch peer at its best
 # (torch.set_flush_denormal) on the same trees (bench/peers/side_by_side.py).
 #   WEFT=path/to/weft OUT=dir ROUNDS=2 CORE=2 scripts/intel_bench.sh
-# Writes $OUT/intel_<mode>_<train|infer>_v<N>_r<round>.csv, info.txt and lscpu.txt.
+# Then the GEMM calibration of `weft info --calibrate calculator` on a quiet core and beside a
+# busy loop on the same core. Writes $OUT/intel_all.csv (and one CSV per row), info.txt,
+# lscpu.txt, calibration_{quiet,busy}.{txt,log}.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -21,14 +23,14 @@ export WEFT_GEMM_CACHE="$out/gemm-cache.txt"  # calibrated once, by the first ro
 # One row set: N, batch sizes, train|infer, denormal mode, round.
 row() {
   local n=$1 sizes=$2 kind=$3 mode=$4 round=$5
-  local file="$out/intel_${mode}_${kind}_v${n}_r${round}.csv"
+  local file="$out/intel_${mode}_${kind}_v${n}_b${sizes//,/-}_r${round}.csv"
   WEFT_DENORMALS=$mode timeout 120 taskset -c "$core" "$weft" bench treelstm "--$kind" \
     --vector-size "$n" --batch-sizes "$sizes" --modes full-dynamic --threads 1 --repeats 2 \
     --format csv --out "$file" --quiet || echo "intel_bench: row $n $sizes $kind $mode failed" >&2
   [[ -f "$file" ]] && sed "s/^/$mode,$round,/" "$file" | tail -n +2 >>"$out/intel_all.csv"
 }
 
-echo "mode,round,$(WEFT_DENORMALS=flush "$weft" bench treelstm --vector-size 8 --batch-sizes 1 \
+echo "denormals,round,$(WEFT_DENORMALS=flush "$weft" bench treelstm --vector-size 8 --batch-sizes 1 \
   --modes full-dynamic --repeats 1 --format csv --quiet | head -1)" >"$out/intel_all.csv"
 # Flushed against kept, alternated: the rows where the issue saw denormals cost most.
 for round in $(seq "$rounds"); do
@@ -42,6 +44,19 @@ row 1024 8,256 train flush 1
 row 128 8,64,256 infer flush 1
 row 1024 8,64,256 infer flush 1
 "$weft" info >"$out/info.txt" 2>&1 || true
+
+# The calibration on a quiet core, then beside a CPU-bound process pinned to the same core:
+# what the loaded one caches (its clean classes only) against what the quiet one measured.
+calibrate() {
+  WEFT_GEMM_CACHE="$out/calibration_$1.txt" WEFT_NUM_THREADS=1 timeout 120 \
+    taskset -c "$core" "$weft" info --calibrate calculator >"$out/calibration_$1.log" 2>&1 ||
+    echo "intel_bench: calibration ($1) failed" >&2
+}
+calibrate quiet
+taskset -c "$core" bash -c 'while :; do :; done' &
+busy=$!
+calibrate busy
+kill "$busy"
 column -s, -t <"$out/intel_all.csv" || cat "$out/intel_all.csv"
 
 python=${PYTHON:-python3}
