@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "weft/core/claimable_task.h"
 #include "weft/core/error.h"
 #include "weft/models/block_model.h"
 
@@ -33,51 +34,17 @@ struct Chunk {
 // One batch's weave, done by a weaving thread or, when the running thread needs the batch
 // before any weaving thread took it, by the running thread itself (a lone batch then pays no
 // hand-off between threads).
-struct WeaveJob {
-  explicit WeaveJob(std::shared_ptr<const Chunk> woven_chunk) : chunk(std::move(woven_chunk)) {}
+using WeaveJob = ClaimableTask<blocks::WovenBatch>;
 
-  // Weaves if nobody has begun to.
-  void weave_if_untaken(const BlockModel& block) {
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      if (taken) return;
-      taken = true;
-    }
-    std::optional<blocks::WovenBatch> result;
-    std::exception_ptr failure;
-    try {
-      result = block.weave_examples(chunk->examples);
-    } catch (...) {
-      failure = std::current_exception();
-    }
-    std::lock_guard<std::mutex> lock(mutex);
-    woven = std::move(result);
-    error = failure;
-    done = true;
-    done_changed.notify_all();
-  }
-  // The woven batch, weaving it here if no weaving thread has begun; rethrows a weave error.
-  blocks::WovenBatch take(const BlockModel& block) {
-    weave_if_untaken(block);
-    std::unique_lock<std::mutex> lock(mutex);
-    done_changed.wait(lock, [&] { return done; });
-    if (error) std::rethrow_exception(error);
-    return std::move(*woven);
-  }
-
-  const std::shared_ptr<const Chunk> chunk;
-  std::mutex mutex;
-  std::condition_variable done_changed;
-  bool taken = false;
-  bool done = false;
-  std::optional<blocks::WovenBatch> woven;
-  std::exception_ptr error;
-};
+std::shared_ptr<WeaveJob> weave_job(const BlockModel& block, std::shared_ptr<const Chunk> chunk) {
+  return std::make_shared<WeaveJob>(
+      [&block, chunk = std::move(chunk)] { return block.weave_examples(chunk->examples); });
+}
 
 // The weaving threads of one stream: they take queued jobs in order.
 class Weavers {
  public:
-  Weavers(const BlockModel& block, int threads) : block_(block) {
+  explicit Weavers(int threads) {
     for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { work(); });
   }
   ~Weavers() {
@@ -107,10 +74,9 @@ class Weavers {
         job = std::move(jobs_.front());
         jobs_.pop_front();
       }
-      job->weave_if_untaken(block_);
+      job->run_if_unclaimed();
     }
   }
-  const BlockModel& block_;
   std::mutex mutex_;
   std::condition_variable jobs_changed_;
   std::deque<std::shared_ptr<WeaveJob>> jobs_;
@@ -179,7 +145,7 @@ std::vector<json> Stream::predict(PendingBatch& batch, std::vector<std::string>&
   std::vector<json> predictions;
   try {
     if (batch.weave)
-      predictions = block_->predict_woven(batch.weave->take(*block_));  // rethrows a weave error
+      predictions = block_->predict_woven(batch.weave->take());  // rethrows a weave error
     else
       predictions = model_.predict(chunk.examples);  // weaves and runs in one call
     if (predictions.size() != chunk.examples.size())
@@ -229,7 +195,7 @@ StreamingStats Stream::on_calling_thread() {
   const int ahead = block_ != nullptr ? options_.batches_ahead : 0;
   std::deque<PendingBatch> pending;  // declared before the weavers, so destroyed after them
   std::optional<Weavers> weavers;
-  if (ahead > 0) weavers.emplace(*block_, ahead);
+  if (ahead > 0) weavers.emplace(ahead);
   std::int64_t held = 0;
   const auto run_oldest = [&] {
     PendingBatch batch = std::move(pending.front());
@@ -252,7 +218,7 @@ StreamingStats Stream::on_calling_thread() {
       stats_.most_examples_held = std::max(stats_.most_examples_held, held);
       PendingBatch batch{chunk, nullptr};
       if (weavers && !source_error) {
-        batch.weave = std::make_shared<WeaveJob>(chunk);
+        batch.weave = weave_job(*block_, chunk);
         weavers->submit(batch.weave);
       }
       pending.push_back(std::move(batch));
@@ -295,8 +261,8 @@ StreamingStats Stream::with_source_thread() {
       }
       PendingBatch batch{chunk, nullptr};
       if (block_ != nullptr && !chunk->examples.empty() && !error) {
-        batch.weave = std::make_shared<WeaveJob>(chunk);
-        batch.weave->weave_if_untaken(*block_);
+        batch.weave = weave_job(*block_, chunk);
+        batch.weave->run_if_unclaimed();
       }
       std::lock_guard<std::mutex> lock(mutex);
       if (!chunk->examples.empty()) {
