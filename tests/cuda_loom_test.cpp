@@ -1,8 +1,10 @@
 // The loom's guarantee on CUDA: for random DAGs (shared sub-graphs, arguments from far-apart
 // depths, concatenated inputs, parameters and fed rows), a batched run on the GPU gives the
 // outputs and gradients of the same run on the CPU, for every scheduling strategy, and the
-// unbatched CPU run. Skips with "no CUDA device" where none is usable.
+// unbatched CPU run; and a batch's forward and backward never wait for the device, with one
+// host-to-device copy per gather at most. Skips with "no CUDA device" where none is usable.
 #include "op_test_util.h"
+#include "weft/backend/counters.h"
 #include "weft/backend/cuda.h"
 #include "weft/loom/executor.h"
 
@@ -84,6 +86,8 @@ void weave_example(DeviceModel& m, Weaver& w, Rng& rng, std::int64_t batch_rows)
 struct LoomOutcome {
   std::vector<float> outputs, batch_grad;
   std::vector<std::vector<float>> parameter_grads;
+  loom::RunStats stats;              // of the forward
+  BackendCounters forward_backward;  // the run and its backward, before any value is read
 };
 
 LoomOutcome run_seed(Device device, std::uint64_t seed, Strategy strategy) {
@@ -97,10 +101,13 @@ LoomOutcome run_seed(Device device, std::uint64_t seed, Strategy strategy) {
   Executor executor(m.loom, tape, device);
   Var fed = tape.variable(random_tensor({batch_rows, 3}, seed + 1000).to(device));
   executor.feed(m.word, fed);
+  const BackendCounters before = backend_counters();
   auto result = executor.run(all, strategy);
   Var h = result.outputs(m.hidden);
   tape.backward(sum(h * tape.constant(random_tensor(h.shape(), 7).to(device))));
   LoomOutcome out;
+  out.forward_backward = backend_counters() - before;
+  out.stats = result.stats();
   out.outputs = h.value().to_float_vector();
   out.batch_grad = fed.grad().defined() ? fed.grad().to_float_vector()
                                         : std::vector<float>(std::size_t(batch_rows * 3), 0.0f);
@@ -137,9 +144,19 @@ TEST(CudaLoomProperty, GpuRunsEqualCpuRunsOnRandomDags) {
   for (std::uint64_t seed = 1; seed <= 20; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     const LoomOutcome reference = run_seed(Device::kCpu, seed, Strategy::kNone);
+    EXPECT_EQ(reference.forward_backward.launches + reference.forward_backward.host_to_device +
+                  reference.forward_backward.synchronizations,
+              0);  // the CPU launches, copies and waits for nothing
     for (Strategy s : {Strategy::kNone, Strategy::kByDepth, Strategy::kAgenda}) {
       SCOPED_TRACE(std::string(loom::strategy_name(s)));
       const LoomOutcome gpu = run_seed(Device::kCuda, seed, s);
+      // No wait for the device inside a batch; a copy for the constants of each of the two
+      // types, then one per gather at most (a step gathers each of its two arguments at most).
+      EXPECT_EQ(gpu.forward_backward.synchronizations, 0);
+      EXPECT_EQ(gpu.stats.backend.synchronizations, 0);
+      EXPECT_LE(gpu.stats.backend.host_to_device, 2 + 2 * gpu.stats.batched_calls + 1);
+      EXPECT_GE(gpu.stats.backend.launches, gpu.stats.batched_calls);
+      EXPECT_GE(gpu.stats.backend.kernel_calls, gpu.stats.batched_calls);
       expect_close(gpu.outputs, reference.outputs, "outputs");
       expect_close(gpu.batch_grad, reference.batch_grad, "fed batch gradient");
       for (std::size_t p = 0; p < reference.parameter_grads.size(); ++p)

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <span>
 
+#include "weft/backend/counters.h"
 #include "weft/backend/tensor_ops.h"
 #include "weft/core/denormals.h"
 #include "weft/tensor/tensor.h"
@@ -39,6 +40,7 @@ namespace cuda {
 // A CPU kernel runs with denormals flushed unless the process keeps them (denormals.h).
 #define WEFT_KERNEL(name, params, args, device) \
   inline void name params {                     \
+    ++detail::thread_counters().kernel_calls;   \
     if ((device) == Device::kCpu) {             \
       const DenormalScope denormals;            \
       cpu::name args;                           \

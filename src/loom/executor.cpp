@@ -48,7 +48,10 @@ std::string RunStats::to_string() const {
       << min_batched_calls << ")"
       << ", nodes " << nodes << ", gathered " << bytes_gathered << " bytes (" << gathers_skipped
       << " arguments passed as views), schedule " << schedule_seconds << " s, execute "
-      << execute_seconds << " s\n";
+      << execute_seconds << " s\n"
+      << "backend: " << backend.kernel_calls << " kernels, " << backend.launches << " launches, "
+      << backend.host_to_device << " host-to-device copies, " << backend.synchronizations
+      << " synchronizations\n";
   for (const OperationStats& op : operations)
     out << "  " << op.name << ": " << op.batched_calls << " calls (lower bound "
         << op.min_batched_calls << "), " << op.rows << " rows, mean " << op.mean_rows() << ", max "
@@ -252,6 +255,7 @@ void StepRunner::run_step(const Schedule& schedule, const ScheduleStep& step) {
 LoomResult Executor::run(const Weaver& weaver, const Schedule& schedule) {
   if (&weaver.loom() != loom_) fail("loom", "the weave was recorded for another loom");
   auto start = std::chrono::steady_clock::now();
+  const BackendCounters counted_before = backend_counters();
   TapeScope scope(*tape_);
   const DenormalScope denormals;  // once for the run, not per kernel (denormals.h)
   LoomResult result;
@@ -270,6 +274,7 @@ LoomResult Executor::run(const Weaver& weaver, const Schedule& schedule) {
   stats.batched_calls = std::int64_t(schedule.steps.size());
   stats.nodes = std::int64_t(weaver.num_calls());
   stats.execute_seconds = seconds_since(start);
+  stats.backend = backend_counters() - counted_before;
   return result;
 }
 

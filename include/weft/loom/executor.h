@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "weft/backend/counters.h"
 #include "weft/core/export.h"
 #include "weft/loom/schedule.h"
 
@@ -34,6 +35,9 @@ struct RunStats {
   std::int64_t gathers_skipped = 0;  // arguments passed as views (already contiguous)
   double schedule_seconds = 0;
   double execute_seconds = 0;
+  // What the run asked of the backend (the running thread's counters over Executor::run):
+  // kernels on any device; on CUDA, launches, host-to-device copies and waits for the device.
+  BackendCounters backend;
   std::vector<OperationStats> operations;
   // A multi-line human-readable report.
   std::string to_string() const;

@@ -12,6 +12,7 @@
 
 #include "../device_memory.h"
 #include "cuda_context.h"
+#include "weft/backend/counters.h"
 #include "weft/backend/cuda.h"
 #include "weft/core/error.h"
 
@@ -67,6 +68,7 @@ std::string cuda_device_name(int device) {
 
 void cuda_synchronize() {
   if (!cuda_available()) return;
+  ++backend::detail::thread_counters().synchronizations;
   backend::cuda::check(cudaStreamSynchronize(backend::cuda::stream()), "synchronize");
 }
 
@@ -77,7 +79,10 @@ void check(cudaError_t status, const char* what) {
   if (status != cudaSuccess) fail("cuda", what, ": ", cudaGetErrorString(status));
 }
 
-void check_launch(const char* kernel) { check(cudaGetLastError(), kernel); }
+void check_launch(const char* kernel) {
+  ++backend::detail::thread_counters().launches;
+  check(cudaGetLastError(), kernel);
+}
 
 cudaStream_t stream() {
   static cudaStream_t s = [] {
@@ -107,6 +112,7 @@ class StagingRing {
     retire_finished();
     if (head_ + bytes > kCapacity) head_ = 0;
     while (!pending_.empty() && overlaps(pending_.front(), head_, bytes)) {
+      ++backend::detail::thread_counters().synchronizations;
       check(cudaEventSynchronize(pending_.front().event), "staging wait");
       events_.push_back(pending_.front().event);
       pending_.pop_front();
@@ -162,6 +168,7 @@ StagingRing& staging() {
 // larger ones from pageable memory, which CUDA stages itself (it may block the host for
 // the staging, never for kernels queued earlier to finish).
 void copy_from_host(void* dst, const void* src, std::size_t bytes) {
+  ++backend::detail::thread_counters().host_to_device;
   if (staging().fits(bytes)) {
     staging().copy_to_device(dst, src, bytes);
     return;
@@ -196,6 +203,7 @@ void* device_allocate(Device device, std::size_t bytes) {
 
 void device_free(Device device, void* pointer) {
   WEFT_ASSERT(device == Device::kCuda);
+  ++detail::thread_counters().synchronizations;  // cudaFree waits for the device
   cuda::check(cudaFree(pointer), "cudaFree");
 }
 
@@ -211,6 +219,7 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
                 "device-to-device copy");
   } else {
     // A read-back: the one place the host waits, since the caller uses the bytes next.
+    ++detail::thread_counters().synchronizations;
     cuda::check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, cuda::stream()),
                 "device-to-host copy");
     cuda::check(cudaStreamSynchronize(cuda::stream()), "device-to-host copy (synchronize)");

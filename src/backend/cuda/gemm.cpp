@@ -9,6 +9,7 @@
 
 #include "../kernels.h"
 #include "cuda_context.h"
+#include "weft/backend/counters.h"
 #include "weft/core/error.h"
 
 namespace weft::backend::cuda {
@@ -39,6 +40,12 @@ void check_cublas(cublasStatus_t status, const char* what) {
          cublas_status_name(status), ")");
 }
 
+// A cuBLAS call that queues work: counted as a launch (weft/backend/counters.h).
+void check_cublas_launch(cublasStatus_t status, const char* what) {
+  ++backend::detail::thread_counters().launches;
+  check_cublas(status, what);
+}
+
 cublasHandle_t handle() {
   static cublasHandle_t h = [] {
     cublasHandle_t created = nullptr;
@@ -64,10 +71,11 @@ void transpose(const Tensor& x, Tensor& y) {
   WEFT_ASSERT(y.rows() == c && y.row_size() == r);
   if (r == 0 || c == 0) return;
   const float one = 1.0f, zero = 0.0f;
-  check_cublas(cublasSgeam(handle(), CUBLAS_OP_T, CUBLAS_OP_T, as_int(r, "rows"),
-                           as_int(c, "columns"), &one, x.data<float>(), as_int(c, "lda"), &zero,
-                           x.data<float>(), as_int(c, "ldb"), y.data<float>(), as_int(r, "ldc")),
-               "cublasSgeam");
+  check_cublas_launch(
+      cublasSgeam(handle(), CUBLAS_OP_T, CUBLAS_OP_T, as_int(r, "rows"), as_int(c, "columns"), &one,
+                  x.data<float>(), as_int(c, "lda"), &zero, x.data<float>(), as_int(c, "ldb"),
+                  y.data<float>(), as_int(r, "ldc")),
+      "cublasSgeam");
 }
 
 void gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, float alpha,
@@ -83,16 +91,18 @@ void gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, 
     if (beta == 0.0f) {
       fill(c, 0.0f);
     } else {
-      check_cublas(cublasSscal(handle(), as_int(m * n, "size"), &beta, out, 1), "cublasSscal");
+      check_cublas_launch(cublasSscal(handle(), as_int(m * n, "size"), &beta, out, 1),
+                          "cublasSscal");
     }
     return;
   }
   const cublasOperation_t op_a = transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_b = transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-  check_cublas(cublasSgemm(handle(), op_b, op_a, as_int(n, "n"), as_int(m, "m"), as_int(k, "k"),
-                           &alpha, b.data<float>(), as_int(b.row_size(), "ldb"), a.data<float>(),
-                           as_int(a.row_size(), "lda"), &beta, out, as_int(n, "ldc")),
-               "cublasSgemm");
+  check_cublas_launch(
+      cublasSgemm(handle(), op_b, op_a, as_int(n, "n"), as_int(m, "m"), as_int(k, "k"), &alpha,
+                  b.data<float>(), as_int(b.row_size(), "ldb"), a.data<float>(),
+                  as_int(a.row_size(), "lda"), &beta, out, as_int(n, "ldc")),
+      "cublasSgemm");
 }
 
 void batch_gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, float alpha,
@@ -111,20 +121,20 @@ void batch_gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpo
     if (beta == 0.0f) {
       fill(c, 0.0f);
     } else {
-      check_cublas(cublasSscal(handle(), as_int(batch * m * n, "size"), &beta, out, 1),
-                   "cublasSscal");
+      check_cublas_launch(cublasSscal(handle(), as_int(batch * m * n, "size"), &beta, out, 1),
+                          "cublasSscal");
     }
     return;
   }
   // Row-major c = op(a) · op(b) is column-major cᵀ = op(b)ᵀ · op(a)ᵀ, per batch item.
   const cublasOperation_t op_a = transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_b = transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-  check_cublas(cublasSgemmStridedBatched(handle(), op_b, op_a, as_int(n, "n"), as_int(m, "m"),
-                                         as_int(k, "k"), &alpha, b.data<float>(),
-                                         as_int(b_cols, "ldb"), b_rows * b_cols, a.data<float>(),
-                                         as_int(a_cols, "lda"), a_rows * a_cols, &beta, out,
-                                         as_int(n, "ldc"), m * n, as_int(batch, "batch")),
-               "cublasSgemmStridedBatched");
+  check_cublas_launch(cublasSgemmStridedBatched(
+                          handle(), op_b, op_a, as_int(n, "n"), as_int(m, "m"), as_int(k, "k"),
+                          &alpha, b.data<float>(), as_int(b_cols, "ldb"), b_rows * b_cols,
+                          a.data<float>(), as_int(a_cols, "lda"), a_rows * a_cols, &beta, out,
+                          as_int(n, "ldc"), m * n, as_int(batch, "batch")),
+                      "cublasSgemmStridedBatched");
 }
 
 }  // namespace weft::backend::cuda
