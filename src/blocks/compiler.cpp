@@ -293,6 +293,18 @@ WovenBatch::WovenBatch(WovenBatch&&) noexcept = default;
 WovenBatch& WovenBatch::operator=(WovenBatch&&) noexcept = default;
 
 WovenBatch Compiler::weave(std::span<const Input> examples) const {
+  WovenBatch batch = weave_unscheduled(examples);
+  schedule(batch);
+  return batch;
+}
+
+void Compiler::schedule(WovenBatch& batch) const {
+  batch.schedule_ =
+      std::make_unique<loom::Schedule>(loom::make_schedule(*batch.weaver_, options_.strategy));
+  loom::limit_step_rows(*batch.schedule_, options_.max_step_rows);
+}
+
+WovenBatch Compiler::weave_unscheduled(std::span<const Input> examples) const {
   WovenBatch batch;
   batch.examples_ = examples.size();
   const std::size_t hardware = std::max(1u, std::thread::hardware_concurrency());
@@ -346,6 +358,7 @@ WovenBatch Compiler::merge(std::vector<WovenBatch> shards) const {
     merged.records_->append(std::move(*shards[k].records_), offset, std::int32_t(merged.examples_));
     merged.examples_ += shards[k].examples_;
   }
+  if (shards.size() > 1) schedule(merged);
   return merged;
 }
 
@@ -357,7 +370,8 @@ BatchResult Compiler::run(const WovenBatch& batch, Tape& tape) const {
   result.compiled_ = compiled_.get();
   loom::Executor executor(compiled_->loom, tape, options_.device);
   result.loom_ = std::make_unique<loom::LoomResult>(
-      executor.run(batch.weaver(), options_.strategy, options_.max_step_rows));
+      batch.schedule_ ? executor.run(batch.weaver(), *batch.schedule_)
+                      : executor.run(batch.weaver(), options_.strategy, options_.max_step_rows));
   for (const auto& values : batch.records_->outputs)
     result.outputs_.push_back(values.empty() ? Var() : result.loom_->gather(values));
   return result;

@@ -56,6 +56,8 @@ class WovenBatch {
   friend class BatchResult;
   std::unique_ptr<loom::Weaver> weaver_;
   std::unique_ptr<detail::WovenRecords> records_;
+  // Made by weave() on the weaving thread, so a batch woven ahead is scheduled ahead too.
+  std::unique_ptr<loom::Schedule> schedule_;
   std::size_t examples_ = 0;
 };
 
@@ -139,6 +141,9 @@ class Compiler {
 
  private:
   friend struct EvalAccess;
+  WovenBatch weave_unscheduled(std::span<const Input> examples) const;
+  // Fills batch.schedule_ (options().strategy, max_step_rows).
+  void schedule(WovenBatch& batch) const;
   // for_eval: any output type is accepted (eval returns Input, Broadcast and Void values too).
   Compiler(Block root, CompilerOptions options, bool for_eval);
   void weave_range(std::span<const Input> examples, std::size_t first, loom::Weaver& weaver,
