@@ -1,10 +1,12 @@
 // The benchmark's batches and its step runner: one batch through one mode. Loom modes weave,
-// schedule (timed apart as weave_s) and execute; manual runs a precomputed per-shape plan of
+// schedule (timed apart as weave_s; weave() alone may run on other threads, ahead) and
+// execute; manual runs a precomputed per-shape plan of
 // gathers, one leaf call and one internal call per depth, written with plain tensor ops.
 #include "treelstm/tree_benchmark.h"
 
 #include <algorithm>
 #include <chrono>
+#include <future>
 
 #include "weft/autodiff/ops.h"
 #include "weft/backend/cuda.h"
@@ -204,30 +206,68 @@ StepResult TreeBenchmarkRunner::step(BenchMode mode, std::span<const BinaryTree>
                                      bool want_grad_sq) {
   if (trees.empty()) fail("bench", "a batch needs at least one tree");
   return mode == BenchMode::kManual ? step_manual(trees, want_grad_sq)
-                                    : step_loom(mode, trees, want_grad_sq);
+                                    : run_woven(weave(mode, trees), want_grad_sq);
 }
 
-StepResult TreeBenchmarkRunner::step_loom(BenchMode mode, std::span<const BinaryTree> trees,
-                                          bool want_grad_sq) {
-  StepResult result;
+namespace {
+
+// Weaves `trees` into `weaver`, in order.
+void weave_trees(const IclrBenchmarkModel& model, loom::Weaver& weaver,
+                 std::span<const BinaryTree> trees) {
+  for (const BinaryTree& tree : trees) weaver.add_output(model.weave(weaver, tree));
+}
+
+}  // namespace
+
+WovenTrees TreeBenchmarkRunner::weave(BenchMode mode, std::span<const BinaryTree> trees,
+                                      int threads) const {
+  if (mode == BenchMode::kManual) fail("bench", "manual mode runs a plan; it is not woven");
+  if (trees.empty()) fail("bench", "a batch needs at least one tree");
+  if (threads < 1) fail("bench", "weave threads must be at least 1, got ", threads);
   const auto start = std::chrono::steady_clock::now();
-  loom::Weaver weaver(model_->loom());
-  for (const BinaryTree& tree : trees) weaver.add_output(model_->weave(weaver, tree));
-  loom::Schedule schedule = loom::make_schedule(
-      weaver, mode == BenchMode::kUnbatched ? loom::Strategy::kNone : loom::Strategy::kByDepth);
-  loom::limit_step_rows(schedule, max_step_rows_);
-  result.weave_s = seconds_since(start);
+  WovenTrees woven{mode, loom::Weaver(model_->loom()), {}, 0};
+  const std::size_t shards = std::min(std::size_t(threads), trees.size());
+  if (shards == 1) {
+    weave_trees(*model_, woven.weaver, trees);
+  } else {  // shard s holds trees [n·s / shards, n·(s + 1) / shards); the first is woven here
+    std::vector<loom::Weaver> parts(shards - 1, loom::Weaver(model_->loom()));
+    const auto shard = [&](std::size_t s) {
+      const std::size_t first = trees.size() * s / shards;
+      return trees.subspan(first, trees.size() * (s + 1) / shards - first);
+    };
+    std::vector<std::future<void>> pending;
+    for (std::size_t s = 1; s < shards; ++s)
+      pending.push_back(std::async(std::launch::async, [this, &parts, &shard, s] {
+        weave_trees(*model_, parts[s - 1], shard(s));
+      }));
+    weave_trees(*model_, woven.weaver, shard(0));
+    for (std::future<void>& done : pending) done.get();  // rethrows a shard's error
+    for (const loom::Weaver& part : parts) woven.weaver.append(part);
+  }
+  woven.schedule =
+      loom::make_schedule(woven.weaver, mode == BenchMode::kUnbatched ? loom::Strategy::kNone
+                                                                      : loom::Strategy::kByDepth);
+  loom::limit_step_rows(woven.schedule, max_step_rows_);
+  woven.weave_s = seconds_since(start);
+  return woven;
+}
+
+StepResult TreeBenchmarkRunner::run_woven(const WovenTrees& woven, bool want_grad_sq) {
+  StepResult result;
+  result.weave_s = woven.weave_s;
   const auto run_start = std::chrono::steady_clock::now();
+  const BackendCounters counted_before = backend_counters();
   {
     tape_.clear();
     tape_.set_grad_enabled(train_);
     TapeScope scope(tape_);
     loom::Executor executor(model_->loom(), tape_, model_->device());
-    const loom::LoomResult run = executor.run(weaver, schedule);
+    const loom::LoomResult run = executor.run(woven.weaver, woven.schedule);
     finish(run.outputs(model_->hidden_type()), result, want_grad_sq);
   }
   result.run_s = seconds_since(run_start);
-  for (const loom::ScheduleStep& s : schedule.steps)
+  result.backend = backend_counters() - counted_before;
+  for (const loom::ScheduleStep& s : woven.schedule.steps)
     if (model_->loom().operation(s.op).name == "internal") {
       ++result.level_rows[s.size()];
       result.internal_nodes += s.size();
@@ -261,6 +301,7 @@ StepResult TreeBenchmarkRunner::step_manual(std::span<const BinaryTree> trees, b
   }
   StepResult result;
   const auto start = std::chrono::steady_clock::now();
+  const BackendCounters counted_before = backend_counters();
   {
     tape_.clear();
     tape_.set_grad_enabled(train_);
@@ -280,6 +321,7 @@ StepResult TreeBenchmarkRunner::step_manual(std::span<const BinaryTree> trees, b
     finish(values.back(), result, want_grad_sq);
   }
   result.run_s = seconds_since(start);
+  result.backend = backend_counters() - counted_before;
   result.internal_nodes = plan_->internal_nodes;
   result.level_rows = plan_->level_rows;
   return result;

@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "treelstm/iclr_benchmark.h"
+#include "weft/backend/counters.h"
+#include "weft/loom/schedule.h"
 
 namespace weft::train {
 class Optimizer;
@@ -56,6 +58,11 @@ struct TreeBenchmarkOptions {
   // Loom modes: steps of more calls than this run as several batched calls of at most this
   // many rows (loom::limit_step_rows), so a level's arrays stay in cache; 0: no limit.
   std::uint32_t max_step_rows = 0;
+  // Dynamic and full-dynamic: weave and schedule batch k + 1 while batch k runs (a batch's
+  // time then runs from the end of the batch before); off, each batch is woven, then run.
+  bool weave_ahead = true;
+  // Threads weaving one batch (shards of its trees woven apart, then appended in order).
+  int weave_threads = 1;
 };
 
 // Timed batches per row: int(32 / B) * repeats below batch 32 (the original's rule), else
@@ -69,6 +76,14 @@ int timed_batches(int batch_size, int repeats);
 std::vector<BinaryTree> benchmark_batch(TreeType type, int leaves, int batch_size, bool same_shape,
                                         std::uint64_t seed, int index);
 
+// A batch of a loom mode woven and scheduled, ready to run (TreeBenchmarkRunner::weave).
+struct WovenTrees {
+  BenchMode mode = BenchMode::kFullDynamic;
+  loom::Weaver weaver;
+  loom::Schedule schedule;
+  double weave_s = 0;  // weave + schedule, wall time
+};
+
 // One batch run by one mode.
 struct StepResult {
   double weave_s = 0;  // weave + schedule (loom modes); 0 for manual
@@ -77,6 +92,7 @@ struct StepResult {
   double grad_sq = 0;  // Σ grad² over every parameter, before the update, when asked
   std::int64_t internal_nodes = 0;
   std::map<std::int64_t, std::int64_t> level_rows;  // internal-op call size -> how many calls
+  BackendCounters backend;  // what the execution asked of the backend (run_s's thread)
 };
 
 // Runs batches of one mode on one model, reusing a tape (and, for manual, the index plan of
@@ -91,9 +107,14 @@ class TreeBenchmarkRunner {
 
   // kManual needs trees of one shape (checked). kUnbatched runs every node as its own call.
   StepResult step(BenchMode mode, std::span<const BinaryTree> trees, bool want_grad_sq = false);
+  // A loom mode's first half of step(): weaves `trees` (in `threads` shards woven at once, then
+  // appended in order) and schedules them. Reads only the model's loom, never the tape or the
+  // parameters, so it may run on another thread while run_woven runs an earlier batch.
+  WovenTrees weave(BenchMode mode, std::span<const BinaryTree> trees, int threads = 1) const;
+  // The second half: executes a woven batch (and, training, the loss, backward and update).
+  StepResult run_woven(const WovenTrees& woven, bool want_grad_sq = false);
 
  private:
-  StepResult step_loom(BenchMode mode, std::span<const BinaryTree> trees, bool want_grad_sq);
   StepResult step_manual(std::span<const BinaryTree> trees, bool want_grad_sq);
   void finish(Var roots, StepResult& result, bool want_grad_sq);
 
@@ -114,10 +135,16 @@ struct TreeBenchmarkRow {
   int batch_size = 0;
   bool train = true;
   double trees_per_s = 0;
-  double batch_s_min = 0, batch_s_median = 0, batch_s_max = 0;  // weave + run, per batch
-  double weave_s = 0;                                           // median, per batch
-  double speedup_vs_unbatched = 0;                              // NaN without an unbatched row
-  double ratio_vs_manual = 0;                                   // NaN without a manual row
+  // Per batch: weave + run in turn, or woven ahead from the end of the batch before.
+  double batch_s_min = 0, batch_s_median = 0, batch_s_max = 0;
+  double weave_s = 0;        // median, per batch
+  double run_s = 0;          // median execution, per batch: what weaving ahead can approach
+  bool weave_ahead = false;  // the batches were woven ahead
+  // Medians per batch of the execution's backend counters (weft/backend/counters.h): kernels
+  // on any device; on CUDA, launches, host-to-device copies and waits for the device.
+  double kernel_calls = 0, launches = 0, host_to_device = 0, synchronizations = 0;
+  double speedup_vs_unbatched = 0;  // NaN without an unbatched row
+  double ratio_vs_manual = 0;       // NaN without a manual row
   double gemm_fraction = 0;  // model GEMM GFLOP/s per batch time ÷ sgemm ceiling at its shapes
   double peak_rss_mb = 0;
   // Not in the CSV: for JSON and the side-by-side script.
@@ -127,6 +154,18 @@ struct TreeBenchmarkRow {
 };
 
 using ProgressFn = std::function<void(const std::string& line)>;
+
+// One batch of a row as timed (batch index 0 is the untimed warm-up).
+struct TimedBatch {
+  double batch_s = 0;  // in turn: weave + run; woven ahead: since the end of the batch before
+  StepResult step;
+};
+
+// Runs `batches` in order on `runner` in `mode`: each woven, then run, or, for dynamic and
+// full-dynamic with weave_ahead, batch k + 1 woven on other threads while batch k runs.
+std::vector<TimedBatch> run_batches(TreeBenchmarkRunner& runner, BenchMode mode,
+                                    std::span<const std::vector<BinaryTree>> batches,
+                                    bool weave_ahead, int weave_threads = 1);
 
 // Runs every (vector size, batch size, mode) and fills in the ratios. Sets the GEMM threads.
 std::vector<TreeBenchmarkRow> run_tree_benchmark(const TreeBenchmarkOptions& options,
@@ -140,7 +179,8 @@ double benchmark_gemm_flops(BenchmarkCell cell, std::int64_t vector_size,
 // BENCHMARKS.md and `weft bench treelstm --help`); missing ratios are empty fields.
 inline constexpr std::string_view kTreeBenchmarkCsvHeader =
     "mode,model,tree_type,vector_size,batch_size,phase,trees_per_s,batch_s_min,batch_s_median,"
-    "batch_s_max,weave_s,speedup_vs_unbatched,ratio_vs_manual,gemm_fraction,peak_rss_mb";
+    "batch_s_max,weave_s,speedup_vs_unbatched,ratio_vs_manual,gemm_fraction,peak_rss_mb,run_s,"
+    "weave_ahead,kernel_calls,launches,host_to_device,synchronizations";
 std::string tree_benchmark_csv(std::span<const TreeBenchmarkRow> rows);
 std::string tree_benchmark_json(std::span<const TreeBenchmarkRow> rows,
                                 const TreeBenchmarkOptions& options);

@@ -30,12 +30,14 @@ std::string tree_benchmark_csv(std::span<const TreeBenchmarkRow> rows) {
   std::string out(kTreeBenchmarkCsvHeader);
   out += "\n";
   for (const TreeBenchmarkRow& r : rows)
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", bench_mode_name(r.mode),
-                       cell_name(r.cell), tree_type_name(r.tree_type), r.vector_size, r.batch_size,
-                       phase_name(r.train), field(r.trees_per_s), field(r.batch_s_min),
-                       field(r.batch_s_median), field(r.batch_s_max), field(r.weave_s),
-                       field(r.speedup_vs_unbatched), field(r.ratio_vs_manual),
-                       field(r.gemm_fraction), field(r.peak_rss_mb));
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                       bench_mode_name(r.mode), cell_name(r.cell), tree_type_name(r.tree_type),
+                       r.vector_size, r.batch_size, phase_name(r.train), field(r.trees_per_s),
+                       field(r.batch_s_min), field(r.batch_s_median), field(r.batch_s_max),
+                       field(r.weave_s), field(r.speedup_vs_unbatched), field(r.ratio_vs_manual),
+                       field(r.gemm_fraction), field(r.peak_rss_mb), field(r.run_s),
+                       r.weave_ahead ? 1 : 0, field(r.kernel_calls), field(r.launches),
+                       field(r.host_to_device), field(r.synchronizations));
   return out;
 }
 
@@ -59,6 +61,12 @@ nlohmann::json rows_json(std::span<const TreeBenchmarkRow> rows) {
                     {"ratio_vs_manual", number(r.ratio_vs_manual)},
                     {"gemm_fraction", number(r.gemm_fraction)},
                     {"peak_rss_mb", number(r.peak_rss_mb)},
+                    {"run_s", number(r.run_s)},
+                    {"weave_ahead", r.weave_ahead},
+                    {"kernel_calls", number(r.kernel_calls)},
+                    {"launches", number(r.launches)},
+                    {"host_to_device", number(r.host_to_device)},
+                    {"synchronizations", number(r.synchronizations)},
                     {"gemm_gflops", number(r.gemm_gflops)},
                     {"ceiling_gflops", number(r.ceiling_gflops)},
                     {"loss", number(r.loss)},
@@ -92,6 +100,8 @@ std::string tree_benchmark_json(std::span<const TreeBenchmarkRow> rows,
                     {"seed", options.seed},
                     {"max_unbatched_trees", options.max_unbatched_trees},
                     {"max_step_rows", options.max_step_rows},
+                    {"weave_ahead", options.weave_ahead},
+                    {"weave_threads", options.weave_threads},
                     {"learning_rate", options.learning_rate}};
   doc["rows"] = rows_json(rows);
   return doc.dump(2) + "\n";
@@ -121,6 +131,12 @@ std::vector<TreeBenchmarkRow> tree_benchmark_rows_from_json(const std::string& t
       r.ratio_vs_manual = num(j.at("ratio_vs_manual"));
       r.gemm_fraction = num(j.at("gemm_fraction"));
       r.peak_rss_mb = num(j.at("peak_rss_mb"));
+      r.run_s = num(j.value("run_s", nlohmann::json()));  // absent before weaving ahead
+      r.weave_ahead = j.value("weave_ahead", false);
+      r.kernel_calls = num(j.value("kernel_calls", nlohmann::json()));
+      r.launches = num(j.value("launches", nlohmann::json()));
+      r.host_to_device = num(j.value("host_to_device", nlohmann::json()));
+      r.synchronizations = num(j.value("synchronizations", nlohmann::json()));
       r.gemm_gflops = num(j.value("gemm_gflops", nlohmann::json()));
       r.ceiling_gflops = num(j.value("ceiling_gflops", nlohmann::json()));
       r.loss = num(j.value("loss", nlohmann::json()));
@@ -135,20 +151,20 @@ std::vector<TreeBenchmarkRow> tree_benchmark_rows_from_json(const std::string& t
 
 std::string tree_benchmark_table(std::span<const TreeBenchmarkRow> rows) {
   std::string out = fmt::format(
-      "{:<13} {:>5} {:>5} {:<5} {:>10} {:>9} {:>9} {:>9} {:>7} {:>9} {:>8} {:>6} {:>8}\n", "mode",
-      "V", "B", "phase", "trees/s", "batch_min", "batch_med", "batch_max", "weave%", "x_unbatch",
-      "x_manual", "gemm%", "rss_MB");
+      "{:<13} {:>5} {:>5} {:<5} {:>10} {:>9} {:>9} {:>9} {:>7} {:>6} {:>9} {:>8} {:>6} {:>8}\n",
+      "mode", "V", "B", "phase", "trees/s", "batch_min", "batch_med", "batch_max", "weave%", "run%",
+      "x_unbatch", "x_manual", "gemm%", "rss_MB");
   auto opt = [](double v, const char* spec) {
     return std::isfinite(v) ? fmt::format(fmt::runtime(spec), v) : std::string("-");
   };
   for (const TreeBenchmarkRow& r : rows)
     out += fmt::format(
-        "{:<13} {:>5} {:>5} {:<5} {:>10.2f} {:>9.4f} {:>9.4f} {:>9.4f} {:>7.2f} {:>9} {:>8} {:>6} "
-        "{:>8.0f}\n",
+        "{:<13} {:>5} {:>5} {:<5} {:>10.2f} {:>9.4f} {:>9.4f} {:>9.4f} {:>7.2f} {:>6} {:>9} {:>8} "
+        "{:>6} {:>8.0f}\n",
         bench_mode_name(r.mode), r.vector_size, r.batch_size, phase_name(r.train), r.trees_per_s,
         r.batch_s_min, r.batch_s_median, r.batch_s_max, 100.0 * r.weave_s / r.batch_s_median,
-        opt(r.speedup_vs_unbatched, "{:.2f}"), opt(r.ratio_vs_manual, "{:.3f}"),
-        opt(100.0 * r.gemm_fraction, "{:.1f}"), r.peak_rss_mb);
+        opt(100.0 * r.run_s / r.batch_s_median, "{:.1f}"), opt(r.speedup_vs_unbatched, "{:.2f}"),
+        opt(r.ratio_vs_manual, "{:.3f}"), opt(100.0 * r.gemm_fraction, "{:.1f}"), r.peak_rss_mb);
   return out;
 }
 

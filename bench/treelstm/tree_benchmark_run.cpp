@@ -4,9 +4,12 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <future>
 #include <limits>
 #include <map>
+#include <memory>
 #include <tuple>
 
 #include "treelstm/tree_benchmark.h"
@@ -14,6 +17,7 @@
 #include "weft/backend/cpu.h"
 #include "weft/backend/cuda.h"
 #include "weft/backend/gemm_ceiling.h"
+#include "weft/core/claimable_task.h"
 #include "weft/core/error.h"
 #include "weft/core/memory_usage.h"
 #include "weft/io/safetensors.h"
@@ -124,6 +128,66 @@ struct RowContext {
   BenchMode mode;
 };
 
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Batch k + 1 woven (on weave_threads threads) by a helper thread while batch k runs on this
+// one; when batch k + 1 is wanted before the helper has begun it (a busy machine starts threads
+// late), this thread weaves it itself, as in turn.
+std::vector<TimedBatch> run_woven_ahead(TreeBenchmarkRunner& runner, BenchMode mode,
+                                        std::span<const std::vector<BinaryTree>> batches,
+                                        int weave_threads) {
+  using WeaveJob = ClaimableTask<WovenTrees>;
+  const auto job_for = [&](std::size_t k) {
+    return std::make_shared<WeaveJob>(
+        [&runner, mode, trees = std::span(batches[k]), weave_threads] {
+          return runner.weave(mode, trees, weave_threads);
+        });
+  };
+  std::vector<TimedBatch> timed;
+  std::shared_ptr<WeaveJob> next = job_for(0);
+  // Kept to the end: a helper that has not started by the time its job is taken would make
+  // its future's destructor wait for the thread to start.
+  std::vector<std::future<void>> helpers;
+  auto last_end = std::chrono::steady_clock::now();
+  for (std::size_t k = 0; k < batches.size(); ++k) {
+    const WovenTrees woven = next->take();
+    if (k + 1 < batches.size()) {
+      next = job_for(k + 1);
+      helpers.push_back(std::async(std::launch::async, [job = next] { job->run_if_unclaimed(); }));
+    }
+    TimedBatch batch;
+    batch.step = runner.run_woven(woven);
+    batch.batch_s = seconds_since(last_end);  // the first: its weave and run, one after the other
+    last_end = std::chrono::steady_clock::now();
+    timed.push_back(std::move(batch));
+  }
+  return timed;
+}
+
+}  // namespace
+
+std::vector<TimedBatch> run_batches(TreeBenchmarkRunner& runner, BenchMode mode,
+                                    std::span<const std::vector<BinaryTree>> batches,
+                                    bool weave_ahead, int weave_threads) {
+  if (weave_threads < 1) fail("bench", "weave threads must be at least 1, got ", weave_threads);
+  if (weave_ahead && (mode == BenchMode::kDynamic || mode == BenchMode::kFullDynamic))
+    return run_woven_ahead(runner, mode, batches, weave_threads);
+  std::vector<TimedBatch> timed;
+  for (const std::vector<BinaryTree>& trees : batches) {
+    TimedBatch batch;
+    batch.step = mode == BenchMode::kManual
+                     ? runner.step(mode, trees)
+                     : runner.run_woven(runner.weave(mode, trees, weave_threads));
+    batch.batch_s = batch.step.weave_s + batch.step.run_s;
+    timed.push_back(std::move(batch));
+  }
+  return timed;
+}
+
+namespace {
+
 // Times one row: a warm-up batch, then timed_batches batches (trees made outside the timing).
 TreeBenchmarkRow run_row(const RowContext& ctx, CeilingCache& ceilings) {
   const TreeBenchmarkOptions& o = ctx.options;
@@ -135,28 +199,34 @@ TreeBenchmarkRow run_row(const RowContext& ctx, CeilingCache& ceilings) {
                         ? std::min(ctx.batch_size, std::max(1, o.max_unbatched_trees))
                         : ctx.batch_size;
   const double scale = double(ctx.batch_size) / double(trees);
-  TreeBenchmarkRow row;
-  std::vector<double> batch_s, weave_s;
-  std::map<std::int64_t, std::int64_t> level_rows;
-  double gemm_flops = 0;
-  const int batches = timed_batches(ctx.batch_size, o.repeats);
+  std::vector<std::vector<BinaryTree>> batches;
+  for (int index = 0; index <= timed_batches(ctx.batch_size, o.repeats); ++index) {
+    batches.push_back(
+        benchmark_batch(o.tree_type, o.tree_size, ctx.batch_size, same_shape, o.seed, index));
+    batches.back().resize(std::size_t(trees));
+  }
   release_cached_memory();  // the allocator's cached blocks, then the heap and the mark
   reset_peak_rss();
-  for (int index = 0; index <= batches; ++index) {
-    std::vector<BinaryTree> batch =
-        benchmark_batch(o.tree_type, o.tree_size, ctx.batch_size, same_shape, o.seed, index);
-    batch.resize(std::size_t(trees));
-    const StepResult step = runner.step(ctx.mode, batch);
-    if (index == 0) {
-      row.loss = step.loss;
-      continue;
-    }
-    batch_s.push_back((step.weave_s + step.run_s) * scale);
+  const std::vector<TimedBatch> timed =
+      run_batches(runner, ctx.mode, batches, o.weave_ahead, o.weave_threads);
+  TreeBenchmarkRow row;
+  row.peak_rss_mb = peak_rss_mb();
+  row.loss = timed[0].step.loss;
+  std::vector<double> batch_s, weave_s, run_s, kernel_calls, launches, copies, syncs;
+  std::map<std::int64_t, std::int64_t> level_rows;
+  double gemm_flops = 0;
+  for (std::size_t k = 1; k < timed.size(); ++k) {  // batch 0 is the warm-up
+    const StepResult& step = timed[k].step;
+    batch_s.push_back(timed[k].batch_s * scale);
     weave_s.push_back(step.weave_s * scale);
+    run_s.push_back(step.run_s * scale);
+    kernel_calls.push_back(double(step.backend.kernel_calls) * scale);
+    launches.push_back(double(step.backend.launches) * scale);
+    copies.push_back(double(step.backend.host_to_device) * scale);
+    syncs.push_back(double(step.backend.synchronizations) * scale);
     for (const auto& [rows, calls] : step.level_rows) level_rows[rows] += calls;
     gemm_flops += benchmark_gemm_flops(o.cell, ctx.vector_size, step.internal_nodes, o.train);
   }
-  row.peak_rss_mb = peak_rss_mb();
   row.mode = ctx.mode;
   row.cell = o.cell;
   row.tree_type = o.tree_type;
@@ -164,10 +234,17 @@ TreeBenchmarkRow run_row(const RowContext& ctx, CeilingCache& ceilings) {
   row.batch_size = ctx.batch_size;
   row.train = o.train;
   row.trees_timed = trees;
+  row.weave_ahead =
+      o.weave_ahead && (ctx.mode == BenchMode::kDynamic || ctx.mode == BenchMode::kFullDynamic);
   row.batch_s_min = *std::min_element(batch_s.begin(), batch_s.end());
   row.batch_s_max = *std::max_element(batch_s.begin(), batch_s.end());
   row.batch_s_median = median(batch_s);
   row.weave_s = median(weave_s);
+  row.run_s = median(run_s);
+  row.kernel_calls = median(kernel_calls);
+  row.launches = median(launches);
+  row.host_to_device = median(copies);
+  row.synchronizations = median(syncs);
   row.trees_per_s = double(ctx.batch_size) / row.batch_s_median;
   double total_s = 0;
   for (double s : batch_s) total_s += s / scale;
@@ -202,6 +279,7 @@ void check_options(const TreeBenchmarkOptions& o) {
   if (o.repeats < 1) fail("bench", "repeats must be at least 1, got ", o.repeats);
   if (o.threads < 1) fail("bench", "threads must be at least 1, got ", o.threads);
   if (o.tree_size < 1) fail("bench", "tree size must be at least 1, got ", o.tree_size);
+  if (o.weave_threads < 1) fail("bench", "weave threads must be at least 1, got ", o.weave_threads);
 }
 
 }  // namespace

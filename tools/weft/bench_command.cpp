@@ -20,11 +20,17 @@ namespace {
 constexpr const char* kFooter = R"(
 CSV schema (stable; header row exactly):
   mode,model,tree_type,vector_size,batch_size,phase,trees_per_s,batch_s_min,batch_s_median,
-  batch_s_max,weave_s,speedup_vs_unbatched,ratio_vs_manual,gemm_fraction,peak_rss_mb
+  batch_s_max,weave_s,speedup_vs_unbatched,ratio_vs_manual,gemm_fraction,peak_rss_mb,run_s,
+  weave_ahead,kernel_calls,launches,host_to_device,synchronizations
 mode: unbatched | manual | dynamic | full-dynamic; phase: train | infer.
-A batch's time (batch_s_*) = weave_s + execution: forward, and when training ½Σy² over the
-root outputs, backward and the SGD update (lr 1e-5). weave_s (median) = weaving + scheduling
-(loom modes; 0 for manual, whose gather plan is built once per shape, untimed). Trees are made
+A batch's time (batch_s_*) = weave_s + execution (run_s): forward, and when training ½Σy² over
+the root outputs, backward and the SGD update (lr 1e-5); with --weave-ahead on (dynamic and
+full-dynamic; weave_ahead 1) the next batch is woven while this one runs, and a batch's time is
+from the end of the batch before. weave_s (median) = weaving + scheduling (loom modes; 0 for
+manual, whose gather plan is built once per shape, untimed); run_s (median) = execution.
+kernel_calls, launches, host_to_device, synchronizations: medians per batch of what the
+execution asked of the backend (kernels on any device; on CUDA kernel launches and cuBLAS
+calls, host-to-device copies, waits for the device). Trees are made
 before the clock starts. One untimed warm-up batch, then --repeats timed batches (below batch
 32: int(32/B) x repeats); trees_per_s = batch_size / batch_s_median. unbatched times at most
 --max-unbatched-trees trees of each batch and scales the time to the batch.
@@ -58,6 +64,8 @@ treelstm::TreeBenchmarkOptions to_options(const BenchTreeOptions& o) {
   options.max_unbatched_trees = o.max_unbatched_trees;
   options.ceiling_seconds = o.ceiling_seconds;
   options.max_step_rows = o.max_step_rows;
+  options.weave_ahead = o.weave_ahead == "on";
+  options.weave_threads = o.weave_threads;
   options.device = o.device == "cuda" ? Device::kCuda : Device::kCpu;
   return options;
 }
@@ -138,6 +146,15 @@ CLI::App* add_bench_treelstm(CLI::App& bench, BenchTreeOptions& o) {
                   "rows, keeping a level's arrays in cache (0: no limit)")
       ->capture_default_str()
       ->check(CLI::Range(0u, 1u << 30));
+  cmd->add_option("--weave-ahead", o.weave_ahead,
+                  "Dynamic and full-dynamic: on, weave and schedule the next batch on other "
+                  "threads while this one runs; off, weave each batch, then run it")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"on", "off"}));
+  cmd->add_option("--weave-threads", o.weave_threads,
+                  "Threads weaving one batch (shards of its trees, appended in order)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
   cmd->add_option("--device", o.device,
                   "Where the model runs: cpu, or cuda (a build with the CUDA backend and a GPU; "
                   "the ceiling is then cuBLAS's at the row's products)")

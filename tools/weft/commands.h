@@ -62,6 +62,8 @@ struct BenchTreeOptions {
   int max_unbatched_trees = 32;
   double ceiling_seconds = 0.05;
   std::uint32_t max_step_rows = 0;
+  std::string weave_ahead = "on";  // on: the next batch woven while this one runs; off: in turn
+  int weave_threads = 1;
   std::string device = "cpu";
   std::string format = "table";
   std::string out_file;                // empty: stdout
