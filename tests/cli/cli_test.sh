@@ -158,6 +158,21 @@ if "$weft" info | grep -q "^cuda: not available"; then
   expect_error bench-cuda-unavailable "--device cuda: CUDA is not available (" \
     "$weft" bench treelstm --device cuda --modes manual --batch-sizes 1 --vector-size 8
 fi
+# weft info --calibrate measures a model's GEMM classes (cached unless measured under load),
+# and names the denormal mode in force.
+calibration=$(WEFT_GEMM_CACHE="$work/gemm.txt" WEFT_NUM_THREADS=1 "$weft" info --calibrate calculator)
+if grep -q "^calibrated the GEMM classes of calculator" <<<"$calibration" &&
+  [[ $(grep -cE '^  (NN|NT|TN|TT)' <<<"$calibration") -ge 1 ]] &&
+  grep -q "^denormals: flushed" <<<"$calibration" &&
+  WEFT_DENORMALS=keep "$weft" info | grep -q "^denormals: kept"; then
+  echo "ok   info-calibrate"
+else
+  echo "FAIL info-calibrate:"
+  echo "$calibration"
+  failures=$((failures + 1))
+fi
+expect_error info-calibrate-unknown "unknown model 'nosuch'" "$weft" info --calibrate nosuch
+expect_error bad-denormals "WEFT_DENORMALS='often' is neither" env WEFT_DENORMALS=often "$weft" info
 expect_error missing-data "no-such-dir" "$weft" train sentiment --data-dir "$work/no-such-dir"
 expect_error bad-option-value "option 'hidden' must be an integer" "$weft" train calculator --hidden 2.5
 expect_error bad-resume "does-not-exist" "$weft" train calculator --resume "$work/does-not-exist"
