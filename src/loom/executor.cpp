@@ -105,8 +105,10 @@ class StepRunner {
              std::vector<ValueLocation>& locations, RunStats& stats)
       : loom_(loom), weaver_(weaver), chunks_(chunks), locations_(locations), stats_(stats) {}
 
-  void place_depth_zero(Tape& tape, const std::vector<Var>& fed, Device device);
-  void place_imports(std::span<const Var> chunks, std::span<const ValueLocation> rows);
+  // Constants, parameters, fed batches and imported values: every value of depth zero.
+  void place_depth_zero(Tape& tape, const std::vector<Var>& fed, Device device,
+                        std::span<const Var> import_chunks,
+                        std::span<const ValueLocation> import_rows);
   void run_step(const Schedule& schedule, const ScheduleStep& step);
 
  private:
@@ -128,7 +130,9 @@ class StepRunner {
   RunStats& stats_;
 };
 
-void StepRunner::place_depth_zero(Tape& tape, const std::vector<Var>& fed, Device device) {
+void StepRunner::place_depth_zero(Tape& tape, const std::vector<Var>& fed, Device device,
+                                  std::span<const Var> import_chunks,
+                                  std::span<const ValueLocation> import_rows) {
   std::vector<std::uint32_t> constant_chunk(loom_.num_types(), 0);
   for (TypeId t = 0; t < loom_.num_types(); ++t) {
     const std::int64_t rows = weaver_.constant_rows(t);
@@ -145,6 +149,7 @@ void StepRunner::place_depth_zero(Tape& tape, const std::vector<Var>& fed, Devic
     parameter_chunk.push_back(add_chunk(row));
   }
   std::vector<std::uint32_t> fed_chunk(loom_.num_types(), UINT32_MAX);
+  std::uint32_t import_base = UINT32_MAX;  // imported chunks join this run's at the first use
   for (Value v = 0; v < weaver_.num_values(); ++v) {
     const auto& info = weaver_.info(v);
     switch (info.kind) {
@@ -166,27 +171,22 @@ void StepRunner::place_depth_zero(Tape& tape, const std::vector<Var>& fed, Devic
         locations_[v] = {fed_chunk[info.type], info.index};
         break;
       }
+      case ValueKind::kImported: {  // keeps its row in an earlier run's chunk
+        if (info.index >= import_rows.size())
+          fail("loom", "imported value ", v, " refers to slot ", info.index, " but ",
+               import_rows.size(), " rows were imported (Executor::import)");
+        if (import_base == UINT32_MAX) {
+          import_base = std::uint32_t(chunks_.size());
+          chunks_.insert(chunks_.end(), import_chunks.begin(), import_chunks.end());
+        }
+        const ValueLocation at = import_rows[info.index];
+        locations_[v] = {import_base + at.chunk, at.row};
+        break;
+      }
       case ValueKind::kCallOutput:
-      case ValueKind::kImported:
         break;
     }
   }
-}
-
-// Imported values keep their rows: the chunks they live in join this run's chunks.
-void StepRunner::place_imports(std::span<const Var> chunks, std::span<const ValueLocation> rows) {
-  const std::uint32_t base = std::uint32_t(chunks_.size());
-  bool any = false;
-  for (Value v = 0; v < weaver_.num_values(); ++v) {
-    const auto& info = weaver_.info(v);
-    if (info.kind != ValueKind::kImported) continue;
-    if (info.index >= rows.size())
-      fail("loom", "imported value ", v, " refers to slot ", info.index, " but ", rows.size(),
-           " rows were imported (Executor::import)");
-    locations_[v] = {base + rows[info.index].chunk, rows[info.index].row};
-    any = true;
-  }
-  if (any) chunks_.insert(chunks_.end(), chunks.begin(), chunks.end());
 }
 
 Var StepRunner::fetch_argument(std::span<const std::uint32_t> calls, std::size_t position) {
@@ -267,8 +267,7 @@ LoomResult Executor::run(const Weaver& weaver, const Schedule& schedule) {
   for (OpId op = 0; op < loom_->num_operations(); ++op)
     stats.operations[op].name = loom_->operation(op).name;
   StepRunner runner(*loom_, weaver, result.chunks_, result.locations_, stats);
-  runner.place_depth_zero(*tape_, fed_, device_);
-  runner.place_imports(import_chunks_, import_rows_);
+  runner.place_depth_zero(*tape_, fed_, device_, import_chunks_, import_rows_);
   for (const ScheduleStep& step : schedule.steps) runner.run_step(schedule, step);
   stats.levels = schedule.num_levels;
   stats.batched_calls = std::int64_t(schedule.steps.size());

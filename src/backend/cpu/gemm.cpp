@@ -191,15 +191,10 @@ void sgemm(bool transpose_a, bool transpose_b, std::int64_t m, std::int64_t n, s
            float alpha, const float* pa, std::int64_t lda, const float* pb, std::int64_t ldb,
            float beta, float* out, std::int64_t ldc) {
   const GemmShape shape{m, n, k, transpose_a, transpose_b, beta != 0.0f};
-  const GemmProvider provider = gemm_provider_for(shape);
-  if (!gemm_awaits_in_use_check(shape)) {
-    sgemm_with(provider, transpose_a, transpose_b, m, n, k, alpha, pa, lda, pb, ldb, beta, out,
-               ldc);
-    return;
-  }
-  const double start = calibration_seconds(num_threads());
+  const auto [provider, check_in_use] = gemm_route_for(shape);
+  const double start = check_in_use ? calibration_seconds(num_threads()) : 0.0;
   sgemm_with(provider, transpose_a, transpose_b, m, n, k, alpha, pa, lda, pb, ldb, beta, out, ldc);
-  gemm_check_in_use(shape, provider, calibration_seconds(num_threads()) - start);
+  if (check_in_use) gemm_check_in_use(shape, provider, calibration_seconds(num_threads()) - start);
 }
 
 }  // namespace

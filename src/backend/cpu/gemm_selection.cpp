@@ -535,10 +535,28 @@ bool untransposed_faster(const GemmClassChoice& nt, const GemmClassChoice& nn) {
 }  // namespace
 
 GemmProvider gemm_provider_for(const GemmShape& shape) {
-  if (const auto forced = forced_gemm_provider()) return *forced;
+  return backend::cpu::gemm_route_for(shape).provider;
+}
+
+namespace backend::cpu {
+
+namespace {
+
+// Whether a product of `shape` is to be timed for its class's in-use check (`recheck` being the
+// class's state): a product much smaller than the class's representative runs below its rate
+// for its size, so only one within 8x of its flops is timed.
+bool times_in_use(const GemmShape& shape, const GemmShapeClass& shape_class, std::int64_t recheck) {
+  return recheck == kCheckInUse &&
+         8 * gemm_flops(shape) >= gemm_flops(gemm_class_representative(shape_class));
+}
+
+}  // namespace
+
+GemmRoute gemm_route_for(const GemmShape& shape) {
+  if (const auto forced = forced_gemm_provider()) return {*forced, false};
   const auto providers = available_gemm_providers();
-  if (providers.size() == 1) return providers[0];
-  if (!openblas_workers_flush_denormals()) return providers[0];  // oneDNN: see sgemm.h
+  if (providers.size() == 1) return {providers[0], false};
+  if (!openblas_workers_flush_denormals()) return {providers[0], false};  // oneDNN: see cpu.h
   Selection& s = selection();
   const GemmShapeClass shape_class = gemm_shape_class(shape);
   const std::size_t index = std::size_t(class_index(shape_class));
@@ -546,22 +564,12 @@ GemmProvider gemm_provider_for(const GemmShape& shape) {
     const int known = s.choice[index].load(std::memory_order_acquire);
     const std::int64_t recheck = s.recheck[index].load(std::memory_order_relaxed);
     const bool due = recheck > 0 && steady_milliseconds() >= recheck;
-    if (known >= 0 && !due) return providers[std::size_t(known)];
+    if (known >= 0 && !due)
+      return {providers[std::size_t(known)], times_in_use(shape, shape_class, recheck)};
   }
   std::lock_guard<std::mutex> lock(s.mutex);
-  return calibrated(s, shape_class).provider;
-}
-
-namespace backend::cpu {
-
-bool gemm_awaits_in_use_check(const GemmShape& shape) {
-  const GemmShapeClass shape_class = gemm_shape_class(shape);
-  Selection& s = selection();
-  if (s.recheck[std::size_t(class_index(shape_class))].load(std::memory_order_relaxed) !=
-      kCheckInUse)
-    return false;
-  // A product much smaller than the class's representative runs below its rate for its size.
-  return 8 * gemm_flops(shape) >= gemm_flops(gemm_class_representative(shape_class));
+  const GemmProvider provider = calibrated(s, shape_class).provider;
+  return {provider, times_in_use(shape, shape_class, s.recheck[index].load())};
 }
 
 void gemm_check_in_use(const GemmShape& shape, GemmProvider provider, double seconds) {

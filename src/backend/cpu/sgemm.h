@@ -15,9 +15,14 @@ void sgemm_with(GemmProvider provider, bool transpose_a, bool transpose_b, std::
                 std::int64_t n, std::int64_t k, float alpha, const float* a, std::int64_t lda,
                 const float* b, std::int64_t ldb, float beta, float* out, std::int64_t ldc);
 
-// Whether a product of this shape should be timed to check its class's cached choice: once per
-// class and process, for classes read from the cache (gemm_selection.cpp).
-bool gemm_awaits_in_use_check(const GemmShape& shape);
+// The provider for a product (gemm_provider_for) and whether to time it to check its class's
+// cached choice: once per class and process, for classes read from the cache
+// (gemm_selection.cpp). One look-up of the class for both.
+struct GemmRoute {
+  GemmProvider provider;
+  bool check_in_use;
+};
+GemmRoute gemm_route_for(const GemmShape& shape);
 // The timed product's verdict: a rate kInUseRateFactor away from the record (either way)
 // measures the class again, as a record written under load would be.
 void gemm_check_in_use(const GemmShape& shape, GemmProvider provider, double seconds);
