@@ -5,8 +5,10 @@
 #include "treelstm/tree_benchmark.h"
 
 #include <gtest/gtest.h>
+#include <cstdlib>
 
 #include <cmath>
+#include <cstdlib>
 #include <regex>
 
 #include "op_test_util.h"
@@ -162,6 +164,7 @@ TEST(TreeBenchmark, KernelCallsFollowTheLevelsNotTheTrees) {
   const auto six = treelstm::benchmark_batch(TreeType::kRandom, 8, 6, true, 2, 0);
   const std::vector<treelstm::BinaryTree> two(six.begin(), six.begin() + 2);
   std::int64_t calls[2][2];  // [dynamic, unbatched][two, six]
+  std::int64_t weights = 0;
   const BenchMode modes[2] = {BenchMode::kDynamic, BenchMode::kUnbatched};
   for (int m = 0; m < 2; ++m)
     for (int b = 0; b < 2; ++b) {
@@ -173,9 +176,14 @@ TEST(TreeBenchmark, KernelCallsFollowTheLevelsNotTheTrees) {
       EXPECT_EQ(step.backend.host_to_device, 0);
       EXPECT_EQ(step.backend.synchronizations, 0);
       calls[m][b] = step.backend.kernel_calls;
+      weights = std::int64_t(model.parameters().size());
     }
   EXPECT_GT(calls[0][0], 7);  // at least a kernel per level (7 internal levels at most)
-  EXPECT_EQ(calls[0][1], calls[0][0]);
+  // The same kernels for two trees as for six, but for the transposed copies of weights: the
+  // GEMM calibration decides per shape class, and two trees' row counts fall in other classes
+  // than six trees', whether a weight's input gradient reads a copy made once per step
+  // (gemm_prefers_untransposed_copy) -- at most one more kernel per weight.
+  EXPECT_LE(std::abs(calls[0][1] - calls[0][0]), weights);
   EXPECT_GT(calls[1][1], 2 * calls[1][0]);
   EXPECT_GT(calls[1][0], calls[0][0]);
 }
