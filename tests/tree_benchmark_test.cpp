@@ -5,7 +5,6 @@
 #include "treelstm/tree_benchmark.h"
 
 #include <gtest/gtest.h>
-#include <cstdlib>
 
 #include <cmath>
 #include <cstdlib>
