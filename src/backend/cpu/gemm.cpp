@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -92,8 +93,10 @@ std::string describe(const CpuSettings& s) {
 }
 
 CpuSettings& settings() {
+  // Never destroyed (products may run during exit). Held by a unique_ptr until it is complete,
+  // so a bad WEFT_* variable, which throws here, leaks nothing.
   static CpuSettings* s = [] {
-    auto* init = new CpuSettings;
+    auto init = std::make_unique<CpuSettings>();
     if (const char* name = std::getenv("WEFT_GEMM");
         name && *name && std::string_view(name) != "auto") {
       init->forced = provider_index(parse_gemm_provider(name));
@@ -104,7 +107,7 @@ CpuSettings& settings() {
       init->threads = std::max(1, std::atoi(n));
     apply_threads(*init, init->threads);
     init->summary = describe(*init);
-    return init;
+    return init.release();
   }();
   return *s;
 }
