@@ -10,6 +10,7 @@ packages=(
   ocl-icd-opencl-dev  # oneDNN's CMake package requires OpenCL; only Recommended by libdnnl-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
   clang-format python3 python3-numpy
+  ccache  # CI (.ci/run): its phases share the object files whose flags agree
   clang-14 libclang-rt-14-dev libomp-14-dev  # the fuzz targets (fuzz/, scripts/fuzz.sh): clang, libFuzzer
   libcpp-httplib-dev  # weft serve (HTTP/1.1); wrk, for its benchmark, is installed by hand
   libblis-dev  # only for the GEMM comparison benchmark
