@@ -36,7 +36,7 @@ set(WEFT_LAYER_blocks_USES loom nn)
 set(WEFT_LAYER_train_DIRS train)
 set(WEFT_LAYER_train_USES autodiff io dist)
 set(WEFT_LAYER_models_DIRS models)
-set(WEFT_LAYER_models_USES blocks train)
+set(WEFT_LAYER_models_USES blocks train flow)
 set(WEFT_LAYER_serve_DIRS serve)
 set(WEFT_LAYER_serve_USES models)
 # The ICLR 2017 Tree-LSTM benchmark (bench/treelstm): not part of libweft, a client of it.

@@ -380,6 +380,58 @@ TEST(Flow, ProgramsJoinAndLeaveAtStepBoundaries) {
   }
 }
 
+// Sets `destroyed` when the program's frame is destroyed (its locals' destructors run).
+struct FrameGuard {
+  bool* destroyed;
+  ~FrameGuard() { *destroyed = true; }
+};
+
+Program guarded_count_down(Context& ctx, const FlowModel& m, Val h, bool& destroyed, Val& out) {
+  const FrameGuard guard{&destroyed};
+  for (int n = 0; n < 50; ++n) {
+    h = ctx.apply(m.gate, {h});
+    co_await ctx.read(h);
+  }
+  out = h;
+}
+
+TEST(Flow, ACancelledProgramIsRetiredAtOnceAndTheOthersAreUntouched) {
+  EngineWithInputs batch(3, 43);
+  const FlowModel& m = batch.m;
+  Engine& engine = batch.engine;
+  std::vector<Val> outs(3);
+  bool destroyed = false;
+  engine.admit([&](Context& ctx) { return count_down(ctx, m, batch.xs[0], 4, outs[0]); });
+  engine.admit(
+      [&](Context& ctx) { return guarded_count_down(ctx, m, batch.xs[1], destroyed, outs[1]); },
+      "abandoned");
+  engine.admit([&](Context& ctx) { return count_down(ctx, m, batch.xs[2], 4, outs[2]); });
+  ASSERT_TRUE(engine.step());
+  ASSERT_TRUE(engine.step());
+  EXPECT_EQ(engine.num_live(), 3u);
+  EXPECT_TRUE(engine.cancel(1, "the client went away"));
+  EXPECT_TRUE(destroyed);  // the frame is gone now, not at the engine's end
+  EXPECT_EQ(engine.state(1), ProgramState::kFailed);
+  EXPECT_NE(engine.error(1).find("example 1 ('abandoned') failed: the client went away"),
+            std::string::npos)
+      << engine.error(1);
+  EXPECT_EQ(engine.num_live(), 2u);
+  EXPECT_FALSE(engine.cancel(1, "twice"));
+  // The call it issued before (in the pending weave) runs once more; then only the two left.
+  ASSERT_TRUE(engine.step());
+  EXPECT_EQ(engine.stats().calls_per_step.back(), 3);
+  ASSERT_TRUE(engine.step());
+  EXPECT_EQ(engine.stats().calls_per_step.back(), 2);
+  engine.run();
+  EXPECT_EQ(engine.state(0), ProgramState::kDone);
+  EXPECT_EQ(engine.state(2), ProgramState::kDone);
+  EXPECT_FALSE(engine.cancel(0, "after the end"));
+  // A program admitted but not started yet is cancelled too.
+  engine.admit([&](Context& ctx) { return count_down(ctx, m, batch.xs[0], 2, outs[0]); });
+  EXPECT_TRUE(engine.cancel(3, "gone before it started"));
+  EXPECT_FALSE(engine.step());
+}
+
 // cell applied `times` times; nothing read.
 Program fold_cells(Context& ctx, const FlowModel& m, Val x, std::size_t times, Val& out) {
   Val h = x;

@@ -308,6 +308,15 @@ void Engine::run() {
   }
 }
 
+bool Engine::cancel(std::size_t example, const std::string& reason) {
+  Slot& s = slot(example);
+  if (s.state != ProgramState::kAdmitted && s.state != ProgramState::kRunning) return false;
+  std::vector<std::uint32_t>& list = s.state == ProgramState::kAdmitted ? admitted_ : live_;
+  list.erase(std::find(list.begin(), list.end(), std::uint32_t(example)));
+  fail_program(s, failure_text(s, reason));
+  return true;
+}
+
 // Context and Read ---------------------------------------------------------------------
 
 const std::string& Context::name() const { return engine_->slot(example_).name; }

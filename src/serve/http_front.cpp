@@ -354,9 +354,19 @@ void HttpServer::serve_request(const ConnectionPtr& c) {
   hand_back(c);
 }
 
+namespace {
+thread_local int answering_fd = -1;  // set by answer() for its handler, on its own thread
+}  // namespace
+
+int HttpServer::answering_socket() { return answering_fd; }
+
 std::string HttpServer::answer(const std::string& request, int fd, bool close_connection,
                                bool& closed) {
   BufferStream stream(request, fd);
+  answering_fd = fd;
+  struct Reset {
+    ~Reset() { answering_fd = -1; }
+  } reset;
   try {
     process_request(stream, close_connection, closed, nullptr);
   } catch (const std::exception& e) {

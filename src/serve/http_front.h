@@ -61,6 +61,9 @@ class HttpServer : public httplib::Server {
   std::size_t open_connections() const { return open_; }
   void count_answer(int status);
   int listening_socket() const { return svr_sock_.load(); }
+  // The connection whose request the calling thread is answering (-1 outside a handler, or
+  // without a socket): a long request watches it to notice a client that went away.
+  static int answering_socket();
 
  private:
   struct Connection;

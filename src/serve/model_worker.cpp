@@ -3,6 +3,8 @@
 // metrics.
 #include "model_worker.h"
 
+#include "decoding_loop.h"
+
 #include <algorithm>
 #include <exception>
 #include <set>
@@ -25,6 +27,14 @@ void PendingRequest::wait() {
   done.wait(lock, [&] { return remaining == 0; });
 }
 
+namespace {
+
+double now_seconds_since(Clock::time_point then) {
+  return std::chrono::duration<double>(Clock::now() - then).count();
+}
+
+}  // namespace
+
 void Histogram::add(double value) {
   std::size_t bucket = 0;
   while (bucket < bounds.size() && value > bounds[bucket]) ++bucket;
@@ -36,7 +46,13 @@ void Histogram::add(double value) {
 ModelWorker::ModelWorker(std::string name, std::string checkpoint, const ServerOptions& options)
     : name_(std::move(name)), options_(options), checkpoint_(std::move(checkpoint)) {
   model_ = models::load_model(checkpoint_, models::ModelUse::kInfer, options_.overrides, name_);
-  runner_ = std::thread([this] { run_loop(); });
+  decodes_ = dynamic_cast<const models::IterativeDecoding*>(model_.get()) != nullptr;
+  if (decodes_) {
+    decoding_ = std::make_unique<DecodingLoop>(*this, options_);
+    runner_ = std::thread([this] { decoding_->run(); });
+  } else {
+    runner_ = std::thread([this] { run_loop(); });
+  }
 }
 
 ModelWorker::~ModelWorker() { stop(); }
@@ -54,9 +70,43 @@ std::string ModelWorker::checkpoint() const {
 bool ModelWorker::submit(std::vector<QueuedInstance> instances) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (stopping_ || queue_.size() + instances.size() > options_.max_queue) return false;
-  for (QueuedInstance& instance : instances) queue_.push_back(std::move(instance));
+  const auto now = Clock::now();
+  for (QueuedInstance& instance : instances) {
+    instance.queued_at = now;
+    queue_.push_back(std::move(instance));
+  }
   queue_changed_.notify_all();
   return true;
+}
+
+std::int32_t ModelWorker::decode_step_bound() const {
+  const auto* decoding = dynamic_cast<const models::IterativeDecoding*>(model().get());
+  if (decoding == nullptr) return 0;
+  const std::int32_t own = decoding->decoder().max_length;
+  return options_.max_decode_steps > 0 ? std::min(own, options_.max_decode_steps) : own;
+}
+
+std::vector<QueuedInstance> ModelWorker::take_queued(std::size_t max_sequences, bool wait) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (wait) queue_changed_.wait(lock, [&] { return !queue_.empty() || stopping_; });
+  std::vector<QueuedInstance> taken;
+  std::size_t sequences = 0;
+  while (!queue_.empty()) {
+    const QueuedInstance& front = queue_.front();
+    const std::size_t width = std::size_t(std::max(1, front.decode.beam));
+    // One model per take (instances parsed by a reloaded model start another generation).
+    if (sequences + width > max_sequences) break;
+    if (!taken.empty() && front.model != taken.front().model) break;
+    sequences += width;
+    taken.push_back(std::move(queue_.front()));
+    queue_.pop_front();
+  }
+  return taken;
+}
+
+bool ModelWorker::stopping() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stopping_;
 }
 
 void ModelWorker::reload(const std::string& checkpoint) {
@@ -216,6 +266,14 @@ ModelWorker::Snapshot ModelWorker::snapshot() const {
   for (const auto& [when, n] : recent_) examples += n;
   s.examples_per_second = double(examples) / 10.0;
   s.reload_failures = reload_failures_;
+  s.decodes = decodes_;
+  s.decode = decode_stats_;
+  std::uint64_t tokens = 0;
+  while (!s.decode.recent.empty() && now_seconds_since(s.decode.recent.front().first) > 10)
+    s.decode.recent.pop_front();
+  for (const auto& [when, n] : s.decode.recent) tokens += n;
+  s.decode.steps_per_second = double(s.decode.recent.size()) / 10.0;
+  s.decode.tokens_per_second = double(tokens) / 10.0;
   return s;
 }
 

@@ -6,6 +6,8 @@
 // dry (under load it first waits up to max_wait_ms for more).
 // Failures are isolated per instance. A reload swaps the Model under the queue's lock;
 // instances keep the Model that parsed them, and a stream (so a batch) never mixes two.
+// A model that decodes (models/iterative_decoding.h) is served by a decoding loop instead
+// (decoding_loop.h), step by step, from the same queue.
 #pragma once
 
 #include <array>
@@ -21,6 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "weft/models/iterative_decoding.h"
 #include "weft/models/model.h"
 #include "weft/models/streaming_inference.h"
 #include "weft/serve/server.h"
@@ -38,6 +41,7 @@ struct PendingRequest {
   std::vector<nlohmann::json> results;
   std::vector<std::string> errors;  // empty: a prediction
   std::size_t remaining;
+  int client_fd = -1;  // the client's connection while it waits (a decoding notices it close)
 };
 
 struct QueuedInstance {
@@ -45,6 +49,8 @@ struct QueuedInstance {
   std::size_t index = 0;
   nlohmann::json example;
   std::shared_ptr<models::Model> model;  // the one that parsed it
+  models::DecodeSettings decode{};       // for a decoding model
+  std::chrono::steady_clock::time_point queued_at{};
 };
 
 // Prometheus-style buckets.
@@ -57,6 +63,18 @@ struct Histogram {
   double sum = 0;
   std::uint64_t count = 0;
 };
+
+// A decoding loop's figures (under the worker's lock).
+struct DecodeStats {
+  std::uint64_t steps = 0, tokens = 0, cancelled = 0, sequences = 0;
+  std::size_t live = 0, generations = 0, tape_nodes = 0;  // now
+  Histogram first_step{{0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5}};
+  Histogram step_seconds{{0.00005, 0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.05}};
+  double steps_per_second = 0, tokens_per_second = 0;  // over the last 10 seconds (snapshot)
+  std::deque<std::pair<std::chrono::steady_clock::time_point, std::uint64_t>> recent;  // tokens
+};
+
+class DecodingLoop;
 
 class ModelWorker {
  public:
@@ -72,6 +90,21 @@ class ModelWorker {
   void reload(const std::string& checkpoint);
   // Finishes every queued instance, then ends the threads.
   void stop();
+  // Whether the model decodes (served by the decoding loop), and the most steps a request may
+  // ask for (the server's --max-decode-steps, else the model's own bound).
+  bool decodes() const { return decodes_; }
+  std::int32_t decode_step_bound() const;
+
+  // For the decoding loop: queued instances from the front, of the front's model, whose beams
+  // fit in `max_sequences` (with `wait`, waits for one unless stopping); empty when none.
+  std::vector<QueuedInstance> take_queued(std::size_t max_sequences, bool wait);
+  bool stopping() const;
+  // Updates the decoding figures under the lock.
+  template <typename Update>
+  void update_decode_stats(Update update) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    update(decode_stats_);
+  }
 
   struct Snapshot {
     ModelStats stats;
@@ -81,6 +114,8 @@ class ModelWorker {
     std::size_t queue_depth = 0;
     double examples_per_second = 0;  // over the last 10 seconds
     std::uint64_t reload_failures = 0;
+    bool decodes = false;
+    DecodeStats decode;
   };
   void record_request(int status, double seconds);
   ModelStats stats() const;
@@ -113,6 +148,9 @@ class ModelWorker {
   std::size_t last_batch_requests_ = 0;
   std::deque<InFlight> in_flight_;  // handed to the driver, in order, awaiting predictions
   std::mutex reload_mutex_;
+  bool decodes_ = false;
+  DecodeStats decode_stats_;
+  std::unique_ptr<DecodingLoop> decoding_;
 
   // Metrics (under mutex_).
   ModelStats stats_;

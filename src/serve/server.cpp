@@ -5,6 +5,7 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -101,6 +102,20 @@ void add_family(std::string& out, const char* name, const char* type, const char
   out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
 }
 
+// A Prometheus histogram's lines for one model (cumulative buckets, sum, count).
+void add_histogram(std::string& out, const char* metric, const std::string& model,
+                   const detail::Histogram& h) {
+  std::uint64_t cumulative = 0;
+  for (std::size_t b = 0; b < h.bounds.size(); ++b) {
+    cumulative += h.counts[b];
+    out += fmt::format("{}_bucket{{model=\"{}\",le=\"{}\"}} {}\n", metric, model, h.bounds[b],
+                       cumulative);
+  }
+  out += fmt::format("{}_bucket{{model=\"{}\",le=\"+Inf\"}} {}\n", metric, model, h.count);
+  out += fmt::format("{}_sum{{model=\"{}\"}} {}\n", metric, model, h.sum);
+  out += fmt::format("{}_count{{model=\"{}\"}} {}\n", metric, model, h.count);
+}
+
 // A predict request's answer before it is sent.
 struct Answer {
   int status = 200;
@@ -113,9 +128,14 @@ Answer error_answer(int status, std::string message) {
 
 }  // namespace
 
+using Snapshots = std::vector<std::pair<std::string, detail::ModelWorker::Snapshot>>;
+
 struct Server::Impl {
   explicit Impl(ServerOptions o) : options(std::move(o)), http(connection_limits(options)) {
     if (options.models.empty()) fail("weft serve", "no model to serve");
+    if (options.max_beam < 1 || std::size_t(options.max_beam) > options.max_live_sequences)
+      fail("weft serve", "--max-beam ", options.max_beam, " must be in [1, --max-live-sequences ",
+           options.max_live_sequences, "]");
     for (const std::string& dir : options.allow_reload_from) {
       reload_dirs.push_back(resolved_directory(dir));
     }
@@ -134,9 +154,13 @@ struct Server::Impl {
   void setup_checks();
   void predict(const std::string& name, const httplib::Request& req, httplib::Response& res);
   Answer answer_predict(detail::ModelWorker& worker, const std::string& body);
-  std::optional<Answer> read_instances(const std::string& body, json& instances) const;
-  std::shared_ptr<detail::PendingRequest> submit_instances(detail::ModelWorker& worker,
-                                                           const json& instances) const;
+  std::optional<Answer> read_instances(const detail::ModelWorker& worker, const std::string& body,
+                                       json& instances, models::DecodeSettings& decode) const;
+  std::optional<Answer> read_decode_settings(const detail::ModelWorker& worker, const json& body,
+                                             models::DecodeSettings& decode) const;
+  std::shared_ptr<detail::PendingRequest> submit_instances(
+      detail::ModelWorker& worker, const json& instances,
+      const models::DecodeSettings& decode) const;
   static Answer collect_predictions(detail::PendingRequest& pending);
   void reload(const std::string& name, const httplib::Request& req, httplib::Response& res);
   std::optional<std::string> confine_reload(const std::string& model,
@@ -144,6 +168,7 @@ struct Server::Impl {
   detail::ModelWorker* find(const std::string& name, httplib::Response& res);
   std::string metrics() const;
   void http_metrics(std::string& out) const;
+  static void decode_metrics(std::string& out, const Snapshots& snaps);
 
   ServerOptions options;
   std::map<std::string, std::unique_ptr<detail::ModelWorker>> workers;
@@ -178,9 +203,12 @@ void Server::Impl::predict(const std::string& name, const httplib::Request& req,
 
 Answer Server::Impl::answer_predict(detail::ModelWorker& worker, const std::string& body) {
   json instances;
-  if (std::optional<Answer> refused = read_instances(body, instances)) return *refused;
+  models::DecodeSettings decode;
+  if (std::optional<Answer> refused = read_instances(worker, body, instances, decode))
+    return *refused;
   try {
-    const std::shared_ptr<detail::PendingRequest> pending = submit_instances(worker, instances);
+    const std::shared_ptr<detail::PendingRequest> pending =
+        submit_instances(worker, instances, decode);
     if (!pending) {
       return error_answer(
           503, fmt::format("model '{}' is overloaded (queue full); retry later", worker.name()));
@@ -193,7 +221,9 @@ Answer Server::Impl::answer_predict(detail::ModelWorker& worker, const std::stri
 }
 
 // The body's instances, or why there are none to predict.
-std::optional<Answer> Server::Impl::read_instances(const std::string& body, json& instances) const {
+std::optional<Answer> Server::Impl::read_instances(const detail::ModelWorker& worker,
+                                                   const std::string& body, json& instances,
+                                                   models::DecodeSettings& decode) const {
   const std::string shape = R"(the body must be a JSON object {"instances": [...]})";
   if (body.empty()) return error_answer(400, shape + "; the body is empty");
   if (json_nesting_depth(body, options.max_depth) > options.max_depth) {
@@ -222,15 +252,52 @@ std::optional<Answer> Server::Impl::read_instances(const std::string& body, json
     return error_answer(400, fmt::format("{} instances; at most {} per request", instances.size(),
                                          options.max_instances));
   }
+  return read_decode_settings(worker, parsed, decode);
+}
+
+// A request's "beam" or "max_steps" (a positive integer up to `limit`) into `out`.
+static std::optional<Answer> read_bound(const json& body, const char* key, std::int64_t limit,
+                                        const char* flag, std::int64_t& out) {
+  if (!body.contains(key)) return std::nullopt;
+  const json& value = body[key];
+  if (!value.is_number_integer() || value.get<std::int64_t>() < 1)
+    return error_answer(400,
+                        fmt::format("\"{}\" must be a positive integer, got {}", key,
+                                    value.dump(-1, ' ', false, json::error_handler_t::replace)));
+  if (value.get<std::int64_t>() > limit)
+    return error_answer(400, fmt::format("\"{}\": {} is more than this server allows ({}; {})", key,
+                                         value.get<std::int64_t>(), limit, flag));
+  out = value.get<std::int64_t>();
+  return std::nullopt;
+}
+
+// A decoding request's search and step bound, checked against the server's limits.
+std::optional<Answer> Server::Impl::read_decode_settings(const detail::ModelWorker& worker,
+                                                         const json& body,
+                                                         models::DecodeSettings& decode) const {
+  if (!worker.decodes()) {
+    if (!body.contains("beam") && !body.contains("max_steps")) return std::nullopt;
+    return error_answer(400, fmt::format("model '{}' does not decode: \"beam\" and \"max_steps\" "
+                                         "are for decoding models",
+                                         worker.name()));
+  }
+  std::int64_t beam = 1, steps = worker.decode_step_bound();
+  if (auto refused = read_bound(body, "beam", options.max_beam, "--max-beam", beam)) return refused;
+  if (auto refused = read_bound(body, "max_steps", steps, "--max-decode-steps", steps))
+    return refused;
+  decode.beam = int(beam);
+  decode.max_steps = std::int32_t(steps);
   return std::nullopt;
 }
 
 // Parses each instance on its own (a bad one fails alone) and queues the good ones; nullptr
 // when the queue is full.
 std::shared_ptr<detail::PendingRequest> Server::Impl::submit_instances(
-    detail::ModelWorker& worker, const json& instances) const {
+    detail::ModelWorker& worker, const json& instances,
+    const models::DecodeSettings& decode) const {
   const std::shared_ptr<models::Model> model = worker.model();
   auto pending = std::make_shared<detail::PendingRequest>(instances.size());
+  pending->client_fd = detail::HttpServer::answering_socket();
   std::vector<detail::QueuedInstance> queued;
   std::vector<std::string> parse_errors(instances.size());
   for (std::size_t i = 0; i < instances.size(); ++i) {
@@ -241,7 +308,7 @@ std::shared_ptr<detail::PendingRequest> Server::Impl::submit_instances(
         fail("weft serve", "the text nests deeper than ", options.max_depth, " levels");
       }
       queued.push_back(
-          {pending, i, model->parse_example(line, fmt::format("instance {}", i)), model});
+          {pending, i, model->parse_example(line, fmt::format("instance {}", i)), model, decode});
     } catch (const std::exception& e) {
       parse_errors[i] = e.what();
     }
@@ -429,7 +496,7 @@ std::string Server::Impl::metrics() const {
   auto family = [&](const char* name, const char* type, const char* help) {
     add_family(out, name, type, help);
   };
-  std::vector<std::pair<std::string, detail::ModelWorker::Snapshot>> snaps;
+  Snapshots snaps;
   for (const auto& [name, worker] : workers) snaps.emplace_back(name, worker->snapshot());
   family("weft_requests_total", "counter", "Predict requests answered, by status code.");
   for (const auto& [name, s] : snaps) {
@@ -444,15 +511,7 @@ std::string Server::Impl::metrics() const {
     out += fmt::format("weft_request_errors_total{{model=\"{}\"}} {}\n", name, errors);
   }
   auto histogram = [&](const char* metric, const std::string& model, const detail::Histogram& h) {
-    std::uint64_t cumulative = 0;
-    for (std::size_t b = 0; b < h.bounds.size(); ++b) {
-      cumulative += h.counts[b];
-      out += fmt::format("{}_bucket{{model=\"{}\",le=\"{}\"}} {}\n", metric, model, h.bounds[b],
-                         cumulative);
-    }
-    out += fmt::format("{}_bucket{{model=\"{}\",le=\"+Inf\"}} {}\n", metric, model, h.count);
-    out += fmt::format("{}_sum{{model=\"{}\"}} {}\n", metric, model, h.sum);
-    out += fmt::format("{}_count{{model=\"{}\"}} {}\n", metric, model, h.count);
+    add_histogram(out, metric, model, h);
   };
   family("weft_request_duration_seconds", "histogram", "Predict request latency in the server.");
   for (const auto& [name, s] : snaps) histogram("weft_request_duration_seconds", name, s.latency);
@@ -483,8 +542,49 @@ std::string Server::Impl::metrics() const {
     out += fmt::format("weft_reloads_total{{model=\"{}\",result=\"failed\"}} {}\n", name,
                        s.reload_failures);
   }
+  decode_metrics(out, snaps);
   http_metrics(out);
   return out;
+}
+
+// The decoding models' families (decoding_loop.h): steps, sequences, tokens, latencies.
+void Server::Impl::decode_metrics(std::string& out, const Snapshots& snaps) {
+  using Decode = detail::DecodeStats;
+  if (std::none_of(snaps.begin(), snaps.end(), [](const auto& s) { return s.second.decodes; }))
+    return;
+  const auto per_model = [&](const char* name, const char* type, const char* help, auto value) {
+    add_family(out, name, type, help);
+    for (const auto& [model, s] : snaps)
+      if (s.decodes) out += fmt::format("{}{{model=\"{}\"}} {}\n", name, model, value(s.decode));
+  };
+  per_model("weft_decode_steps_total", "counter", "Decoding steps run (one loom batch each).",
+            [](const Decode& d) { return d.steps; });
+  per_model("weft_decode_steps_per_second", "gauge", "Decoding steps per second over 10 s.",
+            [](const Decode& d) { return d.steps_per_second; });
+  per_model("weft_decode_live_sequences", "gauge", "Sequences decoding now (a beam counts k).",
+            [](const Decode& d) { return d.live; });
+  per_model("weft_decode_tokens_total", "counter", "Tokens generated (a live program's step).",
+            [](const Decode& d) { return d.tokens; });
+  per_model("weft_decode_tokens_per_second", "gauge", "Tokens generated per second over 10 s.",
+            [](const Decode& d) { return d.tokens_per_second; });
+  per_model("weft_decode_sequences_total", "counter", "Sequences answered (done or failed).",
+            [](const Decode& d) { return d.sequences; });
+  per_model("weft_decode_cancelled_total", "counter",
+            "Sequences retired because their client went away.",
+            [](const Decode& d) { return d.cancelled; });
+  per_model("weft_decode_generations", "gauge", "Engines (each on its own tape) held now.",
+            [](const Decode& d) { return d.generations; });
+  per_model("weft_decode_tape_nodes", "gauge", "Values recorded on the engines' tapes now.",
+            [](const Decode& d) { return d.tape_nodes; });
+  const auto histograms = [&](const char* name, const char* help, auto pick) {
+    add_family(out, name, "histogram", help);
+    for (const auto& [model, s] : snaps)
+      if (s.decodes) add_histogram(out, name, model, pick(s.decode));
+  };
+  histograms("weft_decode_time_to_first_step_seconds", "From queued to its first step run.",
+             [](const Decode& d) -> const detail::Histogram& { return d.first_step; });
+  histograms("weft_decode_step_seconds", "One decoding step (every generation's engine).",
+             [](const Decode& d) -> const detail::Histogram& { return d.step_seconds; });
 }
 
 // The connections' families: answers that reached no model, connections open.

@@ -1,13 +1,18 @@
 // `weft bench serve`: a closed-loop load generator for the inference server, on loopback only.
 // It serves one checkpoint in-process twice (batching on, and --max-batch 1, the baseline), or
 // measures a running server (--port), at each concurrency: throughput, latency percentiles, the
-// server's mean batch size and errors, as a table, CSV or JSON, and an SVG plot.
+// server's mean batch size and errors, as a table, CSV or JSON, and an SVG plot. --decoding: a
+// decoding load (short and long outputs of the countdown model) served with iteration-level
+// batching and whole-batch, alternated, with latency by output length and steps per second.
 #include <fmt/core.h>
+
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <latch>
@@ -19,6 +24,7 @@
 #include "weft/backend/cpu.h"
 #include "weft/core/error.h"
 #include "weft/core/memory_usage.h"
+#include "weft/models/countdown.h"
 #include "weft/models/saved_model.h"
 #include "weft/serve/client.h"
 #include "weft/serve/server.h"
@@ -40,6 +46,9 @@ struct Point {
   double server_mean_ms = 0;  // the server's own mean latency (its /metrics histogram)
   double mean_batch = 0;
   double rss_mb = 0;
+  // A decoding load: latency of the short and the long outputs, decoding steps per second.
+  double short_p50_ms = 0, short_p99_ms = 0, long_p50_ms = 0, long_p99_ms = 0;
+  double steps_per_s = 0;
 };
 
 // Sums of one metric's samples (any labels) in a Prometheus text.
@@ -58,15 +67,19 @@ double metric_sum(const std::string& text, const std::string& name) {
 
 struct Figures {
   double examples = 0, batches = 0, latency_sum = 0, latency_count = 0;
+  double steps = 0, tokens = 0;  // a decoding model's
 };
 
 Figures server_figures(int port) {
   serve::HttpClient client("127.0.0.1", port);
   const serve::HttpResult r = client.get("/metrics");
   if (r.status != 200) fail("weft bench serve", "GET /metrics failed: ", r.error, r.body);
-  return {metric_sum(r.body, "weft_examples_total"), metric_sum(r.body, "weft_batches_total"),
+  return {metric_sum(r.body, "weft_examples_total"),
+          metric_sum(r.body, "weft_batches_total"),
           metric_sum(r.body, "weft_request_duration_seconds_sum"),
-          metric_sum(r.body, "weft_request_duration_seconds_count")};
+          metric_sum(r.body, "weft_request_duration_seconds_count"),
+          metric_sum(r.body, "weft_decode_steps_total"),
+          metric_sum(r.body, "weft_decode_tokens_total")};
 }
 
 double percentile(std::vector<double>& sorted, double q) {
@@ -75,13 +88,39 @@ double percentile(std::vector<double>& sorted, double q) {
   return sorted[i];
 }
 
+// The latency figures of (body, ms) samples: every one, and by the bodies' class (0 short,
+// 1 long) when `classes` gives them.
+Point latency_point(std::vector<std::pair<std::size_t, double>>& samples,
+                    const std::vector<int>& classes) {
+  std::vector<double> all, by_class[2];
+  for (const auto& [body, ms] : samples) {
+    all.push_back(ms);
+    if (!classes.empty()) by_class[classes[body]].push_back(ms);
+  }
+  for (auto* v : {&all, &by_class[0], &by_class[1]}) std::sort(v->begin(), v->end());
+  Point p;
+  p.requests = all.size();
+  p.p50_ms = percentile(all, 0.50);
+  p.p95_ms = percentile(all, 0.95);
+  p.p99_ms = percentile(all, 0.99);
+  double sum = 0;
+  for (double v : all) sum += v;
+  p.mean_ms = all.empty() ? 0 : sum / double(all.size());
+  p.short_p50_ms = percentile(by_class[0], 0.50);
+  p.short_p99_ms = percentile(by_class[0], 0.99);
+  p.long_p50_ms = percentile(by_class[1], 0.50);
+  p.long_p99_ms = percentile(by_class[1], 0.99);
+  return p;
+}
+
 Point measure(int port, const std::string& model, const std::vector<std::string>& bodies,
-              int concurrency, const BenchServeOptions& options) {
+              const std::vector<int>& classes, int concurrency, const BenchServeOptions& options) {
   const std::string path = "/v1/models/" + model + ":predict";
   const Figures before = server_figures(port);
   std::atomic<std::size_t> issued{0};
   std::atomic<std::size_t> errors{0};
-  std::vector<std::vector<double>> latencies(static_cast<std::size_t>(concurrency));
+  // (body, ms) per client.
+  std::vector<std::vector<std::pair<std::size_t, double>>> latencies(std::size_t(concurrency));
   std::latch ready(concurrency + 1);
   std::atomic<bool> go{false};
   Clock::time_point start, deadline;
@@ -102,7 +141,7 @@ Point measure(int port, const std::string& model, const std::vector<std::string>
         if (r.status != 200) {
           ++errors;
         } else {
-          latencies[std::size_t(c)].push_back(ms);
+          latencies[std::size_t(c)].emplace_back(n % bodies.size(), ms);
         }
       }
     });
@@ -115,23 +154,17 @@ Point measure(int port, const std::string& model, const std::vector<std::string>
   for (std::thread& t : clients) t.join();
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   const Figures after = server_figures(port);
-  std::vector<double> all;
-  for (const auto& l : latencies) all.insert(all.end(), l.begin(), l.end());
-  std::sort(all.begin(), all.end());
-  Point p;
+  std::vector<std::pair<std::size_t, double>> samples;
+  for (const auto& l : latencies) samples.insert(samples.end(), l.begin(), l.end());
+  Point p = latency_point(samples, classes);
   p.concurrency = concurrency;
-  p.requests = all.size();
   p.errors = errors;
   p.seconds = seconds;
-  p.throughput = double(all.size()) / seconds;
-  p.p50_ms = percentile(all, 0.50);
-  p.p95_ms = percentile(all, 0.95);
-  p.p99_ms = percentile(all, 0.99);
-  double sum = 0;
-  for (double v : all) sum += v;
-  p.mean_ms = all.empty() ? 0 : sum / double(all.size());
-  const double batches = after.batches - before.batches;
+  p.throughput = double(p.requests) / seconds;
+  const double batches = after.batches - before.batches, steps = after.steps - before.steps;
   p.mean_batch = batches > 0 ? (after.examples - before.examples) / batches : 0;
+  if (steps > 0) p.mean_batch = (after.tokens - before.tokens) / steps;  // live per step
+  p.steps_per_s = steps / seconds;
   const double answered = after.latency_count - before.latency_count;
   p.server_mean_ms = answered > 0 ? 1000 * (after.latency_sum - before.latency_sum) / answered : 0;
   p.rss_mb = peak_rss_mb();
@@ -169,30 +202,44 @@ std::string render(const std::vector<Point>& points, const std::string& format) 
                       {"mean_ms", p.mean_ms},
                       {"server_mean_ms", p.server_mean_ms},
                       {"mean_batch", p.mean_batch},
-                      {"peak_rss_mb", p.rss_mb}});
+                      {"peak_rss_mb", p.rss_mb},
+                      {"short_p50_ms", p.short_p50_ms},
+                      {"short_p99_ms", p.short_p99_ms},
+                      {"long_p50_ms", p.long_p50_ms},
+                      {"long_p99_ms", p.long_p99_ms},
+                      {"steps_per_s", p.steps_per_s}});
     }
     return rows.dump(2) + "\n";
   }
   const bool csv = format == "csv";
+  const bool decoding =
+      std::any_of(points.begin(), points.end(), [](const Point& p) { return p.steps_per_s > 0; });
   out += csv ? "server,round,concurrency,requests,errors,seconds,throughput,p50_ms,p95_ms,p99_ms,"
-               "mean_ms,server_mean_ms,mean_batch,peak_rss_mb\n"
+               "mean_ms,server_mean_ms,mean_batch,peak_rss_mb,short_p50_ms,short_p99_ms,"
+               "long_p50_ms,long_p99_ms,steps_per_s\n"
              : fmt::format(
-                   "{:<9} {:>5} {:>5} {:>8} {:>6} {:>10} {:>8} {:>8} {:>8} {:>8} {:>8} "
-                   "{:>7} {:>8}\n",
+                   "{:<10} {:>5} {:>5} {:>8} {:>6} {:>10} {:>8} {:>8} {:>8} {:>8} {:>8} "
+                   "{:>7} {:>8}{}\n",
                    "server", "round", "conc", "requests", "errors", "req/s", "p50 ms", "p95 ms",
-                   "p99 ms", "mean ms", "srv ms", "batch", "rss MB");
+                   "p99 ms", "mean ms", "srv ms", "batch", "rss MB",
+                   decoding ? "  short p50  short p99   long p50   long p99    steps/s" : "");
   for (const Point& p : points) {
     out +=
         csv ? fmt::format(
                   "{},{},{},{},{},{:.3f},{:.1f},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.2f},"
-                  "{:.1f}\n",
+                  "{:.1f},{:.3f},{:.3f},{:.3f},{:.3f},{:.1f}\n",
                   p.server, p.round, p.concurrency, p.requests, p.errors, p.seconds, p.throughput,
-                  p.p50_ms, p.p95_ms, p.p99_ms, p.mean_ms, p.server_mean_ms, p.mean_batch, p.rss_mb)
+                  p.p50_ms, p.p95_ms, p.p99_ms, p.mean_ms, p.server_mean_ms, p.mean_batch, p.rss_mb,
+                  p.short_p50_ms, p.short_p99_ms, p.long_p50_ms, p.long_p99_ms, p.steps_per_s)
             : fmt::format(
-                  "{:<9} {:>5} {:>5} {:>8} {:>6} {:>10.1f} {:>8.2f} {:>8.2f} {:>8.2f} "
-                  "{:>8.2f} {:>8.2f} {:>7.2f} {:>8.1f}\n",
+                  "{:<10} {:>5} {:>5} {:>8} {:>6} {:>10.1f} {:>8.2f} {:>8.2f} {:>8.2f} "
+                  "{:>8.2f} {:>8.2f} {:>7.2f} {:>8.1f}{}\n",
                   p.server, p.round, p.concurrency, p.requests, p.errors, p.throughput, p.p50_ms,
-                  p.p95_ms, p.p99_ms, p.mean_ms, p.server_mean_ms, p.mean_batch, p.rss_mb);
+                  p.p95_ms, p.p99_ms, p.mean_ms, p.server_mean_ms, p.mean_batch, p.rss_mb,
+                  decoding ? fmt::format(" {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.1f}",
+                                         p.short_p50_ms, p.short_p99_ms, p.long_p50_ms,
+                                         p.long_p99_ms, p.steps_per_s)
+                           : "");
   }
   return out;
 }
@@ -232,8 +279,9 @@ std::string svg_plot(const std::vector<Point>& points) {
       "<text x=\"14\" y=\"{}\" transform=\"rotate(-90 14 {})\" "
       "text-anchor=\"middle\">latency (ms)</text>\n",
       (top + h - bottom) / 2, (top + h - bottom) / 2);
-  const std::vector<std::string> servers{"batched", "baseline", "external"};
-  const std::vector<std::string> colors{"#1f77b4", "#d62728", "#2ca02c"};
+  const std::vector<std::string> servers{"batched", "baseline", "external", "iterative",
+                                         "wholebatch"};
+  const std::vector<std::string> colors{"#1f77b4", "#d62728", "#2ca02c", "#1f77b4", "#d62728"};
   int legend = 0;
   for (std::size_t k = 0; k < servers.size(); ++k) {
     for (int q = 0; q < 2; ++q) {
@@ -298,16 +346,57 @@ CLI::App* add_bench_serve(CLI::App& bench, BenchServeOptions& options) {
       ->check(CLI::IsMember({"table", "csv", "json"}));
   cmd->add_option("--out", options.out_file, "Write the rows here (default: stdout)");
   cmd->add_option("--plot", options.plot_file, "Write an SVG plot (latency vs throughput)");
+  cmd->add_flag("--decoding", options.decoding,
+                "A decoding load: countdown outputs of 5 and 50 words, served with iteration-level "
+                "batching and whole-batch (a countdown checkpoint is made unless --checkpoint)");
   return cmd;
 }
 
+namespace {
+
+// The decoding load: countdown outputs of 5 and 50 words (short and long), alternated.
+std::vector<std::string> decoding_bodies(std::vector<int>& classes) {
+  std::vector<std::string> bodies;
+  for (int i = 0; i < 8; ++i) {
+    const bool long_output = i % 2 == 1;
+    classes.push_back(long_output ? 1 : 0);
+    bodies.push_back(
+        nlohmann::json{{"instances", {{{"count", long_output ? 50 : 5}, {"word", 1 + i % 8}}}}}
+            .dump());
+  }
+  return bodies;
+}
+
+// A countdown checkpoint in the temporary directory (the model is registered here).
+std::string countdown_checkpoint() {
+  models::register_countdown_model();
+  models::OptionValues o = models::find_model("countdown").default_options();
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            fmt::format("weft_bench_countdown_{}.safetensors", ::getpid()))
+                               .string();
+  models::save_model(path, *models::create_model(o));
+  return path;
+}
+
+}  // namespace
+
 int run_bench_serve(const BenchServeOptions& options) {
+  if (options.decoding && options.checkpoint.empty() && options.port == 0) {
+    BenchServeOptions decoding = options;
+    decoding.checkpoint = countdown_checkpoint();
+    const int status = run_bench_serve(decoding);
+    std::filesystem::remove(decoding.checkpoint);
+    return status;
+  }
   if (options.checkpoint.empty() == (options.port == 0)) {
     fail("weft bench serve", "give either --checkpoint (in-process servers) or --port");
   }
   set_num_threads(options.threads);
+  std::vector<int> classes;
   const std::vector<std::string> bodies =
-      read_bodies(options.input.empty() ? "../shared/data/sst/test.txt" : options.input);
+      options.decoding
+          ? decoding_bodies(classes)
+          : read_bodies(options.input.empty() ? "../shared/data/sst/test.txt" : options.input);
   std::string model = options.model;
   std::vector<std::pair<std::string, int>> targets;  // (label, port)
   std::vector<std::unique_ptr<serve::Server>> servers;
@@ -318,11 +407,14 @@ int run_bench_serve(const BenchServeOptions& options) {
       serve::ServerOptions o;
       o.port = 0;
       o.models = {{model, options.checkpoint}};
-      o.max_batch = batched ? std::size_t(options.max_batch) : 1;
+      o.max_batch = batched || options.decoding ? std::size_t(options.max_batch) : 1;
+      o.iteration_level = batched;  // decoding models: off is whole-batch decoding
       o.max_wait_ms = options.max_wait_ms;
       o.http_threads = 300;
       servers.push_back(std::make_unique<serve::Server>(o));
-      targets.emplace_back(batched ? "batched" : "baseline", servers.back()->bind());
+      const char* label = options.decoding ? (batched ? "iterative" : "wholebatch")
+                                           : (batched ? "batched" : "baseline");
+      targets.emplace_back(label, servers.back()->bind());
       serving.emplace_back([s = servers.back().get()] { s->serve(); });
     }
   } else {
@@ -333,7 +425,7 @@ int run_bench_serve(const BenchServeOptions& options) {
   for (int round = 0; round < options.rounds; ++round) {
     for (const int concurrency : options.concurrency) {
       for (const auto& [label, port] : targets) {
-        Point p = measure(port, model, bodies, concurrency, options);
+        Point p = measure(port, model, bodies, classes, concurrency, options);
         p.server = label;
         p.round = round;
         std::cerr << render({p}, "table").substr(render({}, "table").size()) << std::flush;

@@ -145,6 +145,10 @@ struct ServeOptions {
   std::int64_t max_requests_per_connection = 10000;
   std::vector<std::string> allow_reload_from;
   std::string auth_token_file;
+  bool whole_batch_decoding = false;  // decoding models: no joining between steps
+  std::int64_t max_live_sequences = 256;
+  int max_beam = 8;
+  int max_decode_steps = 0;
 };
 
 struct BenchServeOptions {
@@ -162,6 +166,7 @@ struct BenchServeOptions {
   std::string format = "table";
   std::string out_file;
   std::string plot_file;
+  bool decoding = false;  // the countdown decoding load, iteration-level vs whole-batch
 };
 
 // `weft serve`: the HTTP inference server (serve_command.cpp); `weft bench serve`: its load

@@ -75,6 +75,24 @@ void add_serve_guards(CLI::App& cmd, ServeOptions& options) {
                  "A file holding a bearer token every request but /healthz must present")
       ->check(CLI::ExistingFile);
 }
+
+// How models that decode are served (iteration-level batching and its bounds).
+void add_serve_decoding(CLI::App& cmd, ServeOptions& options) {
+  cmd.add_flag("--whole-batch-decoding", options.whole_batch_decoding,
+               "Decoding models: a batch decodes to its end before the next joins (the "
+               "baseline; by default requests join and leave between steps)");
+  cmd.add_option("--max-live-sequences", options.max_live_sequences,
+                 "Sequences decoding at once (a beam of k counts k); more wait in the queue")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  cmd.add_option("--max-beam", options.max_beam, "The widest \"beam\" a request may ask for")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  cmd.add_option("--max-decode-steps", options.max_decode_steps,
+                 "The most \"max_steps\" a request may ask for (0: the model's own bound)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 24));
+}
 }  // namespace
 
 CLI::App* add_serve(CLI::App& app, ServeOptions& options) {
@@ -106,6 +124,7 @@ CLI::App* add_serve(CLI::App& app, ServeOptions& options) {
       ->check(CLI::Range(0, 65535));
   add_serve_batching(*cmd, options);
   add_serve_guards(*cmd, options);
+  add_serve_decoding(*cmd, options);
   cmd->add_option("--threads", options.threads, "Compute (GEMM) threads")
       ->capture_default_str()
       ->check(CLI::Range(1, 1024));
@@ -157,6 +176,10 @@ serve::ServerOptions server_options(const ServeOptions& options) {
   out.max_connections = std::size_t(options.max_connections);
   out.max_requests_per_connection = std::size_t(options.max_requests_per_connection);
   out.allow_reload_from = options.allow_reload_from;
+  out.iteration_level = !options.whole_batch_decoding;
+  out.max_live_sequences = std::size_t(options.max_live_sequences);
+  out.max_beam = options.max_beam;
+  out.max_decode_steps = options.max_decode_steps;
   if (!options.auth_token_file.empty()) out.auth_token = read_auth_token(options.auth_token_file);
   if (!options.checkpoint.empty()) {
     const std::string name =

@@ -189,6 +189,11 @@ class Engine {
   bool step();
   // Steps until every admitted program has finished or failed.
   void run();
+  // Retires a program that has not finished (a server's client went away): its coroutine
+  // frame is destroyed now and it fails with `reason`. Between steps only; false when the
+  // program had already finished or failed. The calls it issued before (already in the next
+  // step's weave) still run once, unread; its values stay until the engine goes.
+  bool cancel(std::size_t example, const std::string& reason);
 
   ProgramState state(std::size_t example) const;
   // Why an example failed ("" unless it did).

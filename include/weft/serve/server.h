@@ -45,6 +45,13 @@ struct ServerOptions {
   std::vector<std::string> allow_reload_from;
   // Non-empty: every request but GET /healthz needs "Authorization: Bearer <token>" (else 401).
   std::string auth_token;
+  // Models that decode (models/iterative_decoding.h) are served step by step: requests join
+  // and leave the running batch between steps. Off: a batch decodes to its end before the next
+  // starts (the whole-batch baseline).
+  bool iteration_level = true;
+  std::size_t max_live_sequences = 256;  // decoding at once (a beam of k counts k); more queue
+  int max_beam = 8;                      // the widest "beam" a request may ask for
+  std::int32_t max_decode_steps = 0;     // the most "max_steps" a request may ask; 0: the model's
 };
 
 // What a model's worker has done since the server started.

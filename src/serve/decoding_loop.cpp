@@ -1,0 +1,218 @@
+// The decoding loop (decoding_loop.h): generations of flow engines, admitting queued instances
+// between steps, retiring finished and abandoned sequences, and the decoding figures.
+#include "decoding_loop.h"
+
+#include <poll.h>
+
+#include <algorithm>
+#include <exception>
+
+#include <fmt/format.h>
+
+namespace weft::serve::detail {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+// One instance being decoded; the program refers to its decoder and `kept`, so it stays put.
+struct DecodingLoop::Sequence {
+  QueuedInstance instance;
+  flow::Decoder decoder;
+  flow::Val initial;
+  std::vector<flow::Hypothesis> kept;
+  std::size_t example = 0;  // in its generation's engine
+  bool stepped = false;     // has run a step (time to first step recorded)
+};
+
+// Engines on one tape, for one Model; freed whole when its last sequence is answered.
+struct DecodingLoop::Generation {
+  Generation(std::shared_ptr<models::Model> m, std::uint32_t max_steps)
+      : model(std::move(m)), decoding(dynamic_cast<models::IterativeDecoding*>(model.get())) {
+    tape.set_grad_enabled(false);  // inference: values only, nothing kept for gradients
+    flow::EngineOptions engine_options;
+    engine_options.max_steps = max_steps;
+    engine = std::make_unique<flow::Engine>(decoding->decoding_loom(), tape, engine_options);
+  }
+  std::shared_ptr<models::Model> model;
+  models::IterativeDecoding* decoding;
+  Tape tape;  // before the engine, which records on it
+  std::unique_ptr<flow::Engine> engine;
+  std::vector<std::unique_ptr<Sequence>> live;
+  std::uint64_t steps = 0;
+};
+
+DecodingLoop::DecodingLoop(ModelWorker& worker, const ServerOptions& options)
+    : worker_(worker), options_(options) {}
+
+DecodingLoop::~DecodingLoop() = default;
+
+std::size_t DecodingLoop::live_sequences() const {
+  std::size_t n = 0;
+  for (const auto& g : generations_)
+    for (const auto& s : g->live) n += std::size_t(std::max(1, s->instance.decode.beam));
+  return n;
+}
+
+void DecodingLoop::run() {
+  for (;;) {
+    admit_queued();
+    if (generations_.empty()) {
+      if (worker_.stopping()) return;  // stopping, and every instance answered
+      continue;
+    }
+    retire_abandoned();
+    step_all();
+  }
+}
+
+void DecodingLoop::admit_queued() {
+  const std::size_t live = live_sequences();
+  // Whole-batch serving admits only between batches.
+  if (!options_.iteration_level && live > 0) return;
+  const std::size_t room =
+      options_.max_live_sequences > live ? options_.max_live_sequences - live : 0;
+  if (room == 0) return;
+  std::vector<QueuedInstance> taken = worker_.take_queued(room, /*wait=*/live == 0);
+  if (!taken.empty()) admit(std::move(taken));
+}
+
+DecodingLoop::Generation& DecodingLoop::generation_for(
+    const std::shared_ptr<models::Model>& model) {
+  if (!generations_.empty()) {
+    Generation& newest = *generations_.back();
+    if (newest.model == model && newest.steps < kGenerationSteps) return newest;
+  }
+  auto* decoding = dynamic_cast<models::IterativeDecoding*>(model.get());
+  const std::uint32_t bound = std::uint32_t(decoding->decoder().max_length) + 2;
+  generations_.push_back(std::make_unique<Generation>(model, bound));
+  return *generations_.back();
+}
+
+void DecodingLoop::admit(std::vector<QueuedInstance> instances) {
+  // Instances of one model (a reload may start another) are encoded together.
+  std::size_t first = 0;
+  while (first < instances.size()) {
+    std::size_t end = first;
+    std::vector<std::unique_ptr<Sequence>> fresh;
+    while (end < instances.size() && instances[end].model == instances[first].model) {
+      auto s = std::make_unique<Sequence>();
+      s->instance = std::move(instances[end++]);
+      fresh.push_back(std::move(s));
+    }
+    Generation& g = generation_for(fresh.front()->instance.model);
+    encode_into(g, std::move(fresh));
+    first = end;
+  }
+}
+
+void DecodingLoop::encode_into(Generation& g, std::vector<std::unique_ptr<Sequence>> fresh) {
+  TapeScope scope(g.tape);
+  std::vector<json> examples;
+  for (const auto& s : fresh) examples.push_back(s->instance.example);
+  std::vector<flow::Val> initial;
+  try {
+    initial = g.decoding->encode(*g.engine, examples);
+  } catch (const std::exception& e) {
+    for (auto& s : fresh) s->instance.request->finish(s->instance.index, json(), e.what());
+    return;
+  }
+  for (std::size_t i = 0; i < fresh.size(); ++i) {
+    Sequence& s = *fresh[i];
+    s.initial = initial[i];
+    s.decoder = models::bounded_decoder(*g.decoding, s.instance.decode);
+    s.example = g.engine->admit(
+        [&s](flow::Context& ctx) {
+          return models::decode_program(ctx, s.decoder, s.initial, s.instance.decode.beam, s.kept);
+        },
+        fmt::format("instance {}", s.instance.index));
+    g.live.push_back(std::move(fresh[i]));
+  }
+}
+
+void DecodingLoop::retire_abandoned() {
+  std::vector<pollfd> polled;
+  for (const auto& g : generations_)
+    for (const auto& s : g->live)
+      if (s->instance.request->client_fd >= 0)
+        polled.push_back({s->instance.request->client_fd, POLLRDHUP, 0});
+  if (polled.empty() || ::poll(polled.data(), polled.size(), 0) <= 0) return;
+  std::size_t at = 0, cancelled = 0;
+  for (const auto& g : generations_) {
+    std::size_t kept = 0;
+    for (auto& s : g->live) {
+      const bool has_fd = s->instance.request->client_fd >= 0;
+      if (has_fd && (polled[at++].revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0) {
+        g->engine->cancel(s->example, "the client went away");
+        s->instance.request->finish(s->instance.index, json(), "the client went away");
+        ++cancelled;
+        continue;  // the sequence (its decoder, its hypotheses) is freed here
+      }
+      g->live[kept++] = std::move(s);
+    }
+    g->live.resize(kept);
+  }
+  worker_.update_decode_stats([&](DecodeStats& d) { d.cancelled += cancelled; });
+}
+
+void DecodingLoop::step_all() {
+  const auto start = Clock::now();
+  std::uint64_t tokens = 0;
+  for (const auto& g : generations_) {
+    tokens += g->engine->num_live();
+    TapeScope scope(g->tape);
+    g->engine->step();
+    ++g->steps;
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  std::vector<double> first_steps;
+  const auto now = Clock::now();
+  for (auto& g : generations_) {
+    for (auto& s : g->live)
+      if (!std::exchange(s->stepped, true))
+        first_steps.push_back(std::chrono::duration<double>(now - s->instance.queued_at).count());
+    answer_finished(*g);
+  }
+  // A generation with nothing live is freed (its tape and every value on it).
+  std::erase_if(generations_, [](const auto& g) { return g->live.empty(); });
+  std::size_t nodes = 0;
+  for (const auto& g : generations_) nodes += g->tape.size();
+  const std::size_t live = live_sequences();
+  worker_.update_decode_stats([&](DecodeStats& d) {
+    d.steps += 1;
+    d.tokens += tokens;
+    d.step_seconds.add(seconds);
+    for (double f : first_steps) d.first_step.add(f);
+    d.live = live;
+    d.generations = generations_.size();
+    d.tape_nodes = nodes;
+    d.recent.emplace_back(now, tokens);
+    while (now - d.recent.front().first > std::chrono::seconds(10)) d.recent.pop_front();
+  });
+}
+
+void DecodingLoop::answer_finished(Generation& g) {
+  std::vector<std::unique_ptr<Sequence>> finished;
+  std::size_t kept = 0;
+  for (auto& s : g.live) {
+    const flow::ProgramState state = g.engine->state(s->example);
+    const bool ended = state == flow::ProgramState::kDone || state == flow::ProgramState::kFailed;
+    (ended ? finished.emplace_back() : g.live[kept++]) = std::move(s);
+  }
+  g.live.resize(kept);
+  // Counted before answering, so a client that has its answer sees it in the figures.
+  worker_.update_decode_stats([&](DecodeStats& d) { d.sequences += finished.size(); });
+  for (auto& s : finished) {
+    QueuedInstance& in = s->instance;
+    if (g.engine->state(s->example) == flow::ProgramState::kFailed) {
+      in.request->finish(in.index, json(), g.engine->error(s->example));
+      continue;
+    }
+    try {
+      in.request->finish(in.index, g.decoding->decoded_json(in.example, s->kept, in.decode), "");
+    } catch (const std::exception& e) {
+      in.request->finish(in.index, json(), e.what());
+    }
+  }
+}
+
+}  // namespace weft::serve::detail

@@ -1,0 +1,54 @@
+// A decoding model's serving loop (private to the server): iteration-level batching. Every
+// live sequence (one flow program per instance, greedy or beam) advances one step per engine
+// step, all of them in one loom batch; a finished program answers its instance at once, and
+// queued instances are encoded together and join at the next step. With iteration_level off
+// a batch decodes to its end before the next is admitted (the whole-batch baseline).
+//
+// Memory: an engine records on one tape that only grows, so engines are rotated by
+// generation. New instances join the newest generation until it has run kGenerationSteps
+// steps; then a fresh one (its own tape) takes them while the old one steps its programs to
+// their end and is freed whole. An empty generation is freed at once, so a quiet server holds
+// nothing, and a server under steady load holds at most a few generations.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "model_worker.h"
+#include "weft/flow/flow.h"
+
+namespace weft::serve::detail {
+
+class DecodingLoop {
+ public:
+  static constexpr std::uint64_t kGenerationSteps = 256;
+
+  DecodingLoop(ModelWorker& worker, const ServerOptions& options);
+  ~DecodingLoop();
+  // Runs until the worker stops and every queued and live instance is answered.
+  void run();
+
+ private:
+  struct Sequence;
+  struct Generation;
+
+  // Takes queued instances (waiting only when nothing is live) and admits them.
+  void admit_queued();
+  void admit(std::vector<QueuedInstance> instances);
+  Generation& generation_for(const std::shared_ptr<models::Model>& model);
+  void encode_into(Generation& g, std::vector<std::unique_ptr<Sequence>> fresh);
+  // Retires the sequences whose client closed its connection.
+  void retire_abandoned();
+  // One step of every generation; answers the sequences that finished.
+  void step_all();
+  void answer_finished(Generation& g);
+  std::size_t live_sequences() const;
+
+  ModelWorker& worker_;
+  const ServerOptions& options_;
+  std::vector<std::unique_ptr<Generation>> generations_;  // oldest first
+};
+
+}  // namespace weft::serve::detail

@@ -1,0 +1,391 @@
+// Iteration-level decoding in the server (src/serve/decoding_loop.h), on the countdown model:
+// answers equal `weft infer`'s (the checkpoint loaded and predicted, greedy and beam) under
+// many clients joining mid-run; a short request overtakes a long one only at iteration level;
+// a client that goes away is retired and every value it held is freed; the bounds by status and
+// message; a program that throws fails its own instance only. Also Engine::cancel itself.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "weft/core/error.h"
+#include "weft/core/rng.h"
+#include "weft/models/countdown.h"
+#include "weft/models/iterative_decoding.h"
+#include "weft/models/saved_model.h"
+#include "weft/serve/client.h"
+#include "weft/serve/server.h"
+
+namespace {
+
+using namespace weft;
+using namespace weft::models;
+using nlohmann::json;
+
+// countdown with a decoder that throws on word 7 (a program failing mid-decode).
+class FaultyCountdown final : public Model, public IterativeDecoding {
+ public:
+  explicit FaultyCountdown(std::unique_ptr<Model> inner)
+      : inner_(std::move(inner)), decoding_(dynamic_cast<IterativeDecoding*>(inner_.get())) {
+    decoder_ = decoding_->decoder();
+    decoder_.step = [this](flow::Context& ctx, flow::Val state, std::int32_t previous) {
+      if (previous == 7) fail("faulty", "word 7 breaks this decoder");
+      return decoding_->decoder().step(ctx, state, previous);
+    };
+  }
+  std::string name() const override { return "countdown_faulty"; }
+  const OptionValues& options() const override { return inner_->options(); }
+  std::vector<Parameter> parameters() override { return inner_->parameters(); }
+  std::size_t num_examples(train::Split s) const override { return inner_->num_examples(s); }
+  train::BatchFigures train_batch(const train::Batch& b, Rng& r) override {
+    return inner_->train_batch(b, r);
+  }
+  train::BatchFigures eval_batch(const train::Batch& b) override { return inner_->eval_batch(b); }
+  json parse_example(std::string_view line, std::string_view where) const override {
+    return inner_->parse_example(line, where);
+  }
+  std::vector<json> predict(std::span<const json> examples) override {
+    return decode_batch(*this, examples, DecodeSettings{});
+  }
+  const blocks::Block& root_block() const override { return inner_->root_block(); }
+  std::span<const json> examples(train::Split s) const override { return inner_->examples(s); }
+  const loom::Loom& decoding_loom() const override { return decoding_->decoding_loom(); }
+  std::vector<flow::Val> encode(flow::Engine& engine, std::span<const json> examples) override {
+    return decoding_->encode(engine, examples);
+  }
+  const flow::Decoder& decoder() const override { return decoder_; }
+  json decoded_json(const json& example, std::span<const flow::Hypothesis> kept,
+                    const DecodeSettings& settings) const override {
+    return decoding_->decoded_json(example, kept, settings);
+  }
+
+ private:
+  std::unique_ptr<Model> inner_;
+  IterativeDecoding* decoding_;
+  flow::Decoder decoder_;
+};
+
+void register_test_models() {
+  register_countdown_model();
+  static std::once_flag once;
+  std::call_once(once, [] {
+    ModelEntry faulty = countdown_entry();
+    faulty.name = "countdown_faulty";
+    faulty.create = [](const OptionValues& options, const ModelInit& init) {
+      OptionValues inner = countdown_entry().default_options();
+      inner.update(options.values(), "faulty");
+      return std::unique_ptr<Model>(new FaultyCountdown(countdown_entry().create(inner, init)));
+    };
+    register_model(faulty);
+  });
+}
+
+double metric(const std::string& text, const std::string& name) {
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(name + "{", 0) == 0) return std::stod(line.substr(line.rfind(' ') + 1));
+  ADD_FAILURE() << "no metric " << name;
+  return -1;
+}
+
+// Resident memory now, in MB (Linux).
+double rss_mb() {
+  std::ifstream statm("/proc/self/statm");
+  double pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return resident * double(::sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
+}
+
+class DecodingServe : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    register_test_models();
+    dir_ = std::filesystem::temp_directory_path() /
+           fmt::format("weft_decode_test_{}_{}", ::getpid(),
+                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override {
+    if (server_) server_->stop();
+    if (thread_.joinable()) thread_.join();
+    server_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  std::string checkpoint(const std::string& name, int max_count) {
+    OptionValues o = find_model(name).default_options();
+    o.update({{"max_count", max_count}, {"seed", 5}}, "test");
+    const std::string path = (dir_ / (name + ".safetensors")).string();
+    save_model(path, *create_model(o));
+    return path;
+  }
+  void start(serve::ServerOptions options) {
+    options.host = "127.0.0.1";
+    options.port = 0;
+    options.http_threads = 96;
+    server_ = std::make_unique<serve::Server>(std::move(options));
+    port_ = server_->bind();
+    thread_ = std::thread([this] { server_->serve(); });
+  }
+  serve::HttpResult post(const json& body, const std::string& model = "countdown") {
+    return serve::HttpClient("127.0.0.1", port_)
+        .post("/v1/models/" + model + ":predict", body.dump());
+  }
+  double live() { return metric(server_->metrics_text(), "weft_decode_live_sequences"); }
+  void wait_until(const std::function<bool()>& ready) {
+    for (int i = 0; i < 20000 && !ready(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ASSERT_TRUE(ready());
+  }
+
+  std::filesystem::path dir_;
+  std::unique_ptr<serve::Server> server_;
+  std::thread thread_;
+  int port_ = 0;
+};
+
+// What `weft infer countdown --checkpoint path --beam b --max-steps s` answers for `examples`.
+std::vector<json> infer(const std::string& path, const std::vector<json>& examples, int beam,
+                        int max_steps = 0) {
+  std::unique_ptr<Model> model =
+      load_model(path, ModelUse::kInfer, json{{"beam", beam}, {"max_steps", max_steps}});
+  std::vector<json> parsed;
+  for (const json& e : examples) parsed.push_back(model->parse_example(e.dump(), "t:1"));
+  return model->predict(parsed);
+}
+
+bool same_decoding(const json& a, const json& b) {
+  if (a.at("tokens") != b.at("tokens") || a.at("ended") != b.at("ended")) return false;
+  if (std::abs(a.at("log_prob").get<double>() - b.at("log_prob").get<double>()) > 1e-5)
+    return false;
+  return a.contains("beams") == b.contains("beams") &&
+         (!a.contains("beams") || a["beams"].size() == b["beams"].size());
+}
+
+TEST_F(DecodingServe, AnswersEqualInferGreedyAndBeamUnderClientsJoiningMidRun) {
+  const std::string path = checkpoint("countdown", 64);
+  serve::ServerOptions options;
+  options.models.push_back({"countdown", path});
+  start(options);
+  std::vector<json> examples;
+  for (int i = 0; i < 24; ++i) examples.push_back({{"count", (i * 7) % 41}, {"word", 1 + i % 8}});
+  const std::vector<json> greedy = infer(path, examples, 1), beam = infer(path, examples, 3);
+  std::atomic<int> mismatches{0}, failures{0};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 32; ++c) {
+    clients.emplace_back([&, c] {
+      serve::HttpClient client("127.0.0.1", port_);
+      for (int r = 0; r < 4; ++r) {
+        std::this_thread::sleep_for(std::chrono::microseconds(300 * ((c * 5 + r) % 11)));
+        const std::size_t first = std::size_t(c * 3 + r) % examples.size();
+        const int width = (c + r) % 2 == 0 ? 1 : 3;
+        json body = {{"instances", {examples[first], examples[(first + 5) % examples.size()]}}};
+        if (width > 1) body["beam"] = width;
+        const serve::HttpResult res = client.post("/v1/models/countdown:predict", body.dump());
+        if (res.status != 200) {
+          if (failures++ < 3) ADD_FAILURE() << res.status << " " << res.body << res.error;
+          continue;
+        }
+        const json got = json::parse(res.body).at("predictions");
+        const std::vector<json>& want = width > 1 ? beam : greedy;
+        for (std::size_t k = 0; k < 2; ++k) {
+          const json& expected = want[(first + 5 * k) % examples.size()];
+          if (!same_decoding(got.at(k), expected) && mismatches++ < 3)
+            ADD_FAILURE() << got.at(k).dump() << " vs " << expected.dump();
+        }
+      }
+    });
+  }
+  for (std::thread& t : clients) t.join();
+  EXPECT_EQ(failures, 0);
+  EXPECT_EQ(mismatches, 0);
+  const std::string m = server_->metrics_text();
+  // Sequences shared steps: far fewer steps than tokens generated.
+  EXPECT_LT(metric(m, "weft_decode_steps_total") * 2, metric(m, "weft_decode_tokens_total"));
+  EXPECT_EQ(metric(m, "weft_decode_sequences_total"), 32 * 4 * 2);
+  EXPECT_GT(metric(m, "weft_decode_time_to_first_step_seconds_count"), 0);
+  // Every generation is freed once the last sequence is answered.
+  wait_until([&] { return metric(server_->metrics_text(), "weft_decode_tape_nodes") == 0; });
+  EXPECT_EQ(metric(server_->metrics_text(), "weft_decode_generations"), 0);
+}
+
+// A short request sent while a long one decodes is answered before it at iteration level, and
+// after it when whole batches are served.
+TEST_F(DecodingServe, AShortRequestOvertakesALongOneOnlyAtIterationLevel) {
+  const std::string path = checkpoint("countdown", 100000);
+  for (const bool iteration_level : {true, false}) {
+    serve::ServerOptions options;
+    options.models.push_back({"countdown", path});
+    options.iteration_level = iteration_level;
+    start(options);
+    auto long_one = std::async(std::launch::async, [&] {
+      return post({{"instances", {{{"count", 20000}}}}});
+    });
+    wait_until([&] { return live() >= 1; });
+    const serve::HttpResult short_one = post({{"instances", {{{"count", 2}}}}});
+    ASSERT_EQ(short_one.status, 200) << short_one.body;
+    const bool long_done = long_one.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+    EXPECT_EQ(long_done, !iteration_level) << "iteration_level " << iteration_level;
+    EXPECT_EQ(long_one.get().status, 200);
+    server_->stop();
+    thread_.join();
+    server_.reset();
+  }
+}
+// Sends a predict request on a raw connection and leaves the socket open (closing it is the
+// client going away).
+int send_and_hold(int port, const json& body) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(std::uint16_t(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) return -1;
+  const std::string text = body.dump();
+  const std::string request = fmt::format(
+      "POST /v1/models/countdown:predict HTTP/1.1\r\nHost: x\r\nContent-Type: "
+      "application/json\r\nContent-Length: {}\r\n\r\n{}",
+      text.size(), text);
+  if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) != ssize_t(request.size())) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Rounds of clients that go away mid-decode: each is retired long before its output's end,
+// the generations holding its values are freed (no tape node left), and resident memory after
+// the later rounds stays at its level after the first.
+TEST_F(DecodingServe, ClientsThatGoAwayAreRetiredAndTheirMemoryFreed) {
+  const std::string path = checkpoint("countdown", 1000000);
+  serve::ServerOptions options;
+  options.models.push_back({"countdown", path});
+  start(options);
+  constexpr int kRounds = 6, kClients = 16, kCount = 400000;
+  double level = 0;
+  for (int round = 0; round < kRounds; ++round) {
+    const double steps_before = metric(server_->metrics_text(), "weft_decode_steps_total");
+    std::vector<int> fds;
+    for (int c = 0; c < kClients; ++c) {
+      fds.push_back(send_and_hold(
+          port_, {{"instances", {{{"count", kCount - c}, {"word", 2}}}}, {"beam", 1 + c % 2}}));
+      ASSERT_GE(fds.back(), 0);
+    }
+    wait_until([&] { return live() >= kClients * 1.5; });  // half of them are beams of 2
+    for (int fd : fds) ::close(fd);
+    wait_until([&] { return live() == 0; });
+    const std::string m = server_->metrics_text();
+    EXPECT_EQ(metric(m, "weft_decode_cancelled_total"), kClients * (round + 1));
+    EXPECT_LT(metric(m, "weft_decode_steps_total") - steps_before, kCount / 10);
+    EXPECT_EQ(metric(m, "weft_decode_generations"), 0);
+    EXPECT_EQ(metric(m, "weft_decode_tape_nodes"), 0);
+    if (round == 0) level = rss_mb();
+  }
+  EXPECT_LT(rss_mb() - level, 40.0) << "resident memory grew over the rounds of cancelled clients";
+  // The server still answers.
+  const serve::HttpResult after = post({{"instances", {{{"count", 3}}}}});
+  EXPECT_EQ(after.status, 200) << after.body;
+}
+
+TEST_F(DecodingServe, BoundsAnswerByStatusAndMessage) {
+  const std::string path = checkpoint("countdown", 100000);
+  serve::ServerOptions options;
+  options.models.push_back({"countdown", path});
+  options.max_beam = 4;
+  options.max_decode_steps = 50;
+  options.max_queue = 2;
+  options.max_live_sequences = 4;
+  start(options);
+  const auto expect_400 = [&](const json& body, const std::string& says) {
+    const serve::HttpResult r = post(body);
+    EXPECT_EQ(r.status, 400) << body.dump();
+    EXPECT_NE(r.body.find(says), std::string::npos) << r.body << " lacks " << says;
+  };
+  const json one = {{"count", 5}};
+  expect_400({{"instances", {one}}, {"beam", 5}},
+             R"(\"beam\": 5 is more than this server allows (4; --max-beam))");
+  expect_400({{"instances", {one}}, {"max_steps", 51}},
+             R"(\"max_steps\": 51 is more than this server allows (50; --max-decode-steps))");
+  expect_400({{"instances", {one}}, {"beam", "wide"}}, R"(\"beam\" must be a positive integer)");
+  expect_400({{"instances", {one}}, {"max_steps", 0}}, "must be a positive integer, got 0");
+  expect_400({{"instances", {{{"count", 100001}}}}}, "count must be an integer in [0, 100000]");
+  // A program that reaches its step bound answers with what it has, and says so.
+  const serve::HttpResult bounded = post({{"instances", {{{"count", 9}}}}, {"max_steps", 4}});
+  ASSERT_EQ(bounded.status, 200) << bounded.body;
+  const json got = json::parse(bounded.body)["predictions"][0];
+  EXPECT_TRUE(same_decoding(got, infer(path, {{{"count", 9}}}, 1, 4)[0]));
+  EXPECT_EQ(got["tokens"].size(), 4u);
+  EXPECT_EQ(got["ended"], false);
+  EXPECT_EQ(got["stopped"], "the step bound of 4 was reached before the end token");
+  // The default bound is the server's (50), below the model's (100001).
+  const json capped = json::parse(post({{"instances", {{{"count", 70}}}}}).body)["predictions"][0];
+  EXPECT_EQ(capped["tokens"].size(), 50u);
+}
+
+TEST_F(DecodingServe, LiveSequencesAreBoundedAndAFullQueueAnswers503) {
+  serve::ServerOptions options;
+  options.models.push_back({"countdown", checkpoint("countdown", 100000)});
+  options.max_beam = 4;
+  options.max_queue = 2;
+  options.max_live_sequences = 4;
+  start(options);
+  // Four live beams fill the server; two more instances fill the queue; the next is refused.
+  const json one = {{"count", 5}};
+  const int holder = send_and_hold(port_, {{"instances", {{{"count", 99000}}}}, {"beam", 4}});
+  wait_until([&] { return live() == 4; });
+  const int queued = send_and_hold(port_, {{"instances", {one, one}}});
+  wait_until([&] { return metric(server_->metrics_text(), "weft_queue_depth") == 2; });
+  EXPECT_EQ(live(), 4);  // the queued instances wait: no room
+  const serve::HttpResult refused = post({{"instances", {one}}});
+  EXPECT_EQ(refused.status, 503);
+  EXPECT_EQ(refused.retry_after, "1");
+  EXPECT_NE(refused.body.find("overloaded (queue full)"), std::string::npos) << refused.body;
+  ::close(holder);  // the holder goes away: the queued instances are decoded
+  wait_until([&] { return metric(server_->metrics_text(), "weft_decode_sequences_total") >= 2; });
+  ::close(queued);
+  EXPECT_EQ(post({{"instances", {one}}}).status, 200);
+}
+
+TEST_F(DecodingServe, AProgramThatThrowsFailsItsInstanceAlone) {
+  const std::string path = checkpoint("countdown_faulty", 64);
+  serve::ServerOptions options;
+  options.models.push_back({"countdown_faulty", path});
+  start(options);
+  const json good = {{"count", 6}, {"word", 3}}, bad = {{"count", 6}, {"word", 7}};
+  const json expected = infer(path, {good}, 1)[0];
+  std::vector<std::future<serve::HttpResult>> mixed, healthy;
+  for (int c = 0; c < 8; ++c) {
+    mixed.push_back(std::async(std::launch::async, [&] {
+      return post({{"instances", {good, bad}}}, "countdown_faulty");
+    }));
+    healthy.push_back(std::async(std::launch::async, [&] {
+      return post({{"instances", {good}}}, "countdown_faulty");
+    }));
+  }
+  for (auto& f : healthy) {
+    const serve::HttpResult r = f.get();
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_TRUE(same_decoding(json::parse(r.body)["predictions"][0], expected));
+  }
+  for (auto& f : mixed) {
+    const serve::HttpResult r = f.get();
+    ASSERT_EQ(r.status, 400) << r.body;
+    const json body = json::parse(r.body);
+    EXPECT_TRUE(same_decoding(body["predictions"][0], expected));
+    EXPECT_EQ(body["errors"].size(), 1u);
+    EXPECT_EQ(body["errors"][0]["index"], 1);
+    EXPECT_NE(body["error"].get<std::string>().find("word 7 breaks this decoder"),
+              std::string::npos)
+        << body["error"];
+  }
+}
+}  // namespace
