@@ -120,7 +120,8 @@ Point measure(int port, const std::string& model, const std::vector<std::string>
   std::atomic<std::size_t> issued{0};
   std::atomic<std::size_t> errors{0};
   // (body, ms) per client.
-  std::vector<std::vector<std::pair<std::size_t, double>>> latencies(static_cast<std::size_t>(concurrency));
+  std::vector<std::vector<std::pair<std::size_t, double>>> latencies(
+      static_cast<std::size_t>(concurrency));
   std::latch ready(concurrency + 1);
   std::atomic<bool> go{false};
   Clock::time_point start, deadline;
