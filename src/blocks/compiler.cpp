@@ -9,55 +9,11 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "compiled.h"
 #include "internal.h"
 #include "weft/backend/cuda.h"
 
 namespace weft::blocks {
-namespace detail {
-
-struct Compiled {
-  loom::Loom loom;
-  std::unordered_map<const void*, loom::TypeId> type_ids;  // by Type identity
-  std::unordered_map<const BlockImpl*, loom::OpId> operations;
-  std::unordered_map<const BlockImpl*, std::uint32_t> metric_of;
-  std::vector<std::string> metric_names;
-  std::vector<Type> metric_types;
-  std::vector<bool> metric_labelled;
-  // Every block reached from the root (a ForwardDeclaration's target included, which its
-  // references hold only weakly): a compiled model keeps its blocks alive.
-  std::vector<Block> blocks;
-  explicit Compiled(int max_depth) : loom(max_depth) {}
-};
-
-struct WovenRecords {
-  struct Metric {
-    std::vector<loom::Value> values;
-    std::vector<std::int32_t> examples;
-    std::vector<Input> labels;
-  };
-  std::vector<std::vector<loom::Value>> outputs;  // per flattened output position
-  std::vector<std::vector<std::int32_t>> output_examples;
-  std::vector<Metric> metrics;
-
-  // Appends another thread's records whose values were renumbered by `offset` (and examples
-  // by `first_example`, for a batch woven on its own).
-  void append(WovenRecords&& other, loom::Value offset, std::int32_t first_example = 0) {
-    for (std::size_t k = 0; k < outputs.size(); ++k) {
-      for (loom::Value v : other.outputs[k]) outputs[k].push_back(v + offset);
-      for (std::int32_t e : other.output_examples[k])
-        output_examples[k].push_back(e + first_example);
-    }
-    for (std::size_t m = 0; m < metrics.size(); ++m) {
-      Metric& mine = metrics[m];
-      Metric& theirs = other.metrics[m];
-      for (loom::Value v : theirs.values) mine.values.push_back(v + offset);
-      for (std::int32_t e : theirs.examples) mine.examples.push_back(e + first_example);
-      for (Input& label : theirs.labels) mine.labels.push_back(std::move(label));
-    }
-  }
-};
-
-}  // namespace detail
 
 // ---- WeaveState ---------------------------------------------------------------------------
 
@@ -193,6 +149,7 @@ void compile_blocks(detail::Compiled& c, const Block& root) {
                                                  std::move(spec->body), spec->options);
     }
     if (impl.metric_name()) register_metric(c, impl);
+    if (impl.reads_values()) c.reads_values = true;
     if (const auto* collect = impl.collect_name()) {
       const Type& element =
           impl.kind() == "Collect" ? impl.in()->type() : impl.out()->type().element();
@@ -205,9 +162,11 @@ void compile_blocks(detail::Compiled& c, const Block& root) {
   }
 }
 
+}  // namespace
+
 // Appends the example's output values to their positions (sequences add rows).
-void record_outputs(const Type& type, const WeaveValue& value, std::size_t& position,
-                    std::int32_t example, detail::WovenRecords& records) {
+void detail::record_outputs(const Type& type, const WeaveValue& value, std::size_t& position,
+                            std::int32_t example, detail::WovenRecords& records) {
   switch (type.kind()) {
     case Type::Kind::kTensor:
       records.outputs[position].push_back(value.tensor);
@@ -231,8 +190,6 @@ void record_outputs(const Type& type, const WeaveValue& value, std::size_t& posi
       return;
   }
 }
-
-}  // namespace
 
 Compiler::Compiler(Block root, CompilerOptions options)
     : Compiler(std::move(root), options, false) {}
@@ -292,7 +249,16 @@ WovenBatch::~WovenBatch() = default;
 WovenBatch::WovenBatch(WovenBatch&&) noexcept = default;
 WovenBatch& WovenBatch::operator=(WovenBatch&&) noexcept = default;
 
+bool Compiler::needs_flow() const { return compiled_->reads_values; }
+
 WovenBatch Compiler::weave(std::span<const Input> examples) const {
+  if (needs_flow()) {  // woven as it runs (run_flow)
+    WovenBatch batch;
+    batch.examples_ = examples.size();
+    batch.weaver_ = std::make_unique<loom::Weaver>(compiled_->loom);
+    batch.flow_inputs_.assign(examples.begin(), examples.end());
+    return batch;
+  }
   WovenBatch batch = weave_unscheduled(examples);
   schedule(batch);
   return batch;
@@ -354,17 +320,23 @@ WovenBatch Compiler::merge(std::vector<WovenBatch> shards) const {
       fail("blocks", "merge: batch ", k, " of ", shards.size(), " was not woven by this compiler");
   WovenBatch merged = std::move(shards[0]);
   for (std::size_t k = 1; k < shards.size(); ++k) {
+    if (needs_flow()) {
+      for (Input& input : shards[k].flow_inputs_) merged.flow_inputs_.push_back(std::move(input));
+      merged.examples_ += shards[k].examples_;
+      continue;
+    }
     const loom::Value offset = merged.weaver_->append(*shards[k].weaver_);
     merged.records_->append(std::move(*shards[k].records_), offset, std::int32_t(merged.examples_));
     merged.examples_ += shards[k].examples_;
   }
-  if (shards.size() > 1) schedule(merged);
+  if (shards.size() > 1 && !needs_flow()) schedule(merged);
   return merged;
 }
 
 BatchResult Compiler::run(const WovenBatch& batch, Tape& tape) const {
   if (&batch.weaver().loom() != &compiled_->loom)
     fail("blocks", "the batch was woven by another compiler");
+  if (needs_flow()) return run_flow(batch, tape);
   BatchResult result;
   result.batch_ = &batch;
   result.compiled_ = compiled_.get();
@@ -392,8 +364,17 @@ Var BatchResult::output(std::size_t k) const {
 
 const std::vector<std::int32_t>& BatchResult::output_examples(std::size_t k) const {
   output(k);
-  return batch_->records_->output_examples[k];
+  return flow_ ? flow_->output_examples[k] : batch_->records_->output_examples[k];
 }
+
+const loom::LoomResult& BatchResult::loom_result() const {
+  if (!loom_)
+    fail("blocks", "this batch ran on the flow engine (its root reads computed values): it has ",
+         "no single loom run");
+  return *loom_;
+}
+
+const loom::RunStats& BatchResult::stats() const { return flow_ ? flow_->stats : loom_->stats(); }
 
 std::vector<std::string> BatchResult::metric_names() const { return compiled_->metric_names; }
 const std::vector<std::string>& Compiler::metric_names() const { return compiled_->metric_names; }
@@ -401,17 +382,18 @@ const std::vector<std::string>& Compiler::metric_names() const { return compiled
 MetricValues BatchResult::metric(const std::string& name) const {
   for (std::size_t m = 0; m < compiled_->metric_names.size(); ++m) {
     if (compiled_->metric_names[m] != name) continue;
-    const auto& rows = batch_->records_->metrics[m];
     MetricValues out;
+    if (flow_) {
+      out = flow_->metrics[m];
+    } else {
+      const auto& rows = batch_->records_->metrics[m];
+      if (!rows.values.empty()) out.values = loom_->gather(rows.values);
+      out.examples = rows.examples;
+      out.labels = rows.labels;
+    }
     const auto replaced = std::find_if(replaced_metrics_.begin(), replaced_metrics_.end(),
                                        [&](const auto& r) { return r.first == name; });
-    if (replaced != replaced_metrics_.end()) {
-      out.values = replaced->second;
-    } else if (!rows.values.empty()) {
-      out.values = loom_->gather(rows.values);
-    }
-    out.examples = rows.examples;
-    out.labels = rows.labels;
+    if (replaced != replaced_metrics_.end()) out.values = replaced->second;
     return out;
   }
   std::string known;
@@ -452,39 +434,41 @@ struct EvalAccess {
   static EvalValue eval(const Block& block, const Input& input, int* depth);
 };
 
-namespace {
-EvalValue to_eval_value(const Type& type, const WeaveValue& value, const loom::LoomResult& result) {
+EvalValue detail::to_eval_value(const Type& type, const WeaveValue& value,
+                                const std::function<Tensor(loom::Value)>& tensor_of) {
   EvalValue out;
   out.kind = value.kind;
   switch (value.kind) {
-    case Type::Kind::kTensor: {
-      const loom::Value v = value.tensor;
-      out.tensor =
-          result.gather(std::span<const loom::Value>(&v, 1)).value().reshaped(type.shape()).clone();
+    case Type::Kind::kTensor:
+      out.tensor = tensor_of(value.tensor).reshaped(type.shape()).clone();
       break;
-    }
     case Type::Kind::kInput:
       out.input = *value.input;
       break;
     case Type::Kind::kTuple:
       for (std::size_t i = 0; i < value.items.size(); ++i)
-        out.items.push_back(to_eval_value(type.items()[i], value.items[i], result));
+        out.items.push_back(to_eval_value(type.items()[i], value.items[i], tensor_of));
       break;
     case Type::Kind::kSequence:
     case Type::Kind::kBroadcast:
       for (const WeaveValue& item : value.items)
-        out.items.push_back(to_eval_value(type.element(), item, result));
+        out.items.push_back(to_eval_value(type.element(), item, tensor_of));
       break;
     case Type::Kind::kVoid:
       break;
   }
   return out;
 }
-}  // namespace
 
 EvalValue EvalAccess::eval(const Block& block, const Input& input, int* depth) {
   const Compiler compiler(block, CompilerOptions{}, true);
   const auto& c = *compiler.compiled_;
+  if (c.reads_values) {
+    if (depth)
+      fail("blocks", "max_depth: ", block.describe(), " reads computed values (a Loop), so its ",
+           "depth is known only step by step");
+    return detail::eval_on_flow(c, compiler.root_, input);
+  }
   loom::Weaver weaver(c.loom);
   detail::WovenRecords records;
   records.metrics.resize(c.metric_names.size());
@@ -497,7 +481,9 @@ EvalValue EvalAccess::eval(const Block& block, const Input& input, int* depth) {
   tape.set_grad_enabled(false);
   loom::Executor executor(c.loom, tape);
   loom::LoomResult result = executor.run(weaver, compiler.options_.strategy);
-  return to_eval_value(root.out()->type(), value, result);
+  return detail::to_eval_value(root.out()->type(), value, [&](loom::Value v) {
+    return result.gather(std::span<const loom::Value>(&v, 1)).value();
+  });
 }
 
 namespace {

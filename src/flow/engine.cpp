@@ -349,6 +349,11 @@ Val Context::constant(TypeId type, std::span<const std::int32_t> values) {
   return engine_->add_woven(engine_->weaver_.constant(type, values));
 }
 
+Val Context::constant(TypeId type, const Tensor& value) {
+  engine_->count_call(engine_->slot(example_), "a constant");
+  return engine_->add_woven(engine_->weaver_.constant(type, value));
+}
+
 Val Context::parameter(TypeId type, const Parameter& parameter) {
   engine_->count_call(engine_->slot(example_), "a parameter");
   return engine_->add_woven(engine_->weaver_.parameter(type, parameter));

@@ -170,6 +170,9 @@ class BlockImpl {
   // Collect / Collected blocks: the collection's name.
   virtual const std::string* collect_name() const { return nullptr; }
   virtual bool is_identity() const { return false; }
+  // True for a block that reads computed values while weaving (a model-decided Loop): a root
+  // holding one runs on the flow engine (compiler.h).
+  virtual bool reads_values() const { return false; }
 
  private:
   std::string kind_;
@@ -236,6 +239,17 @@ class WeaveState {
   // Appends one row to a metric.
   void record_metric(const detail::BlockImpl* metric, loom::Value value, const Input* label);
 
+  // Reads a computed value while weaving (a Loop's stop value). Only a batch running on the
+  // flow engine has one; it returns the value's row, or suspends the example by throwing
+  // something that is not a std::exception (so let what you do not catch pass through).
+  class Reader {
+   public:
+    virtual ~Reader() = default;
+    virtual Tensor read(loom::Value value) = 0;
+  };
+  Reader* reader() const { return reader_; }
+  void set_reader(Reader* reader) { reader_ = reader; }
+
  private:
   struct Caches;
   const detail::Compiled* compiled_;
@@ -243,6 +257,7 @@ class WeaveState {
   detail::WovenRecords* records_;
   std::unique_ptr<Caches> caches_;
   std::int32_t example_ = 0;
+  Reader* reader_ = nullptr;
 };
 
 // A short text of a user value for error messages (long values are cut).

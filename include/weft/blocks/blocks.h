@@ -273,6 +273,37 @@ class Nth : public Block {
   Nth();
 };
 
+// ---- Loops whose length the model decides --------------------------------------------------
+
+// What a Loop does when its body has run max_steps times and the stop value still says go on.
+enum class LoopBound {
+  kFail,  // the example fails: "Loop ... did not stop within its bound of N steps", naming it
+  kStop,  // the loop ends there, as if the stop value had said stop
+};
+struct LoopOptions {
+  std::int64_t max_steps = 100;  // the most times the body runs (>= 0)
+  double threshold = 0.5;        // the loop ends when the stop value is > threshold
+  LoopBound at_bound = LoopBound::kFail;
+  bool emits = false;          // the body gives Tuple(state, output); outputs are collected
+  bool collect_stops = false;  // the output adds Sequence(stop values), one per check made
+  // The data decides the length (training a decoder on its targets): the input is
+  // Tuple(S, Input n) and the body runs exactly n times (0 <= n <= max_steps); the stop block
+  // runs only when collect_stops, for a loss on it. Such a loop reads nothing: it weaves.
+  bool teacher_forced = false;
+};
+// S -> S, or Tuple(S, [Sequence(Y)], [Sequence(P)]) when emits / collect_stops:
+//   for t = 0, 1, ...: p = stop(s); if p > threshold: end; if t == max_steps: at_bound;
+//                      s = body(s)   (emits: (s, y) = body(s), y appended)
+// body: S -> S (emits: S -> Tuple(S, Y)); stop: S -> Tensor of one float element (a
+// probability, or any score against the threshold). The stop value is READ, so the number of
+// iterations depends on computed values: a root holding such a loop runs on the flow engine
+// (Compiler::needs_flow), batched across examples at every iteration; gradients flow through
+// every iteration (the decision itself is not differentiable). Depth: one body per iteration.
+class Loop : public Block {
+ public:
+  Loop(Block body, Block stop, LoopOptions options = {});
+};
+
 // ---- Choice --------------------------------------------------------------------------------
 
 // The key of an input for OneOf: a C++ function of the (pre-processed) input.

@@ -4,6 +4,17 @@
 // input order), runs them forward on a tape (backward is tape.backward on any loss), and hands
 // back outputs per example in input order and metrics per name. eval() runs a block on one
 // value interactively.
+//
+// Roots whose blocks read computed values (a Loop whose stop the model decides) cannot be woven
+// before they run: needs_flow() is true, weave() only keeps the examples, and run() weaves each
+// example as a flow::Engine program. The program weaves the example until a Loop reads a value
+// not computed yet, issues what it wove as calls of the engine's next step, waits for that step
+// and weaves the example again from its start (the calls already issued are matched, not issued
+// twice; blocks are deterministic, so every weave repeats the last one's prefix). So the first
+// step is the static weave of every example up to its first read (encoders batched as today),
+// each later step batches the examples' next iterations, and everything lies on one tape.
+// Re-weaving costs host time quadratic in an example's reads (no kernels run twice).
+// Roots without such a block keep the static weave: nothing changes for them.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +48,7 @@ struct CompilerOptions {
 namespace detail {
 struct Compiled;
 struct WovenRecords;
+struct FlowOutcome;
 }  // namespace detail
 
 // A woven batch: the weave of every example plus where its outputs and metric rows are.
@@ -59,6 +71,8 @@ class WovenBatch {
   // Made by weave() on the weaving thread, so a batch woven ahead is scheduled ahead too.
   std::unique_ptr<loom::Schedule> schedule_;
   std::size_t examples_ = 0;
+  // A root that needs the flow engine: the examples, woven when the batch runs.
+  std::vector<Input> flow_inputs_;
 };
 
 // The rows of one metric over a batch.
@@ -86,15 +100,18 @@ class BatchResult {
   // Throws naming the output or metric when it does not exist or the shape differs.
   void replace_output(std::size_t k, Var values);
   void replace_metric(const std::string& name, Var values);
-  const loom::LoomResult& loom_result() const { return *loom_; }
-  const loom::RunStats& stats() const { return loom_->stats(); }
+  // The static weave's run (throws for a batch that ran on the flow engine).
+  const loom::LoomResult& loom_result() const;
+  // On the flow engine: batched_calls, min_batched_calls (taken equal) and nodes, over steps.
+  const loom::RunStats& stats() const;
 
  private:
   friend class Compiler;
   std::shared_ptr<const WovenBatch> owned_;
   const WovenBatch* batch_ = nullptr;
   const detail::Compiled* compiled_ = nullptr;
-  std::unique_ptr<loom::LoomResult> loom_;
+  std::unique_ptr<loom::LoomResult> loom_;  // null when the batch ran on the flow engine
+  std::shared_ptr<const detail::FlowOutcome> flow_;
   std::vector<Var> outputs_;
   std::vector<std::pair<std::string, Var>> replaced_metrics_;
 };
@@ -119,6 +136,9 @@ class Compiler {
   const std::vector<Type>& output_types() const { return output_types_; }
   // The names of the metrics the root's blocks record (known before any batch runs).
   const std::vector<std::string>& metric_names() const;
+  // True when a block reads computed values (a model-decided Loop): batches run on the flow
+  // engine (see the top of this file). Bad user data then throws from run(), naming the example.
+  bool needs_flow() const;
 
   // Weaves examples (in parallel when there are many); user data errors throw naming the
   // block, the value and the example's index.
@@ -148,6 +168,8 @@ class Compiler {
   Compiler(Block root, CompilerOptions options, bool for_eval);
   void weave_range(std::span<const Input> examples, std::size_t first, loom::Weaver& weaver,
                    detail::WovenRecords& records) const;
+  // run() for a root that needs the flow engine (flow_run.cpp).
+  BatchResult run_flow(const WovenBatch& batch, Tape& tape) const;
 
   Block root_;
   CompilerOptions options_;

@@ -130,6 +130,8 @@ class Context {
   Val constant(TypeId type, std::span<const float> values);
   Val constant(TypeId type, std::span<const double> values);
   Val constant(TypeId type, std::span<const std::int32_t> values);
+  // Any dtype: a tensor of the type's shape (copied into the weave).
+  Val constant(TypeId type, const Tensor& value);
   Val parameter(TypeId type, const Parameter& parameter);
   // The awaitable of a value (computed or pending).
   Read read(Val value) { return Read(*this, value); }
