@@ -13,6 +13,37 @@
 #include "weft/loom/schedule.h"
 
 namespace weft::python {
+
+namespace {
+// One value a body returned, or an error naming its owner (`what`) and what came back.
+Var body_output(py::handle r, const std::string& what) {
+  if (!py::isinstance<Var>(r))
+    fail(what.rfind("Function", 0) == 0 ? "blocks" : "flow", what, ": the body returned ",
+         py::str(py::type::of(r).attr("__name__")).cast<std::string>(),
+         r.is_none() ? " (a missing return?)" : "",
+         "; it must return a Var (ops on its arguments) or a tuple or list of Vars");
+  return r.cast<Var>();
+}
+}  // namespace
+
+std::function<std::vector<Var>(std::span<const Var>)> python_body(py::function fn,
+                                                                  const std::string& what) {
+  auto callable = std::make_shared<PyCallable>(std::move(fn));
+  return [callable, what](std::span<const Var> in) {
+    py::gil_scoped_acquire gil;
+    py::tuple args(in.size());
+    for (std::size_t i = 0; i < in.size(); ++i) args[i] = py::cast(in[i]);
+    py::object result = callable->fn()(*args);
+    std::vector<Var> out;
+    if (py::isinstance<py::tuple>(result) || py::isinstance<py::list>(result)) {
+      for (py::handle r : result) out.push_back(body_output(r, what));
+    } else {
+      out.push_back(body_output(result, what));
+    }
+    return out;
+  };
+}
+
 namespace {
 
 using namespace weft::blocks;
@@ -34,33 +65,6 @@ Inputs to_inputs(py::handle examples) {
   Inputs out;
   for (py::handle e : examples) out.items.push_back(to_json(e));
   return out;
-}
-
-// One value a Function body returned, or an error naming the Function and what came back.
-Var body_output(py::handle r, const std::string& name) {
-  if (!py::isinstance<Var>(r))
-    fail("blocks", "Function '", name, "': the body returned ",
-         py::str(py::type::of(r).attr("__name__")).cast<std::string>(),
-         r.is_none() ? " (a missing return?)" : "",
-         "; it must return a Var (ops on its arguments) or a tuple or list of Vars");
-  return r.cast<Var>();
-}
-
-FunctionBody python_body(py::function fn, const std::string& name) {
-  auto callable = std::make_shared<PyCallable>(std::move(fn));
-  return [callable, name](std::span<const Var> in) {
-    py::gil_scoped_acquire gil;
-    py::tuple args(in.size());
-    for (std::size_t i = 0; i < in.size(); ++i) args[i] = py::cast(in[i]);
-    py::object result = callable->fn()(*args);
-    std::vector<Var> out;
-    if (py::isinstance<py::tuple>(result) || py::isinstance<py::list>(result)) {
-      for (py::handle r : result) out.push_back(body_output(r, name));
-    } else {
-      out.push_back(body_output(result, name));
-    }
-    return out;
-  };
 }
 
 std::function<Input(const Input&)> python_transform(py::function fn) {
@@ -244,7 +248,7 @@ one [B, ...] Var per input tensor and returns a Var or a tuple of Vars. It runs 
                  return callable->fn()(flat).cast<Type>();
                };
              }
-             FunctionBody native = python_body(std::move(body), name);
+             FunctionBody native = python_body(std::move(body), "Function '" + name + "'");
              return Function(std::move(name), std::move(inputs), std::move(native),
                              std::move(output), std::move(nest));
            }),
@@ -341,6 +345,31 @@ x[key]. A dict's keys are sorted, as TF Fold did; a list of pairs keeps its orde
   m.def("ZipWith", &ZipWith, py::arg("element"));
   py::class_<NGrams, Block>(m, "NGrams").def(py::init<int>(), py::arg("n"));
   py::class_<Nth, Block>(m, "Nth").def(py::init<>());
+  py::class_<Loop, Block>(m, "Loop", R"doc(
+Loop(body, stop, max_steps=100, threshold=0.5, at_bound="fail", emits=False,
+collect_stops=False, teacher_forced=False): S -> S, or Tuple(S, [Sequence(Y)], [Sequence(P)]).
+Each iteration reads p = stop(state) and ends once p > threshold, else state = body(state)
+(emits: (state, y) = body(state)). The model decides the length, so a root holding it runs on
+the flow engine, batched across examples at every iteration. at_bound: "fail" (the example
+fails, named) or "stop" after max_steps iterations. teacher_forced: input Tuple(S, n), exactly
+n iterations (what training on targets needs).)doc")
+      .def(py::init([](Block body, Block stop, std::int64_t max_steps, double threshold,
+                       const std::string& at_bound, bool emits, bool collect_stops,
+                       bool teacher_forced) {
+             if (at_bound != "fail" && at_bound != "stop")
+               fail("blocks", "Loop: at_bound must be 'fail' or 'stop', not '", at_bound, "'");
+             LoopOptions o;
+             o.max_steps = max_steps;
+             o.threshold = threshold;
+             o.at_bound = at_bound == "fail" ? LoopBound::kFail : LoopBound::kStop;
+             o.emits = emits;
+             o.collect_stops = collect_stops;
+             o.teacher_forced = teacher_forced;
+             return Loop(std::move(body), std::move(stop), o);
+           }),
+           py::arg("body"), py::arg("stop"), py::arg("max_steps") = 100, py::arg("threshold") = 0.5,
+           py::arg("at_bound") = "fail", py::arg("emits") = false, py::arg("collect_stops") = false,
+           py::arg("teacher_forced") = false);
 
   // ---- Choice and recursion -----------------------------------------------------------------
   py::class_<OneOf, Block>(m, "OneOf", R"doc(
@@ -450,6 +479,7 @@ callables inside take it back for their own calls.)doc")
       .def_property_readonly("root", &Compiler::root)
       .def_property_readonly("output_types", &Compiler::output_types)
       .def_property_readonly("metric_names", &Compiler::metric_names)
+      .def_property_readonly("needs_flow", &Compiler::needs_flow)
       .def_property_readonly("num_operations",
                              [](const Compiler& c) { return c.loom().num_operations(); })
       .def(

@@ -29,6 +29,7 @@ void init_nn(py::module_& m);
 void init_blocks(py::module_& m);
 void init_train(py::module_& m);
 void init_models(py::module_& m);
+void init_flow(py::module_& m);
 
 // Python value (None, bool, int, float, str, list, tuple, dict with str keys, NumPy scalars and
 // arrays) -> JSON, and back. Unsupported objects raise TypeError naming their type; integers
@@ -72,6 +73,12 @@ class PyCallable {
   std::unique_ptr<py::function> fn_;
 };
 using PyCallablePtr = std::shared_ptr<PyCallable>;
+
+// A batched body written in Python (a blocks Function's, a flow operation's): called with one
+// Var per input under the GIL; returns a Var or a tuple or list of Vars, else weft.Error naming
+// `what` ("Function 'cell'") and what came back.
+std::function<std::vector<weft::Var>(std::span<const weft::Var>)> python_body(
+    py::function fn, const std::string& what);
 
 }  // namespace weft::python
 

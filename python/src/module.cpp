@@ -99,4 +99,5 @@ PYBIND11_MODULE(_weft, m) {
   wp::init_blocks(m);
   wp::init_train(m);
   wp::init_models(m);
+  wp::init_flow(m);
 }

@@ -48,7 +48,7 @@ for _name in _weft.op_names():
 del _name
 
 __all__ = ["Error", "TypeError", "Tensor", "Parameter", "Var", "Tape", "Rng", "tensor",
-           "from_numpy", "from_dlpack", "zeros", "current_tape", "op_names", "blocks", "nn",
+           "from_numpy", "from_dlpack", "zeros", "current_tape", "op_names", "blocks", "flow", "nn",
            "train", "models", "forward_mode", "cast", "equal", "not_equal", "less", "less_equal",
            "greater", "greater_equal", "set_denormal_mode", "denormal_mode"] + list(_weft.op_names())
 
@@ -86,3 +86,4 @@ def forward_mode(training, rng=None):
 nn.forward_mode = forward_mode
 
 from . import blocks  # noqa: E402,F401  (after nn: its layers use weft.nn)
+from . import flow  # noqa: E402,F401

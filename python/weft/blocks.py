@@ -466,6 +466,15 @@ def RNN(cell, initial_state=None, initial_state_from_input=False, name=None):  #
                    initial_state_from_input)
 
 
+def Loop(body, stop, max_steps=100, threshold=0.5, at_bound="fail", emits=False,  # noqa: N802
+         collect_stops=False, teacher_forced=False, name=None):
+    """A loop whose length the model decides (Weft's; TF Fold had none): while stop(state) <=
+    threshold, state = body(state), at most max_steps times. See weft._weft.blocks.Loop."""
+    return _cb.Loop(convert_to_block(body), convert_to_block(stop), max_steps=max_steps,
+                    threshold=threshold, at_bound=at_bound, emits=emits,
+                    collect_stops=collect_stops, teacher_forced=teacher_forced)
+
+
 def Reduce(combine_block, default_block=None, name=None):  # noqa: N802
     if default_block is None:
         return _cb.Reduce(convert_to_block(combine_block))
