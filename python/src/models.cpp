@@ -4,6 +4,7 @@
 // the command line: no model is special-cased here.
 #include "common.h"
 #include "weft/core/error.h"
+#include "weft/models/decoding.h"
 #include "weft/models/model.h"
 #include "weft/models/registry.h"
 #include "weft/models/saved_model.h"
@@ -60,7 +61,8 @@ The registered models (the ones `weft train` knows): create(name, **options), lo
 A registered model: fit(**trainer options) trains it with its recipe (overrides: epochs,
 batch_size, learning_rate, optimizer, schedule, checkpoint, best_checkpoint, log, resume,
 progress, ...); evaluate(split) gives its figures; predict(examples) one dict per example
-(strings are parsed as `weft infer` reads lines; dicts/lists are the model's Input form);
+(strings are parsed as `weft infer` reads lines; dicts/lists are the model's Input form;
+beam=k for the models that decode);
 save(path) writes a self-contained checkpoint.)doc")
       .def_property_readonly("name", [](const Model& mdl) { return mdl.options().owner(); })
       .def_property_readonly("options",
@@ -95,7 +97,7 @@ save(path) writes a self-contained checkpoint.)doc")
           py::arg("line"))
       .def(
           "predict",
-          [](Model& mdl, py::iterable examples) {
+          [](Model& mdl, py::iterable examples, std::optional<int> beam) {
             std::vector<nlohmann::json> in;
             std::size_t i = 0;
             for (py::handle e : examples) {
@@ -107,15 +109,26 @@ save(path) writes a self-contained checkpoint.)doc")
               ++i;
             }
             std::vector<nlohmann::json> out;
+            models::DecodingModel* decoder = mdl.decoding();
+            if (beam && !decoder)
+              fail("models", mdl.name(), " does not decode step by step: beam= applies to ",
+                   "models such as tree2seq and seq2tree");
             {
               py::gil_scoped_release nogil;
-              out = mdl.predict(in);
+              if (beam) {
+                models::DecodeSettings settings = decoder->decode_settings();
+                settings.beam = *beam;
+                out = decoder->decode(in, settings);
+              } else {
+                out = mdl.predict(in);
+              }
             }
             py::list result;
             for (const auto& o : out) result.append(from_json(o));
             return result;
           },
-          py::arg("examples"))
+          py::arg("examples"), py::arg("beam") = py::none(),
+          "One dict per example; beam=k (decoding models) searches k beams, 0 decodes greedily.")
       .def(
           "fit",
           [](Model& mdl, py::kwargs kw) {

@@ -16,6 +16,8 @@ SMALL = {
     "langid": ({"hidden": 8, "char_hidden": 8, "char_embedding": 4}, "tatoeba-langid/testset.csv"),
     "molecules": ({"hidden": 8, "pair_hidden": 4, "graph_hidden": 8, "task": "esol"},
                   "molecules/delaney-processed.csv"),
+    "tree2seq": ({"hidden": 8, "max_depth": 2}, None),
+    "seq2tree": ({"hidden": 8, "max_depth": 2}, None),
 }
 INFER = {
     "calculator": ['{"op": "*", "left": {"number": 3}, "right": {"number": 4}}'],
@@ -23,6 +25,8 @@ INFER = {
     "attention": ["(3 (2 a) (4 (3 lovely) (2 film)))"],
     "langid": ["Bonjour tout le monde"],
     "molecules": ["CCO"],
+    "tree2seq": ['{"op": "*", "left": {"number": 3}, "right": {"number": 4}}'],
+    "seq2tree": ["(3 * 4)"],
 }
 
 
@@ -96,3 +100,23 @@ def test_python_checkpoints_load_in_the_cli_and_back(data_dir, weft_cli, tmp_pat
     infer = subprocess.run([weft_cli, "infer", "calculator", "--checkpoint", str(cli_path)], input=line + "\n",
                            capture_output=True, text=True, check=True)
     assert loaded.predict([line])[0] == json.loads(infer.stdout.splitlines()[0])
+
+
+@pytest.mark.parametrize("name", ["tree2seq", "seq2tree"])
+def test_decoding_models_answer_in_python_as_weft_infer_does(name, data_dir, weft_cli, tmp_path):
+    model = small_model(name, data_dir)
+    model.fit(epochs=2, batch_size=8, progress="off")
+    path = tmp_path / f"{name}.safetensors"
+    model.save(str(path))
+    lines = [example["text"] if name == "seq2tree" else json.dumps(example)
+             for example in model.examples("dev")]
+    for beam in (0, 3):
+        infer = subprocess.run([weft_cli, "infer", name, "--checkpoint", str(path), "--beam", str(beam)],
+                               input="\n".join(lines) + "\n", capture_output=True, text=True, check=True)
+        answers = [json.loads(line) for line in infer.stdout.splitlines()]
+        assert answers == model.predict(lines, beam=beam)
+        assert all(("beams" in a) == (beam > 0) for a in answers)
+        if beam:
+            assert all(1 <= len(a["beams"]) <= beam for a in answers)
+    with pytest.raises(weft.Error, match="does not decode step by step"):
+        small_model("calculator", data_dir).predict(INFER["calculator"], beam=2)

@@ -10,6 +10,8 @@
 #include "weft/models/langid.h"
 #include "weft/models/molecules.h"
 #include "weft/models/sentiment.h"
+#include "weft/models/seq2tree.h"
+#include "weft/models/tree2seq.h"
 
 namespace weft::models {
 namespace {
@@ -33,7 +35,8 @@ Registry& registry() {
   static Registry* instance = [] {
     auto* r = new Registry();
     for (ModelEntry (*builtin)() :
-         {calculator_entry, sentiment_entry, attention_entry, langid_entry, molecules_entry}) {
+         {calculator_entry, sentiment_entry, attention_entry, langid_entry, molecules_entry,
+          tree2seq_entry, seq2tree_entry}) {
       auto entry = std::make_unique<ModelEntry>(builtin());
       check_entry(*entry, r->entries);
       r->entries.push_back(std::move(entry));

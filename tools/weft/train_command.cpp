@@ -309,7 +309,9 @@ int run_train(const TrainOptions& options, int argc, char** argv) {
   print_notes(model->split_notes(train::Split::kTest), stdout);
   fmt::print("training: {:.0f} examples/s (best epoch), {:.1f} s in all\n", examples_per_second,
              seconds);
-  if (options.compare_unbatched && world.is_root()) report_batching_speedup(*model, 256);
+  // A decoding model is no single static weave: there is no one-call-per-node run to compare.
+  if (options.compare_unbatched && world.is_root() && !model->decoding())
+    report_batching_speedup(*model, 256);
   return 0;
 }
 

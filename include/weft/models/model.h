@@ -21,6 +21,8 @@
 WEFT_API_BEGIN
 namespace weft::models {
 
+class DecodingModel;
+
 // What a model is built for, which decides the data it reads.
 enum class ModelUse {
   kTrain,     // every split from the data folder; assets made from the training data
@@ -63,6 +65,9 @@ class Model : public train::TrainableModel {
   virtual std::vector<std::string> data_notes() const { return {}; }
   // Lines to print after a split's figures (e.g. the accuracy of the majority class).
   virtual std::vector<std::string> split_notes(train::Split /*split*/) const { return {}; }
+  // The model as one that decodes step by step with flow programs (models/decoding.h), or
+  // null: what a server needs to batch at iteration level, without casting.
+  virtual DecodingModel* decoding() { return nullptr; }
 };
 
 struct InferenceRate {

@@ -1,0 +1,66 @@
+// The decoder tree2seq and seq2tree share: an LSTM over an embedded input id (and, for seq2tree,
+// its parent's state fed in beside it), Luong attention over the encoder's states padded to a
+// memory of fixed size, and the log-probabilities of the next decision. One loom operation per
+// memory size, so a batch's steps batch by operation like any weave.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "weft/flow/search.h"
+#include "weft/loom/loom.h"
+#include "weft/nn/cells.h"
+#include "weft/nn/embedding.h"
+#include "weft/nn/fc.h"
+
+namespace weft::models {
+
+class AttentionDecoder {
+ public:
+  // Memory sizes: a batch's memory is padded to the smallest that holds its largest example.
+  static constexpr std::array<std::int64_t, 6> kMemorySizes{4, 8, 16, 32, 64, 128};
+
+  // `inputs` ids are embedded; `outputs` decisions are scored. With `parent_feed`, every step
+  // also reads a parent state.
+  AttentionDecoder(nn::ParameterStore& store, loom::Loom& loom, std::int64_t hidden,
+                   std::int64_t inputs, std::int64_t outputs, bool parent_feed);
+
+  // The type of states ([h | c], float32 [2 hidden]) and of input ids (int32 scalars).
+  loom::TypeId state_type() const { return state_; }
+  loom::TypeId id_type() const { return id_; }
+  std::int64_t hidden() const { return hidden_; }
+
+  // One example's memory in an engine: its encoder states, padded, and the mask of the padding.
+  struct Memory {
+    flow::Val states, mask;
+    std::size_t size_index = 0;  // into kMemorySizes
+  };
+  // Memories for a batch: example e attends to the rows rows[e] of `states` ([n, hidden], on
+  // the engine's tape), imported into the engine. Fails (naming `owner`) when an example has
+  // more rows than the largest memory.
+  std::vector<Memory> memories(flow::Engine& engine, Var states,
+                               const std::vector<std::vector<std::int64_t>>& rows,
+                               const char* owner) const;
+  // Issues one step: from `state`, reading input id `input` (and `parent`'s state with
+  // parent_feed), attending to `memory`. Nothing is read.
+  flow::DecoderStep step(flow::Context& ctx, const Memory& memory, flow::Val state,
+                         std::int32_t input, flow::Val parent = {}) const;
+  // The h half of states [n, 2 hidden] -> [n, hidden].
+  Var hidden_half(Var states) const;
+
+ private:
+  std::vector<Var> body(std::span<const Var> in) const;
+
+  std::int64_t hidden_;
+  bool parent_feed_;
+  std::unique_ptr<nn::Embedding> embed_;
+  std::unique_ptr<nn::LSTMCell> cell_;
+  std::unique_ptr<nn::FC> attended_, scores_;
+  loom::TypeId state_ = 0, id_ = 0;
+  std::array<loom::TypeId, kMemorySizes.size()> memory_types_{}, mask_types_{};
+  std::array<loom::OpId, kMemorySizes.size()> step_ops_{};
+};
+
+}  // namespace weft::models
