@@ -218,6 +218,10 @@ if [[ -n "$sanitizer" && -x "$sanitizer" ]]; then
     step "sanitizer_$tool" 50 "$sanitizer" --tool "$tool" --error-exitcode 1 "$cuda_tests" \
       --gtest_filter='CudaOps.*:CudaBackend.*'
   done
+  # The loom's gathers read their references from the batch's packed upload and their chunk
+  # tables from kernel parameters (loom/batch_plan.h): memcheck them too, last (the budget).
+  step sanitizer_memcheck_loom 60 "$sanitizer" --tool memcheck --error-exitcode 1 "$cuda_tests" \
+    --gtest_filter='CudaLoomProperty.*'
 else
   echo "sanitizer,skipped-not-found,,0,0" >>"$out/steps.csv"
   echo "== compute-sanitizer not found; skipped"

@@ -1,8 +1,10 @@
 // The loom's guarantee on CUDA: for random DAGs (shared sub-graphs, arguments from far-apart
 // depths, concatenated inputs, parameters and fed rows), a batched run on the GPU gives the
 // outputs and gradients of the same run on the CPU, for every scheduling strategy, and the
-// unbatched CPU run; and a batch's forward and backward never wait for the device, with one
-// host-to-device copy per gather at most. Skips with "no CUDA device" where none is usable.
+// unbatched CPU run; and a batch's forward and backward never wait for the device and copy to
+// it once: the batch's packed buffer of constants and references (loom/batch_plan.h), with
+// the chunk tables as kernel parameters. Skips with "no CUDA device" where none is usable.
+#include "loom_device_model.h"
 #include "op_test_util.h"
 #include "weft/backend/counters.h"
 #include "weft/backend/cuda.h"
@@ -12,49 +14,9 @@ namespace weft::testing {
 namespace {
 
 using loom::Executor;
-using loom::Loom;
-using loom::OpId;
 using loom::Strategy;
-using loom::TypeId;
-using loom::TypeShape;
 using loom::Value;
 using loom::Weaver;
-
-// Three operations over two types, with every parameter on `device`.
-struct DeviceModel {
-  Loom loom;
-  TypeId hidden, word;
-  OpId embed, combine, combine_concat;
-  Parameter we, be, wc, bc, h0;
-
-  explicit DeviceModel(Device device)
-      : we("we", random_tensor({3, 4}, 101).to(device)),
-        be("be", random_tensor({4}, 102).to(device)),
-        wc("wc", random_tensor({8, 4}, 103).to(device)),
-        bc("bc", random_tensor({4}, 104).to(device)),
-        h0("h0", random_tensor({4}, 105).to(device)) {
-    const TypeShape kHidden{DType::kFloat32, {4}, "hidden"}, kWord{DType::kFloat32, {3}, "word"};
-    embed = loom.add_operation("embed", {kWord}, {kHidden}, [this](std::span<const Var> in) {
-      return std::vector<Var>{tanh(linear(in[0], we, be))};
-    });
-    combine = loom.add_operation(
-        "combine", {kHidden, kHidden}, {kHidden}, [this](std::span<const Var> in) {
-          return std::vector<Var>{lstm_cell_state(concat({in[0], in[1], in[0]}), in[1]) +
-                                  tanh(linear(concat({in[0], in[1]}), wc, bc))};
-        });
-    loom::OperationOptions concat_inputs;
-    concat_inputs.concat_inputs = true;
-    combine_concat = loom.add_operation(
-        "combine_concat", {kHidden, kHidden}, {kHidden},
-        [this](std::span<const Var> in) {
-          return std::vector<Var>{sigmoid(linear(in[0], wc, bc))};
-        },
-        concat_inputs);
-    hidden = loom.type_id(kHidden);
-    word = loom.type_id(kWord);
-  }
-  std::vector<Parameter> parameters() const { return {we, be, wc, bc, h0}; }
-};
 
 // The same random example for any model, given equally seeded Rngs.
 void weave_example(DeviceModel& m, Weaver& w, Rng& rng, std::int64_t batch_rows) {
@@ -101,10 +63,12 @@ LoomOutcome run_seed(Device device, std::uint64_t seed, Strategy strategy) {
   Executor executor(m.loom, tape, device);
   Var fed = tape.variable(random_tensor({batch_rows, 3}, seed + 1000).to(device));
   executor.feed(m.word, fed);
+  const Var weights = tape.constant(
+      random_tensor({std::int64_t(all.outputs().size()), 4}, 7).to(device));  // copied before
   const BackendCounters before = backend_counters();
   auto result = executor.run(all, strategy);
   Var h = result.outputs(m.hidden);
-  tape.backward(sum(h * tape.constant(random_tensor(h.shape(), 7).to(device))));
+  tape.backward(sum(h * weights));
   LoomOutcome out;
   out.forward_backward = backend_counters() - before;
   out.stats = result.stats();
@@ -150,11 +114,14 @@ TEST(CudaLoomProperty, GpuRunsEqualCpuRunsOnRandomDags) {
     for (Strategy s : {Strategy::kNone, Strategy::kByDepth, Strategy::kAgenda}) {
       SCOPED_TRACE(std::string(loom::strategy_name(s)));
       const LoomOutcome gpu = run_seed(Device::kCuda, seed, s);
-      // No wait for the device inside a batch; a copy for the constants of each of the two
-      // types, then one per gather at most (a step gathers each of its two arguments at most).
+      // No wait for the device inside a batch, and one copy to it: the packed buffer, which
+      // the outputs' gather and every gradient's scatter read too (their chunk tables are
+      // kernel parameters: a batch here has fewer chunks than a parameter holds).
       EXPECT_EQ(gpu.forward_backward.synchronizations, 0);
       EXPECT_EQ(gpu.stats.backend.synchronizations, 0);
-      EXPECT_LE(gpu.stats.backend.host_to_device, 2 + 2 * gpu.stats.batched_calls + 1);
+      EXPECT_EQ(gpu.stats.backend.host_to_device, 1);
+      EXPECT_EQ(gpu.forward_backward.host_to_device, 1);
+      EXPECT_GT(gpu.stats.packed_bytes, 0);
       EXPECT_GE(gpu.stats.backend.launches, gpu.stats.batched_calls);
       EXPECT_GE(gpu.stats.backend.kernel_calls, gpu.stats.batched_calls);
       expect_close(gpu.outputs, reference.outputs, "outputs");
@@ -175,6 +142,36 @@ TEST(CudaLoomProperty, ParametersOnAnotherDeviceAreNamedInTheError) {
   Executor executor(m.loom, tape, Device::kCuda);
   executor.feed(m.word, tape.constant(random_tensor({2, 3}, 1).to(Device::kCuda)));
   expect_error([&] { executor.run(w); }, {"on different devices"});
+}
+
+// A chain of 300 calls run one call per step: the outputs' gather and its gradient read 301
+// chunks, more than a kernel parameter's table holds, so their tables travel in a copy each.
+std::vector<float> chain_outputs(Device device, BackendCounters& counted,
+                                 std::vector<float>& h0_grad) {
+  DeviceModel m(device);
+  Weaver w(m.loom);
+  weave_chain(m, w, 300);
+  Tape tape;
+  Executor executor(m.loom, tape, device);
+  const BackendCounters before = backend_counters();
+  auto result = executor.run(w, Strategy::kNone);
+  Var outputs = result.outputs(m.hidden);
+  tape.backward(sum(outputs));
+  counted = backend_counters() - before;
+  h0_grad = m.h0.grad().to_float_vector();
+  return outputs.value().to_float_vector();
+}
+
+TEST(CudaLoomProperty, AGatherOfManyChunksUploadsItsTable) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device (" << cuda_unavailable_reason() << ")";
+  BackendCounters cpu_counted, gpu_counted;
+  std::vector<float> cpu_grad, gpu_grad;
+  const std::vector<float> cpu = chain_outputs(Device::kCpu, cpu_counted, cpu_grad);
+  const std::vector<float> gpu = chain_outputs(Device::kCuda, gpu_counted, gpu_grad);
+  expect_close(gpu, cpu, "outputs");
+  expect_close(gpu_grad, cpu_grad, "h0 gradient");
+  EXPECT_EQ(gpu_counted.host_to_device, 3);  // the packed buffer, the two tables
+  EXPECT_EQ(gpu_counted.synchronizations, 0);
 }
 
 }  // namespace

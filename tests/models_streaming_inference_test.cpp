@@ -101,6 +101,31 @@ TEST(StreamingInference, PredictionsEqualOnePredictInInputOrder) {
   }
 }
 
+TEST(StreamingInference, WeavingAheadChangesNoBit) {
+  // The same batches woven (and scheduled and planned) ahead on other threads or in turn on the
+  // running one: the very same predictions, to the last bit.
+  std::unique_ptr<Model> model = calculator(3);
+  const std::vector<json> examples = dev_examples(*model);
+  std::vector<json> in_turn;
+  for (const bool source_thread : {false, true}) {
+    for (const int ahead : {0, 1, 3}) {
+      SCOPED_TRACE("source_thread " + std::to_string(source_thread) + ", batches_ahead " +
+                   std::to_string(ahead));
+      StreamingOptions options;
+      options.batch_size = 6;
+      options.batches_ahead = ahead;
+      options.source_thread = source_thread;
+      Collected out;
+      predict_stream(*model, cycling(examples, 3 * examples.size()), out.sink(), options);
+      std::vector<json> got;
+      for (const StreamedPrediction& p : out.predictions) got.push_back(p.prediction);
+      ASSERT_EQ(got.size(), 3 * examples.size());
+      if (in_turn.empty()) in_turn = got;
+      EXPECT_EQ(got, in_turn);
+    }
+  }
+}
+
 TEST(StreamingInference, KeysComeFromTheSourceOrTheKeyFunction) {
   std::unique_ptr<Model> model = calculator(2);
   const std::vector<json> examples = dev_examples(*model);

@@ -225,7 +225,7 @@ WovenTrees TreeBenchmarkRunner::weave(BenchMode mode, std::span<const BinaryTree
   if (trees.empty()) fail("bench", "a batch needs at least one tree");
   if (threads < 1) fail("bench", "weave threads must be at least 1, got ", threads);
   const auto start = std::chrono::steady_clock::now();
-  WovenTrees woven{mode, loom::Weaver(model_->loom()), {}, 0};
+  WovenTrees woven{mode, loom::Weaver(model_->loom()), {}, {}, 0};
   const std::size_t shards = std::min(std::size_t(threads), trees.size());
   if (shards == 1) {
     weave_trees(*model_, woven.weaver, trees);
@@ -248,6 +248,7 @@ WovenTrees TreeBenchmarkRunner::weave(BenchMode mode, std::span<const BinaryTree
       loom::make_schedule(woven.weaver, mode == BenchMode::kUnbatched ? loom::Strategy::kNone
                                                                       : loom::Strategy::kByDepth);
   loom::limit_step_rows(woven.schedule, max_step_rows_);
+  woven.plan = loom::make_batch_plan(woven.weaver, woven.schedule);
   woven.weave_s = seconds_since(start);
   return woven;
 }
@@ -262,7 +263,7 @@ StepResult TreeBenchmarkRunner::run_woven(const WovenTrees& woven, bool want_gra
     tape_.set_grad_enabled(train_);
     TapeScope scope(tape_);
     loom::Executor executor(model_->loom(), tape_, model_->device());
-    const loom::LoomResult run = executor.run(woven.weaver, woven.schedule);
+    const loom::LoomResult run = executor.run(woven.weaver, woven.schedule, &woven.plan);
     finish(run.outputs(model_->hidden_type()), result, want_grad_sq);
   }
   result.run_s = seconds_since(run_start);

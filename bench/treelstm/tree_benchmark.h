@@ -17,6 +17,7 @@
 
 #include "treelstm/iclr_benchmark.h"
 #include "weft/backend/counters.h"
+#include "weft/loom/batch_plan.h"
 #include "weft/loom/schedule.h"
 
 namespace weft::train {
@@ -81,7 +82,8 @@ struct WovenTrees {
   BenchMode mode = BenchMode::kFullDynamic;
   loom::Weaver weaver;
   loom::Schedule schedule;
-  double weave_s = 0;  // weave + schedule, wall time
+  loom::BatchPlan plan;  // the constants and gathers' references packed for one upload
+  double weave_s = 0;    // weave + schedule + plan, wall time
 };
 
 // One batch run by one mode.

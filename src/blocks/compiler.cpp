@@ -12,6 +12,7 @@
 #include "compiled.h"
 #include "internal.h"
 #include "weft/backend/cuda.h"
+#include "weft/loom/batch_plan.h"
 
 namespace weft::blocks {
 
@@ -268,6 +269,11 @@ void Compiler::schedule(WovenBatch& batch) const {
   batch.schedule_ =
       std::make_unique<loom::Schedule>(loom::make_schedule(*batch.weaver_, options_.strategy));
   loom::limit_step_rows(*batch.schedule_, options_.max_step_rows);
+  // Result list k: output k, then metric m as list outputs.size() + m (BatchResult reads them).
+  std::vector<std::vector<loom::Value>> lists = batch.records_->outputs;
+  for (const auto& metric : batch.records_->metrics) lists.push_back(metric.values);
+  batch.plan_ = std::make_unique<loom::BatchPlan>(
+      loom::make_batch_plan(*batch.weaver_, *batch.schedule_, 0, {}, lists));
 }
 
 WovenBatch Compiler::weave_unscheduled(std::span<const Input> examples) const {
@@ -341,11 +347,11 @@ BatchResult Compiler::run(const WovenBatch& batch, Tape& tape) const {
   result.batch_ = &batch;
   result.compiled_ = compiled_.get();
   loom::Executor executor(compiled_->loom, tape, options_.device);
+  if (!batch.schedule_ || !batch.plan_) fail("blocks", "the batch was moved from or never woven");
   result.loom_ = std::make_unique<loom::LoomResult>(
-      batch.schedule_ ? executor.run(batch.weaver(), *batch.schedule_)
-                      : executor.run(batch.weaver(), options_.strategy, options_.max_step_rows));
-  for (const auto& values : batch.records_->outputs)
-    result.outputs_.push_back(values.empty() ? Var() : result.loom_->gather(values));
+      executor.run(batch.weaver(), *batch.schedule_, batch.plan_.get()));
+  for (std::size_t k = 0; k < batch.records_->outputs.size(); ++k)
+    result.outputs_.push_back(result.loom_->planned_gather(k));
   return result;
 }
 
@@ -387,7 +393,8 @@ MetricValues BatchResult::metric(const std::string& name) const {
       out = flow_->metrics[m];
     } else {
       const auto& rows = batch_->records_->metrics[m];
-      if (!rows.values.empty()) out.values = loom_->gather(rows.values);
+      if (!rows.values.empty())
+        out.values = loom_->planned_gather(batch_->records_->outputs.size() + m);
       out.examples = rows.examples;
       out.labels = rows.labels;
     }

@@ -93,8 +93,7 @@ Var Engine::gather(std::span<const Val> values) const {
     refs.push_back(std::int32_t(v.row));
   }
   const std::int64_t rows = std::int64_t(values.size());
-  return loom::detail::gather_chunk_rows(involved, refs, rows, 1,
-                                         loom_->type(type).shape.prepend(rows));
+  return loom::detail::gather_host_refs(involved, refs, loom_->type(type).shape.prepend(rows));
 }
 
 std::uint32_t Engine::add_chunk(Var chunk) {

@@ -49,9 +49,7 @@ void gather_backward(Tape& tape, std::uint32_t id) {
   for (int p = 0; p < positions; ++p) {
     Tensor refs = node.saved[0].rows_view(p * rows, rows);
     backend::scatter_add_argument_rows(node.grad, column, refs, grads, written);
-    if (rows > 0)
-      column +=
-          tape.node(tape.input(id, std::uint32_t(refs.data<std::int32_t>()[0]))).value.row_size();
+    if (p + 1 < positions) column += node.saved[1].data<std::int64_t>()[p];
   }
 }
 
@@ -64,8 +62,8 @@ Var chunk_rows_view(Var chunk, std::int64_t start, std::int64_t count) {
   return out;
 }
 
-Var gather_chunk_rows(std::span<const Var> chunks, const std::vector<std::int32_t>& refs,
-                      std::int64_t rows, int positions, const Shape& result_shape) {
+Var gather_chunk_rows(std::span<const Var> chunks, const Tensor& refs, std::int64_t rows,
+                      std::span<const std::int64_t> widths, const Shape& result_shape) {
   Tape& tape = chunks[0].tape();
   const Tensor& first = chunks[0].value();
   for (const Var& c : chunks)
@@ -73,24 +71,36 @@ Var gather_chunk_rows(std::span<const Var> chunks, const std::vector<std::int32_
       fail("loom", "a gather reads values on different devices: ", device_name(first.device()),
            " and ", device_name(c.value().device()), " (", first.describe(), " vs ",
            c.value().describe(), "): parameters, fed batches and the Executor's device must agree");
-  Tensor refs_tensor = Tensor::empty(Shape{std::int64_t(refs.size() / 2), 2}, DType::kInt32);
-  std::copy(refs.begin(), refs.end(), refs_tensor.data<std::int32_t>());
   std::vector<Tensor> values;
   values.reserve(chunks.size());
   for (const Var& c : chunks) values.push_back(c.value());
   Tensor out = Tensor::empty(result_shape, first.dtype(), first.device());
+  const int positions = int(widths.size());
   std::int64_t column = 0;
   for (int p = 0; p < positions; ++p) {
-    Tensor position_refs = refs_tensor.rows_view(p * rows, rows);
-    backend::gather_argument_rows(values, position_refs, out, column);
-    if (rows > 0) column += values[std::size_t(refs[std::size_t(2 * p * rows)])].row_size();
+    backend::gather_argument_rows(values, refs.rows_view(p * rows, rows), out, column);
+    column += widths[std::size_t(p)];
   }
   Var result = tape.record(std::move(out), chunks, gather_backward);
   TapeNode& node = tape.node(result.id());
-  if (node.backward) node.saved[0] = refs_tensor;
+  if (node.backward) {
+    node.saved[0] = refs;
+    if (positions > 1)
+      node.saved[1] = Tensor::from_vector(Shape{positions},
+                                          std::vector<std::int64_t>(widths.begin(), widths.end()));
+  }
   node.int_attrs[0] = rows;
   node.int_attrs[1] = positions;
   return result;
+}
+
+Var gather_host_refs(std::span<const Var> chunks, const std::vector<std::int32_t>& refs,
+                     const Shape& result_shape) {
+  const std::int64_t rows = result_shape[0];
+  const Tensor there = Tensor::from_vector(Shape{rows, 2}, refs).to(chunks[0].value().device());
+  const std::int64_t width = result_shape.row_size();
+  return gather_chunk_rows(chunks, there, rows, std::span<const std::int64_t>(&width, 1),
+                           result_shape);
 }
 
 }  // namespace weft::loom::detail

@@ -14,10 +14,15 @@ namespace weft::loom::detail {
 // Rows [start, start + count) of `chunk`, sharing its storage.
 Var chunk_rows_view(Var chunk, std::int64_t start, std::int64_t count);
 
-// For each position p (a column block of the result) and row i: the row
-// refs[p * rows + i] = (index into `chunks`, row). The result is [rows, sum of widths], or
-// [rows, ...row_shape] when there is one position.
-Var gather_chunk_rows(std::span<const Var> chunks, const std::vector<std::int32_t>& refs,
-                      std::int64_t rows, int positions, const Shape& result_shape);
+// For each position p (a column block of the result, widths[p] wide) and row i: the row
+// refs[p * rows + i] = (index into `chunks`, row), refs int32 [rows * positions, 2] on the
+// chunks' device (a segment of the batch's packed buffer, batch_plan.h). The result is [rows,
+// sum of widths], or [rows, ...row_shape] when there is one position.
+Var gather_chunk_rows(std::span<const Var> chunks, const Tensor& refs, std::int64_t rows,
+                      std::span<const std::int64_t> widths, const Shape& result_shape);
+// One position's gather with references made on the host after the run (no plan foresaw
+// them): they travel to the chunks' device in a copy of their own. result_shape [rows, ...].
+Var gather_host_refs(std::span<const Var> chunks, const std::vector<std::int32_t>& refs,
+                     const Shape& result_shape);
 
 }  // namespace weft::loom::detail

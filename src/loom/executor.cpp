@@ -12,6 +12,7 @@
 #include "weft/autodiff/ops.h"
 #include "weft/core/denormals.h"
 #include "weft/core/error.h"
+#include "weft/loom/batch_plan.h"
 
 namespace weft::loom {
 namespace {
@@ -20,24 +21,20 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// Gathers the rows at `sources` (positions × rows of them, position-major) into one Var,
-// passing the gather op only the chunks actually read.
-Var gather_locations(const std::vector<Var>& chunks, std::span<const ValueLocation> sources,
-                     std::int64_t rows, int positions, const Shape& shape) {
+// The plan's gather `index` over the run's chunks, its references read from `packed` (the
+// batch's buffer on the run's device); widths[p] is position p's row size.
+Var run_planned_gather(const BatchPlan& plan, const Tensor& packed, const std::vector<Var>& chunks,
+                       std::size_t index, std::span<const std::int64_t> widths,
+                       const Shape& shape) {
+  const PlannedGather& g = plan.gathers[index];
   std::vector<Var> involved;
-  std::vector<std::uint32_t> local_of;  // chunk id -> index in `involved` + 1 (0 = not yet)
-  std::vector<std::int32_t> refs;
-  refs.reserve(2 * sources.size());
-  for (const ValueLocation& loc : sources) {
-    if (loc.chunk >= local_of.size()) local_of.resize(loc.chunk + 1, 0);
-    if (local_of[loc.chunk] == 0) {
-      involved.push_back(chunks[loc.chunk]);
-      local_of[loc.chunk] = std::uint32_t(involved.size());
-    }
-    refs.push_back(std::int32_t(local_of[loc.chunk] - 1));
-    refs.push_back(std::int32_t(loc.row));
-  }
-  return detail::gather_chunk_rows(involved, refs, rows, positions, shape);
+  involved.reserve(g.num_chunks);
+  for (std::uint32_t k = g.first_chunk; k < g.first_chunk + g.num_chunks; ++k)
+    involved.push_back(chunks[plan.gather_chunks[k]]);
+  const std::int64_t refs = std::int64_t(g.rows) * g.positions;
+  const Tensor view =
+      BatchPlan::segment(packed, g.refs_word, std::uint64_t(2 * refs)).reshaped(Shape{refs, 2});
+  return detail::gather_chunk_rows(involved, view, g.rows, widths, shape);
 }
 
 }  // namespace
@@ -48,7 +45,8 @@ std::string RunStats::to_string() const {
       << min_batched_calls << ")"
       << ", nodes " << nodes << ", gathered " << bytes_gathered << " bytes (" << gathers_skipped
       << " arguments passed as views), schedule " << schedule_seconds << " s, execute "
-      << execute_seconds << " s\n"
+      << execute_seconds << " s, packed " << packed_bytes << " bytes for " << planned_gathers
+      << " gathers\n"
       << "backend: " << backend.kernel_calls << " kernels, " << backend.launches << " launches, "
       << backend.host_to_device << " host-to-device copies, " << backend.synchronizations
       << " synchronizations\n";
@@ -98,136 +96,87 @@ LoomResult Executor::run(const Weaver& weaver, Strategy strategy, std::uint32_t 
 
 namespace {
 
-// Runs the steps of one schedule, recording chunks and value locations into a LoomResult.
+// Runs the steps of one planned schedule, recording the chunks into a LoomResult.
 class StepRunner {
  public:
-  StepRunner(const Loom& loom, const Weaver& weaver, std::vector<Var>& chunks,
-             std::vector<ValueLocation>& locations, RunStats& stats)
-      : loom_(loom), weaver_(weaver), chunks_(chunks), locations_(locations), stats_(stats) {}
+  StepRunner(const Loom& loom, const Weaver& weaver, const BatchPlan& plan, const Tensor& packed,
+             std::vector<Var>& chunks, RunStats& stats)
+      : loom_(loom),
+        weaver_(weaver),
+        plan_(plan),
+        packed_(packed),
+        chunks_(chunks),
+        stats_(stats) {}
 
-  // Constants, parameters, fed batches and imported values: every value of depth zero.
-  void place_depth_zero(Tape& tape, const std::vector<Var>& fed, Device device,
-                        std::span<const Var> import_chunks,
-                        std::span<const ValueLocation> import_rows);
-  void run_step(const Schedule& schedule, const ScheduleStep& step);
+  // Constants, parameters, fed batches and imported chunks: the plan's depth-zero chunks.
+  void place_depth_zero(Tape& tape, const std::vector<Var>& fed,
+                        std::span<const Var> import_chunks);
+  void run_step(const Schedule& schedule, std::size_t step_index);
 
  private:
-  Var fetch_argument(std::span<const std::uint32_t> calls, std::size_t position);
-  Var gather(std::span<const std::uint32_t> calls, std::size_t first, std::size_t count,
-             const Shape& shape);
-  std::uint32_t add_chunk(Var chunk) {
-    chunks_.push_back(chunk);
-    return std::uint32_t(chunks_.size() - 1);
-  }
-  Value arg(std::uint32_t call, std::size_t position) const {
-    return weaver_.args()[weaver_.calls()[call].first_arg + position];
-  }
+  Var fetch_argument(const PlannedArgument& argument, const Operation& op, std::size_t position,
+                     std::int64_t rows);
 
   const Loom& loom_;
   const Weaver& weaver_;
+  const BatchPlan& plan_;
+  const Tensor& packed_;
   std::vector<Var>& chunks_;
-  std::vector<ValueLocation>& locations_;
   RunStats& stats_;
 };
 
-void StepRunner::place_depth_zero(Tape& tape, const std::vector<Var>& fed, Device device,
-                                  std::span<const Var> import_chunks,
-                                  std::span<const ValueLocation> import_rows) {
-  std::vector<std::uint32_t> constant_chunk(loom_.num_types(), 0);
-  for (TypeId t = 0; t < loom_.num_types(); ++t) {
-    const std::int64_t rows = weaver_.constant_rows(t);
-    if (rows == 0) continue;
-    const TypeShape& ts = loom_.type(t);
-    Tensor block = Tensor::empty(ts.shape.prepend(rows), ts.dtype);
-    const auto bytes = weaver_.constant_bytes(t);
-    std::memcpy(block.raw_data(), bytes.data(), bytes.size());
-    constant_chunk[t] = add_chunk(tape.constant(block.to(device)));
+void StepRunner::place_depth_zero(Tape& tape, const std::vector<Var>& fed,
+                                  std::span<const Var> import_chunks) {
+  for (const PlannedConstants& c : plan_.constants) {
+    const TypeShape& ts = loom_.type(c.type);
+    chunks_.push_back(
+        tape.constant(BatchPlan::view_as(packed_, c.word, ts.shape.prepend(c.rows), ts.dtype)));
   }
-  std::vector<std::uint32_t> parameter_chunk;
-  for (const Parameter& p : weaver_.parameters()) {
-    Var row = reshape(tape.parameter(p), p.shape().prepend(1).dims());
-    parameter_chunk.push_back(add_chunk(row));
+  for (const Parameter& p : weaver_.parameters())
+    chunks_.push_back(reshape(tape.parameter(p), p.shape().prepend(1).dims()));
+  for (TypeId type : plan_.fed_types) {
+    if (type >= fed.size() || !fed[type].defined())
+      fail("loom", "a batch_input of type ", loom_.type(type).to_string(),
+           " was woven but no batch was fed for that type (Executor::feed)");
+    if (plan_.fed_rows_used[type] > fed[type].shape()[0])
+      fail("loom", "batch_input row ", plan_.fed_rows_used[type] - 1, " of type ",
+           loom_.type(type).to_string(), " is beyond the fed batch ", fed[type].value().describe());
+    chunks_.push_back(fed[type]);
   }
-  std::vector<std::uint32_t> fed_chunk(loom_.num_types(), UINT32_MAX);
-  std::uint32_t import_base = UINT32_MAX;  // imported chunks join this run's at the first use
-  for (Value v = 0; v < weaver_.num_values(); ++v) {
-    const auto& info = weaver_.info(v);
-    switch (info.kind) {
-      case ValueKind::kConstant:
-        locations_[v] = {constant_chunk[info.type], info.index};
-        break;
-      case ValueKind::kParameter:
-        locations_[v] = {parameter_chunk[info.index], 0};
-        break;
-      case ValueKind::kBatchInput: {
-        if (info.type >= fed.size() || !fed[info.type].defined())
-          fail("loom", "a batch_input of type ", loom_.type(info.type).to_string(),
-               " was woven but no batch was fed for that type (Executor::feed)");
-        if (std::int64_t(info.index) >= fed[info.type].shape()[0])
-          fail("loom", "batch_input row ", info.index, " of type ",
-               loom_.type(info.type).to_string(), " is beyond the fed batch ",
-               fed[info.type].value().describe());
-        if (fed_chunk[info.type] == UINT32_MAX) fed_chunk[info.type] = add_chunk(fed[info.type]);
-        locations_[v] = {fed_chunk[info.type], info.index};
-        break;
-      }
-      case ValueKind::kImported: {  // keeps its row in an earlier run's chunk
-        if (info.index >= import_rows.size())
-          fail("loom", "imported value ", v, " refers to slot ", info.index, " but ",
-               import_rows.size(), " rows were imported (Executor::import)");
-        if (import_base == UINT32_MAX) {
-          import_base = std::uint32_t(chunks_.size());
-          chunks_.insert(chunks_.end(), import_chunks.begin(), import_chunks.end());
-        }
-        const ValueLocation at = import_rows[info.index];
-        locations_[v] = {import_base + at.chunk, at.row};
-        break;
-      }
-      case ValueKind::kCallOutput:
-        break;
-    }
-  }
+  if (plan_.uses_imports) chunks_.insert(chunks_.end(), import_chunks.begin(), import_chunks.end());
 }
 
-Var StepRunner::fetch_argument(std::span<const std::uint32_t> calls, std::size_t position) {
-  const ValueLocation first = locations_[arg(calls[0], position)];
-  bool contiguous = true;
-  for (std::size_t j = 1; j < calls.size() && contiguous; ++j) {
-    const ValueLocation loc = locations_[arg(calls[j], position)];
-    contiguous = loc.chunk == first.chunk && loc.row == first.row + j;
+Var StepRunner::fetch_argument(const PlannedArgument& argument, const Operation& op,
+                               std::size_t position, std::int64_t rows) {
+  const TypeShape& ts = loom_.type(op.inputs[position]);
+  if (argument.is_view) {
+    const Var& chunk = chunks_[argument.chunk];
+    if (argument.row == 0 && rows == chunk.shape()[0]) return chunk;
+    return detail::chunk_rows_view(chunk, argument.row, rows);
   }
-  if (contiguous) {
-    ++stats_.gathers_skipped;
-    const Var& chunk = chunks_[first.chunk];
-    if (first.row == 0 && std::int64_t(calls.size()) == chunk.shape()[0]) return chunk;
-    return detail::chunk_rows_view(chunk, first.row, std::int64_t(calls.size()));
-  }
-  const TypeShape& ts = loom_.type(loom_.operation(weaver_.calls()[calls[0]].op).inputs[position]);
-  return gather(calls, position, 1, ts.shape.prepend(std::int64_t(calls.size())));
+  const std::int64_t width = ts.shape.numel();
+  return run_planned_gather(plan_, packed_, chunks_, argument.gather,
+                            std::span<const std::int64_t>(&width, 1), ts.shape.prepend(rows));
 }
 
-// One gather of argument positions [first, first + count) of every call, side by side.
-Var StepRunner::gather(std::span<const std::uint32_t> calls, std::size_t first, std::size_t count,
-                       const Shape& shape) {
-  std::vector<ValueLocation> sources;
-  sources.reserve(calls.size() * count);
-  for (std::size_t p = first; p < first + count; ++p)
-    for (std::uint32_t call : calls) sources.push_back(locations_[arg(call, p)]);
-  stats_.bytes_gathered += shape.numel() * 4;
-  return gather_locations(chunks_, sources, std::int64_t(calls.size()), int(count), shape);
-}
-
-void StepRunner::run_step(const Schedule& schedule, const ScheduleStep& step) {
+void StepRunner::run_step(const Schedule& schedule, std::size_t step_index) {
+  const ScheduleStep& step = schedule.steps[step_index];
   const Operation& op = loom_.operation(step.op);
-  const auto calls = schedule.step_calls(step);
-  const std::int64_t rows = std::int64_t(calls.size());
+  const std::int64_t rows = std::int64_t(step.size());
+  const PlannedArgument* arguments = &plan_.arguments[plan_.step_first_argument[step_index]];
   std::vector<Var> inputs;
   if (op.options.concat_inputs) {
+    std::vector<std::int64_t> widths;
     std::int64_t width = 0;
-    for (TypeId t : op.inputs) width += loom_.type(t).shape[0];
-    inputs.push_back(gather(calls, 0, op.inputs.size(), Shape{rows, width}));
+    for (TypeId t : op.inputs) {
+      widths.push_back(loom_.type(t).shape.numel());
+      width += loom_.type(t).shape[0];
+    }
+    inputs.push_back(run_planned_gather(plan_, packed_, chunks_, arguments[0].gather, widths,
+                                        Shape{rows, width}));
   } else {
-    for (std::size_t i = 0; i < op.inputs.size(); ++i) inputs.push_back(fetch_argument(calls, i));
+    for (std::size_t i = 0; i < op.inputs.size(); ++i)
+      inputs.push_back(fetch_argument(arguments[i], op, i, rows));
   }
   std::vector<Var> outputs = op.body(inputs);
   if (outputs.size() != op.outputs.size())
@@ -240,9 +189,7 @@ void StepRunner::run_step(const Schedule& schedule, const ScheduleStep& step) {
       fail("loom", "operation '", op.name, "' returned ", value.describe(), " for output ", k,
            ", expected ", dtype_name(ts.dtype), " ", ts.shape.prepend(rows), " (", rows,
            " rows of ", ts.to_string(), ")");
-    const std::uint32_t chunk = add_chunk(outputs[k]);
-    for (std::size_t j = 0; j < calls.size(); ++j)
-      locations_[weaver_.calls()[calls[j]].first_output + k] = {chunk, std::uint32_t(j)};
+    chunks_.push_back(outputs[k]);
   }
   OperationStats& s = stats_.operations[step.op];
   ++s.batched_calls;
@@ -253,6 +200,10 @@ void StepRunner::run_step(const Schedule& schedule, const ScheduleStep& step) {
 }  // namespace
 
 LoomResult Executor::run(const Weaver& weaver, const Schedule& schedule) {
+  return run(weaver, schedule, nullptr);
+}
+
+LoomResult Executor::run(const Weaver& weaver, const Schedule& schedule, const BatchPlan* plan) {
   if (&weaver.loom() != loom_) fail("loom", "the weave was recorded for another loom");
   auto start = std::chrono::steady_clock::now();
   const BackendCounters counted_before = backend_counters();
@@ -261,17 +212,32 @@ LoomResult Executor::run(const Weaver& weaver, const Schedule& schedule) {
   LoomResult result;
   result.weaver_ = &weaver;
   result.schedule_ = schedule;
-  result.locations_.resize(weaver.num_values());
+  if (plan == nullptr || plan->uses_imports) {
+    result.owned_plan_ = std::make_shared<const BatchPlan>(
+        make_batch_plan(weaver, schedule, std::uint32_t(import_chunks_.size()), import_rows_));
+    plan = result.owned_plan_.get();
+  }
+  if (plan->locations.size() != weaver.num_values() ||
+      plan->step_first_argument.size() != schedule.steps.size() + 1)
+    fail("loom", "the batch plan was made for another weave or schedule (", plan->locations.size(),
+         " values and ", plan->step_first_argument.size() - 1, " steps, against ",
+         weaver.num_values(), " and ", schedule.steps.size(), ")");
+  result.plan_ = plan;
+  result.packed_ = plan->packed.to(device_);  // the batch's one upload
   RunStats& stats = result.stats_;
   stats.operations.resize(loom_->num_operations());
   for (OpId op = 0; op < loom_->num_operations(); ++op)
     stats.operations[op].name = loom_->operation(op).name;
-  StepRunner runner(*loom_, weaver, result.chunks_, result.locations_, stats);
-  runner.place_depth_zero(*tape_, fed_, device_, import_chunks_, import_rows_);
-  for (const ScheduleStep& step : schedule.steps) runner.run_step(schedule, step);
+  StepRunner runner(*loom_, weaver, *plan, result.packed_, result.chunks_, stats);
+  runner.place_depth_zero(*tape_, fed_, import_chunks_);
+  for (std::size_t s = 0; s < schedule.steps.size(); ++s) runner.run_step(schedule, s);
   stats.levels = schedule.num_levels;
   stats.batched_calls = std::int64_t(schedule.steps.size());
   stats.nodes = std::int64_t(weaver.num_calls());
+  stats.bytes_gathered = plan->bytes_gathered;
+  stats.gathers_skipped = plan->gathers_skipped;
+  stats.packed_bytes = std::int64_t(plan->packed.nbytes());
+  stats.planned_gathers = std::int64_t(plan->gathers.size());
   stats.execute_seconds = seconds_since(start);
   stats.backend = backend_counters() - counted_before;
   return result;
@@ -291,6 +257,8 @@ const RunStats& LoomResult::stats() const {
   return stats_;
 }
 
+ValueLocation LoomResult::location(Value value) const { return plan_->locations.at(value); }
+
 Var LoomResult::gather(std::span<const Value> values) const {
   if (values.empty()) fail("loom", "gather of no values");
   const TypeId type = weaver_->type_of(values[0]);
@@ -298,22 +266,50 @@ Var LoomResult::gather(std::span<const Value> values) const {
     if (weaver_->type_of(v) != type)
       fail("loom", "gather mixes types ", weaver_->loom().type(type).to_string(), " and ",
            weaver_->loom().type(weaver_->type_of(v)).to_string());
-  std::vector<ValueLocation> sources;
-  for (Value v : values) sources.push_back(locations_[v]);
-  const std::int64_t rows = std::int64_t(values.size());
-  return gather_locations(chunks_, sources, rows, 1,
-                          weaver_->loom().type(type).shape.prepend(rows));
+  // Values no plan foresaw: their references travel in a copy of their own.
+  std::vector<Var> involved;
+  std::vector<std::uint32_t> local_of;  // chunk id -> index in `involved` + 1 (0 = not yet)
+  std::vector<std::int32_t> refs;
+  refs.reserve(2 * values.size());
+  for (Value v : values) {
+    const ValueLocation loc = location(v);
+    if (loc.chunk >= local_of.size()) local_of.resize(loc.chunk + 1, 0);
+    if (local_of[loc.chunk] == 0) {
+      involved.push_back(chunks_[loc.chunk]);
+      local_of[loc.chunk] = std::uint32_t(involved.size());
+    }
+    refs.push_back(std::int32_t(local_of[loc.chunk] - 1));
+    refs.push_back(std::int32_t(loc.row));
+  }
+  return detail::gather_host_refs(
+      involved, refs, weaver_->loom().type(type).shape.prepend(std::int64_t(values.size())));
+}
+
+Var LoomResult::planned_gather(std::size_t k) const {
+  if (k >= plan_->result_gathers.size())
+    fail("loom", "planned_gather: list ", k, " was not planned (", plan_->result_gathers.size(),
+         " were)");
+  const std::int64_t index = plan_->result_gathers[k];
+  if (index < 0) return Var();
+  const PlannedGather& g = plan_->gathers[std::size_t(index)];
+  const TypeShape& ts = weaver_->loom().type(plan_->result_types[k]);
+  const std::int64_t width = ts.shape.numel();
+  return run_planned_gather(*plan_, packed_, chunks_, std::size_t(index),
+                            std::span<const std::int64_t>(&width, 1),
+                            ts.shape.prepend(std::int64_t(g.rows)));
 }
 
 Var LoomResult::outputs(TypeId type) const {
-  std::vector<Value> selected;
-  for (Value v : weaver_->outputs())
-    if (weaver_->type_of(v) == type) selected.push_back(v);
-  if (selected.empty())
+  if (type >= plan_->output_gathers.size() || plan_->output_gathers[type] < 0)
     fail("loom", "the weave has no outputs of type ",
          type < weaver_->loom().num_types() ? weaver_->loom().type(type).to_string()
                                             : std::to_string(type));
-  return gather(selected);
+  const PlannedGather& g = plan_->gathers[std::size_t(plan_->output_gathers[type])];
+  const TypeShape& ts = weaver_->loom().type(type);
+  const std::int64_t width = ts.shape.numel();
+  return run_planned_gather(*plan_, packed_, chunks_, std::size_t(plan_->output_gathers[type]),
+                            std::span<const std::int64_t>(&width, 1),
+                            ts.shape.prepend(std::int64_t(g.rows)));
 }
 
 }  // namespace weft::loom

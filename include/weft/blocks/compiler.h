@@ -68,8 +68,10 @@ class WovenBatch {
   friend class BatchResult;
   std::unique_ptr<loom::Weaver> weaver_;
   std::unique_ptr<detail::WovenRecords> records_;
-  // Made by weave() on the weaving thread, so a batch woven ahead is scheduled ahead too.
+  // Made by weave() on the weaving thread, so a batch woven ahead is scheduled ahead too, and
+  // planned: its constants and every gather's references packed for one upload (batch_plan.h).
   std::unique_ptr<loom::Schedule> schedule_;
+  std::unique_ptr<loom::BatchPlan> plan_;
   std::size_t examples_ = 0;
   // A root that needs the flow engine: the examples, woven when the batch runs.
   std::vector<Input> flow_inputs_;
@@ -162,7 +164,8 @@ class Compiler {
  private:
   friend struct EvalAccess;
   WovenBatch weave_unscheduled(std::span<const Input> examples) const;
-  // Fills batch.schedule_ (options().strategy, max_step_rows).
+  // Fills batch.schedule_ (options().strategy, max_step_rows) and batch.plan_ (the outputs'
+  // and metrics' gathers planned after the steps').
   void schedule(WovenBatch& batch) const;
   // for_eval: any output type is accepted (eval returns Input, Broadcast and Void values too).
   Compiler(Block root, CompilerOptions options, bool for_eval);

@@ -4,9 +4,12 @@
 // of the type's values — every value is stored once. The gathers are tape ops whose backward
 // scatter-adds, so tape.backward() runs the schedule in reverse and a value used by several
 // consumers gets the sum of their gradients; gradients reach parameters and fed batches.
+// What the host works out for a run (where values live, the gathers' row references, the
+// constants) is its BatchPlan (batch_plan.h), sent to the run's device in one copy.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -33,6 +36,11 @@ struct RunStats {
   std::int64_t nodes = 0;              // calls woven
   std::int64_t bytes_gathered = 0;
   std::int64_t gathers_skipped = 0;  // arguments passed as views (already contiguous)
+  // The batch's packed buffer (its constants and every gather's row references, batch_plan.h),
+  // sent to the run's device in one copy, and the gathers reading it (the steps' and the ones
+  // planned for after the run).
+  std::int64_t packed_bytes = 0;
+  std::int64_t planned_gathers = 0;
   double schedule_seconds = 0;
   double execute_seconds = 0;
   // What the run asked of the backend (the running thread's counters over Executor::run):
@@ -44,6 +52,7 @@ struct RunStats {
 };
 
 class LoomResult;
+struct BatchPlan;
 
 // Where a value lives after a run: row `row` of chunk `chunk` (a step's output, or a
 // depth-0 block of constants, a parameter or a fed batch).
@@ -69,6 +78,10 @@ class Executor {
   LoomResult run(const Weaver& weaver, Strategy strategy = Strategy::kByDepth,
                  std::uint32_t max_step_rows = 0);
   LoomResult run(const Weaver& weaver, const Schedule& schedule);
+  // Runs with a plan made ahead for this weave and schedule (make_batch_plan, e.g. on the
+  // thread that wove the batch); planned again here when null or when it depends on imports.
+  // The plan must outlive the result.
+  LoomResult run(const Weaver& weaver, const Schedule& schedule, const BatchPlan* plan);
 
  private:
   const Loom* loom_;
@@ -91,16 +104,22 @@ class LoomResult {
   const RunStats& stats() const;
   // The schedule that ran (for schedule_text / schedule_dot).
   const Schedule& schedule() const { return schedule_; }
+  // The values of result list k of the plan (make_batch_plan's result_lists) as one [n, ...]
+  // Var, gathered with the references the batch's one upload brought; undefined for an empty
+  // list.
+  Var planned_gather(std::size_t k) const;
   // Where the values live, for a later weave to import them (Executor::import).
   std::span<const Var> chunks() const { return chunks_; }
-  ValueLocation location(Value value) const { return locations_.at(value); }
+  ValueLocation location(Value value) const;
   const Weaver& weaver() const { return *weaver_; }
 
  private:
   friend class Executor;
   const Weaver* weaver_ = nullptr;
   std::vector<Var> chunks_;
-  std::vector<ValueLocation> locations_;  // per value
+  std::shared_ptr<const BatchPlan> owned_plan_;  // when the run planned it
+  const BatchPlan* plan_ = nullptr;              // where every value lives
+  Tensor packed_;                                // the plan's buffer on the run's device
   Schedule schedule_;
   mutable RunStats stats_;
   mutable bool bound_filled_ = false;  // stats_'s lower bound

@@ -99,24 +99,23 @@ namespace {
 
 // A ring of pinned host memory: each upload copies its bytes in, queues the copy to the
 // device and records an event; a region is written again only after its event has passed.
-// The host waits only when the ring wraps onto copies the device has not done yet.
+// The host waits only when the ring wraps onto copies the device has not done yet, or once
+// when an upload larger than the ring (a batch's packed buffer, loom/batch_plan.h) makes it
+// grow: it then holds twice that, so a run of such batches keeps two in flight.
 class StagingRing {
  public:
-  static constexpr std::size_t kCapacity = std::size_t(8) << 20;
+  static constexpr std::size_t kInitialCapacity = std::size_t(8) << 20;
+  static constexpr std::size_t kMaxCapacity = std::size_t(1) << 30;
 
-  bool fits(std::size_t bytes) const { return bytes <= kCapacity; }
+  bool fits(std::size_t bytes) const { return bytes <= kMaxCapacity / 2; }
 
   void copy_to_device(void* dst, const void* src, std::size_t bytes) {
     std::lock_guard lock(mutex_);
-    if (!host_) check(cudaHostAlloc(&host_, kCapacity, cudaHostAllocDefault), "cudaHostAlloc");
+    if (bytes > capacity_) grow(bytes);
+    if (!host_) check(cudaHostAlloc(&host_, capacity_, cudaHostAllocDefault), "cudaHostAlloc");
     retire_finished();
-    if (head_ + bytes > kCapacity) head_ = 0;
-    while (!pending_.empty() && overlaps(pending_.front(), head_, bytes)) {
-      ++backend::detail::thread_counters().synchronizations;
-      check(cudaEventSynchronize(pending_.front().event), "staging wait");
-      events_.push_back(pending_.front().event);
-      pending_.pop_front();
-    }
+    if (head_ + bytes > capacity_) head_ = 0;
+    while (!pending_.empty() && overlaps(pending_.front(), head_, bytes)) wait_oldest();
     char* slot = static_cast<char*>(host_) + head_;
     std::memcpy(slot, src, bytes);
     check(cudaMemcpyAsync(dst, slot, bytes, cudaMemcpyHostToDevice, stream()), "upload");
@@ -133,6 +132,20 @@ class StagingRing {
   };
   static bool overlaps(const Region& r, std::size_t start, std::size_t bytes) {
     return r.start < start + bytes && start < r.end;
+  }
+  void wait_oldest() {
+    ++backend::detail::thread_counters().synchronizations;
+    check(cudaEventSynchronize(pending_.front().event), "staging wait");
+    events_.push_back(pending_.front().event);
+    pending_.pop_front();
+  }
+  // Replaces the ring by one of twice `bytes` once every copy out of it is done.
+  void grow(std::size_t bytes) {
+    while (!pending_.empty()) wait_oldest();
+    if (host_) check(cudaFreeHost(host_), "cudaFreeHost");
+    host_ = nullptr;
+    capacity_ = std::min(kMaxCapacity, 2 * bytes);
+    head_ = 0;
   }
   void retire_finished() {
     while (!pending_.empty() && cudaEventQuery(pending_.front().event) == cudaSuccess) {
@@ -154,6 +167,7 @@ class StagingRing {
 
   std::mutex mutex_;
   void* host_ = nullptr;
+  std::size_t capacity_ = kInitialCapacity;
   std::size_t head_ = 0;
   std::deque<Region> pending_;
   std::vector<cudaEvent_t> events_;
@@ -164,9 +178,9 @@ StagingRing& staging() {
   return *ring;
 }
 
-// Host-to-device copy that returns without waiting: small copies through the staging ring;
-// larger ones from pageable memory, which CUDA stages itself (it may block the host for
-// the staging, never for kernels queued earlier to finish).
+// Host-to-device copy that returns without waiting: copies through the staging ring (up to
+// half a GiB); larger ones from pageable memory, which CUDA stages itself (it may block the host
+// for the staging, never for kernels queued earlier to finish).
 void copy_from_host(void* dst, const void* src, std::size_t bytes) {
   ++backend::detail::thread_counters().host_to_device;
   if (staging().fits(bytes)) {

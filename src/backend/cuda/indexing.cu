@@ -1,8 +1,11 @@
 // CUDA row indexing: gather_rows, scatter_add_rows (atomicAdd, so duplicated indices sum, in
 // an order that may differ from run to run), find_bad_index (the one kernel here whose
 // result the host reads back, so the op can throw), and the loom's gather of argument rows
-// from many chunks and its scatter-add gradient. The loom passes its row references as a host
-// tensor; they travel to the device with the chunk table in one staged upload.
+// from many chunks and its scatter-add gradient. The loom's row references are already on the
+// device (a segment of the batch's one packed upload, loom/batch_plan.h) and the table of
+// chunks goes with the launch, as a kernel parameter: a gather copies nothing of its own.
+// References still on the host travel with a table that is too long for a parameter in one
+// staged upload.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -47,10 +50,28 @@ struct ChunkEntry {
   std::int64_t width;
 };
 
-template <typename Word>
-__global__ void gather_chunk_rows_kernel(const ChunkEntry* chunks, const std::int32_t* refs,
-                                         Word* dst, std::int64_t dst_row, std::int64_t column,
-                                         std::int64_t max_width, std::int64_t n) {
+// The chunk table of a launch, passed by value: N entries at most (N * 16 bytes of the
+// kernel's 4 KiB of parameters). __grid_constant__ keeps it in the parameter bank (no copy per
+// thread); a warp's threads mostly read one entry (a row's elements), a broadcast.
+template <int N>
+struct InlineTable {
+  ChunkEntry entries[N];
+  __device__ const ChunkEntry& operator[](std::int32_t i) const { return entries[i]; }
+};
+constexpr int kSmallTable = 16;
+constexpr int kLargeTable = 200;
+
+// A table uploaded with the references (more chunks than kLargeTable, or host references).
+struct DeviceTable {
+  const ChunkEntry* entries;
+  __device__ const ChunkEntry& operator[](std::int32_t i) const { return entries[i]; }
+};
+
+template <typename Word, typename Table>
+__global__ void gather_chunk_rows_kernel(const __grid_constant__ Table chunks,
+                                         const std::int32_t* refs, Word* dst, std::int64_t dst_row,
+                                         std::int64_t column, std::int64_t max_width,
+                                         std::int64_t n) {
   WEFT_GRID_STRIDE(e, n * max_width) {
     const std::int64_t i = e / max_width, j = e % max_width;
     const ChunkEntry chunk = chunks[refs[2 * i]];
@@ -60,10 +81,11 @@ __global__ void gather_chunk_rows_kernel(const ChunkEntry* chunks, const std::in
   }
 }
 
+template <typename Table>
 __global__ void scatter_add_chunk_rows_kernel(const float* src, std::int64_t src_row,
                                               std::int64_t column, const std::int32_t* refs,
-                                              const ChunkEntry* grads, std::int64_t max_width,
-                                              std::int64_t n) {
+                                              const __grid_constant__ Table grads,
+                                              std::int64_t max_width, std::int64_t n) {
   WEFT_GRID_STRIDE(e, n * max_width) {
     const std::int64_t i = e / max_width, j = e % max_width;
     const ChunkEntry grad = grads[refs[2 * i]];
@@ -94,6 +116,27 @@ StagedRefs stage(const std::vector<ChunkEntry>& table, const Tensor& refs) {
   staged.refs = host_refs ? reinterpret_cast<const std::int32_t*>(base + table_bytes)
                           : refs.data<std::int32_t>();
   return staged;
+}
+
+template <int N>
+InlineTable<N> inline_table(const std::vector<ChunkEntry>& table) {
+  InlineTable<N> out{};
+  std::copy(table.begin(), table.end(), out.entries);
+  return out;
+}
+
+// Calls launch(table, refs) with the table by value when the references are on the device and
+// it fits in a parameter, else uploaded (with the references when they are on the host).
+template <typename Launch>
+void with_table(const std::vector<ChunkEntry>& table, const Tensor& refs, Launch&& launch) {
+  if (refs.device() == Device::kCuda && table.size() <= std::size_t(kLargeTable)) {
+    const auto* device_refs = refs.data<std::int32_t>();
+    if (table.size() <= std::size_t(kSmallTable))
+      return launch(inline_table<kSmallTable>(table), device_refs);
+    return launch(inline_table<kLargeTable>(table), device_refs);
+  }
+  const StagedRefs staged = stage(table, refs);
+  launch(DeviceTable{staged.table}, staged.refs);
 }
 
 // Calls fn(Word{}) with the unsigned word type of dtype's size.
@@ -165,12 +208,13 @@ void gather_chunk_rows(std::span<const Tensor> chunks, const Tensor& refs, Tenso
     max_width = std::max(max_width, chunk.row_size());
   }
   if (max_width == 0) return;
-  StagedRefs staged = stage(table, refs);
   with_word(dst.dtype(), [&](auto word) {
     using Word = decltype(word);
-    gather_chunk_rows_kernel<<<grid_for(n * max_width), kThreads, 0, stream()>>>(
-        staged.table, staged.refs, static_cast<Word*>(dst.raw_data()), dst.row_size(), column,
-        max_width, n);
+    with_table(table, refs, [&](const auto& chunk_table, const std::int32_t* device_refs) {
+      gather_chunk_rows_kernel<<<grid_for(n * max_width), kThreads, 0, stream()>>>(
+          chunk_table, device_refs, static_cast<Word*>(dst.raw_data()), dst.row_size(), column,
+          max_width, n);
+    });
   });
   check_launch("gather_chunk_rows");
 }
@@ -194,9 +238,10 @@ void scatter_add_chunk_rows(const Tensor& src, std::int64_t column, const Tensor
     max_width = std::max(max_width, grad->row_size());
   }
   if (max_width == 0) return;
-  StagedRefs staged = stage(table, refs);
-  scatter_add_chunk_rows_kernel<<<grid_for(n * max_width), kThreads, 0, stream()>>>(
-      src.data<float>(), src.row_size(), column, staged.refs, staged.table, max_width, n);
+  with_table(table, refs, [&](const auto& grad_table, const std::int32_t* device_refs) {
+    scatter_add_chunk_rows_kernel<<<grid_for(n * max_width), kThreads, 0, stream()>>>(
+        src.data<float>(), src.row_size(), column, device_refs, grad_table, max_width, n);
+  });
   check_launch("scatter_add_chunk_rows");
 }
 
