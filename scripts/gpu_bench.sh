@@ -3,9 +3,12 @@
 # info`, the ICLR table on the GPU (train and infer; N = 128, 1024; B = 256, 1024; manual and
 # full-dynamic, woven ahead and in turn), sentiment training on the GPU against the host's one
 # core, the CUDA tests, the PyTorch peer where torch sees the GPU, any CPU rows asked for
-# (cpu_rows), and compute-sanitizer on the CUDA tests. Every step is bounded by
-# `timeout` and by what is left of WEFT_GPU_BUDGET_S (default 330 s), and records a line in
-# steps.csv before the next starts, so a failing or slow step leaves the others' results.
+# (cpu_rows), and compute-sanitizer on the CUDA tests (memcheck also on the loom's, whose
+# gathers read the batch's one packed upload: loom/batch_plan.h). The table's CSVs carry each
+# batch's host-to-device copies and waits (the target: one copy per batch). Every step is
+# bounded by `timeout` and by what is left of WEFT_GPU_BUDGET_S (default 330 s), and records a
+# line in steps.csv before the next starts, so a failing or slow step leaves the others'
+# results.
 # Writes into $OUT (default build/gpu-out). Without a GPU the CUDA steps fail fast and the
 # rest still runs, which is how it is checked on the workstation.
 set -uo pipefail

@@ -26,8 +26,9 @@ mode: unbatched | manual | dynamic | full-dynamic; phase: train | infer.
 A batch's time (batch_s_*) = weave_s + execution (run_s): forward, and when training ½Σy² over
 the root outputs, backward and the SGD update (lr 1e-5); with --weave-ahead on (dynamic and
 full-dynamic; weave_ahead 1) the next batch is woven while this one runs, and a batch's time is
-from the end of the batch before. weave_s (median) = weaving + scheduling (loom modes; 0 for
-manual, whose gather plan is built once per shape, untimed); run_s (median) = execution.
+from the end of the batch before. weave_s (median) = weaving + scheduling + the batch's plan
+(its packed upload, loom/batch_plan.h; loom modes; 0 for manual, whose gather plan is built
+once per shape, untimed); run_s (median) = execution.
 kernel_calls, launches, host_to_device, synchronizations: medians per batch of what the
 execution asked of the backend (kernels on any device; on CUDA kernel launches and cuBLAS
 calls, host-to-device copies, waits for the device). Trees are made
