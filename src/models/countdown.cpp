@@ -1,4 +1,4 @@
-// The countdown decoder (models/countdown.h). The state is [c, 1, onehot(w)]: one step takes c
+// The countdown decoder (models/countdown.h). The state is [c, 1, vector(w)]: one step takes c
 // to c - 1 (a linear map) and scores the next token from tanh(4c - 2) (about +1 while words
 // remain, -1 at zero), the word table and the seeded transition scores, so the argmax is the
 // word w while c >= 1 and the end token at c = 0.
@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <mutex>
 
 #include "weft/autodiff/ops.h"
@@ -45,7 +47,8 @@ class CountdownModel final : public Model, public IterativeDecoding {
   [[noreturn]] static void refuse_training() {
     fail("countdown", "its weights are set, not learned: it serves and infers, it does not train");
   }
-  void set_weights(std::int64_t dim, std::int64_t vocabulary);
+  void set_weights(std::int64_t width, std::int64_t vocabulary);
+  std::vector<float> word_vectors(std::int64_t width, std::int64_t vocabulary) const;
   void add_step_operation(std::int64_t dim, std::int64_t vocabulary);
 
   OptionValues options_;
@@ -62,12 +65,15 @@ CountdownModel::CountdownModel(const OptionValues& options, const ModelInit& ini
     : options_(options) {
   words_ = options.integer("words");
   max_count_ = options.integer("max_count");
-  const std::int64_t vocabulary = words_ + 1, dim = 2 + vocabulary;
+  const std::int64_t vocabulary = words_ + 1;
+  const std::int64_t width = options.integer("width") > 0 ? options.integer("width") : vocabulary;
+  const std::int64_t in = 2 + vocabulary, dim = 2 + width;
   if (init.max_parameter_elements > 0 &&
-      2 * dim * dim + 2 * vocabulary * vocabulary + dim + vocabulary > init.max_parameter_elements)
-    fail("countdown", "words=", words_, " asks for more parameters than ",
+      in * dim + dim * dim + dim + vocabulary + dim * vocabulary + vocabulary * vocabulary >
+          init.max_parameter_elements)
+    fail("countdown", "words=", words_, " and width=", width, " ask for more parameters than ",
          init.parameter_budget_reason);
-  set_weights(dim, vocabulary);
+  set_weights(width, vocabulary);
   add_step_operation(dim, vocabulary);
   decoder_.step = [this](flow::Context& ctx, flow::Val state, std::int32_t previous) {
     std::vector<float> onehot(std::size_t(words_ + 1), 0.0f);
@@ -80,22 +86,46 @@ CountdownModel::CountdownModel(const OptionValues& options, const ModelInit& ini
   decoder_.max_length = std::int32_t(max_count_ + 1);
 }
 
+// Each word's vector: one-hot (width 0), or seeded random unit vectors, nearly orthogonal
+// when wide (word 0, the end token, has none).
+std::vector<float> CountdownModel::word_vectors(std::int64_t width, std::int64_t vocabulary) const {
+  std::vector<float> vectors(std::size_t(vocabulary * width), 0.0f);
+  const bool one_hot = options_.integer("width") == 0;
+  Rng rng(std::uint64_t(options_.integer("seed")) + 1);
+  for (std::int64_t w = 1; w < vocabulary; ++w) {
+    float* v = vectors.data() + w * width;
+    double norm = 0;
+    for (std::int64_t k = 0; k < width; ++k) {
+      v[k] = one_hot ? float(k == w) : rng.normal();
+      norm += double(v[k]) * double(v[k]);
+    }
+    for (std::int64_t k = 0; k < width; ++k) v[k] = float(double(v[k]) / std::sqrt(norm));
+  }
+  return vectors;
+}
+
 // The counter, threshold and word table as described above; the transition scores seeded.
-void CountdownModel::set_weights(std::int64_t dim, std::int64_t vocabulary) {
-  std::vector<float> identity(std::size_t(dim * dim), 0.0f);
-  for (std::int64_t i = 0; i < dim; ++i) identity[std::size_t(i * dim + i)] = 1;
-  std::vector<float> shift = identity;
+void CountdownModel::set_weights(std::int64_t width, std::int64_t vocabulary) {
+  const std::int64_t in = 2 + vocabulary, dim = 2 + width;
+  const std::vector<float> words = word_vectors(width, vocabulary);
+  std::vector<float> embed(std::size_t(in * dim), 0.0f), shift(std::size_t(dim * dim), 0.0f);
+  embed[0] = 1, embed[std::size_t(dim + 1)] = 1;  // c and 1 pass through
+  for (std::int64_t w = 1; w < vocabulary; ++w)
+    std::copy_n(words.data() + w * width, width, embed.data() + (2 + w) * dim + 2);
+  for (std::int64_t i = 0; i < dim; ++i) shift[std::size_t(i * dim + i)] = 1;
   shift[std::size_t(1 * dim + 0)] = -1;  // c' = c - 1
   std::vector<float> gate(std::size_t(dim), 0.0f);
   gate[0] = 4, gate[1] = -2;  // tanh(4c - 2)
   std::vector<float> end(std::size_t(vocabulary), 3.0f);
   end[0] = -6;  // the end token when the gate is negative, words when it is positive
   std::vector<float> table(std::size_t(dim * vocabulary), 0.0f);
-  for (std::int64_t w = 1; w < vocabulary; ++w) table[std::size_t((2 + w) * vocabulary + w)] = 3;
+  for (std::int64_t w = 1; w < vocabulary; ++w)
+    for (std::int64_t k = 0; k < width; ++k)
+      table[std::size_t((2 + k) * vocabulary + w)] = 3 * words[std::size_t(w * width + k)];
   Rng rng(std::uint64_t(options_.integer("seed")));
   std::vector<float> pair(std::size_t(vocabulary * vocabulary));
   for (float& v : pair) v = rng.uniform(-0.5f, 0.5f);
-  embed_ = Parameter("embed", Tensor::from_vector({dim, dim}, identity));
+  embed_ = Parameter("embed", Tensor::from_vector({in, dim}, embed));
   shift_ = Parameter("shift", Tensor::from_vector({dim, dim}, shift));
   gate_ = Parameter("gate", Tensor::from_vector({dim, 1}, gate));
   end_ = Parameter("end", Tensor::from_vector({1, vocabulary}, end));
@@ -178,6 +208,9 @@ ModelEntry countdown_entry() {
        OptionRole::kArchitecture, 0, 1e6},
       {"words", OptionKind::kInt, 8, "words in the vocabulary (the end token is one more)",
        OptionRole::kArchitecture, 1, 256},
+      {"width", OptionKind::kInt, 0,
+       "the state's word part: 0 one-hot, else random unit vectors this wide (a costlier step)",
+       OptionRole::kArchitecture, 0, 4096},
       {"beam", OptionKind::kInt, 1, "predict()'s beam width (1: greedy)", runtime, 1, 64},
       {"max_steps", OptionKind::kInt, 0, "predict()'s bound on steps (0: max_count + 1)", runtime,
        0, 1e7},

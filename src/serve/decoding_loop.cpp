@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "weft/backend/cpu.h"
+
 namespace weft::serve::detail {
 
 using Clock = std::chrono::steady_clock;
@@ -54,6 +56,7 @@ std::size_t DecodingLoop::live_sequences() const {
 }
 
 void DecodingLoop::run() {
+  adopt_num_threads();  // this thread's OpenMP count is the default, not the process's setting
   for (;;) {
     admit_queued();
     if (generations_.empty()) {

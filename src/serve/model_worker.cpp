@@ -4,6 +4,7 @@
 #include "model_worker.h"
 
 #include "decoding_loop.h"
+#include "weft/backend/cpu.h"
 
 #include <algorithm>
 #include <exception>
@@ -135,6 +136,7 @@ void ModelWorker::stop() {
 }
 
 void ModelWorker::run_loop() {
+  adopt_num_threads();  // this thread's OpenMP count is the default, not the process's setting
   for (;;) {
     std::shared_ptr<models::Model> model;
     {

@@ -350,6 +350,10 @@ CLI::App* add_bench_serve(CLI::App& bench, BenchServeOptions& options) {
   cmd->add_flag("--decoding", options.decoding,
                 "A decoding load: countdown outputs of 5 and 50 words, served with iteration-level "
                 "batching and whole-batch (a countdown checkpoint is made unless --checkpoint)");
+  cmd->add_option("--decode-width", options.decode_width,
+                  "--decoding: the countdown model's width (its step's cost)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 4096));
   return cmd;
 }
 
@@ -369,9 +373,10 @@ std::vector<std::string> decoding_bodies(std::vector<int>& classes) {
 }
 
 // A countdown checkpoint in the temporary directory (the model is registered here).
-std::string countdown_checkpoint() {
+std::string countdown_checkpoint(int width) {
   models::register_countdown_model();
   models::OptionValues o = models::find_model("countdown").default_options();
+  o.set("width", width, "--decode-width");
   const std::string path = (std::filesystem::temp_directory_path() /
                             fmt::format("weft_bench_countdown_{}.safetensors", ::getpid()))
                                .string();
@@ -384,7 +389,7 @@ std::string countdown_checkpoint() {
 int run_bench_serve(const BenchServeOptions& options) {
   if (options.decoding && options.checkpoint.empty() && options.port == 0) {
     BenchServeOptions decoding = options;
-    decoding.checkpoint = countdown_checkpoint();
+    decoding.checkpoint = countdown_checkpoint(options.decode_width);
     const int status = run_bench_serve(decoding);
     std::filesystem::remove(decoding.checkpoint);
     return status;
@@ -429,7 +434,8 @@ int run_bench_serve(const BenchServeOptions& options) {
         Point p = measure(port, model, bodies, classes, concurrency, options);
         p.server = label;
         p.round = round;
-        std::cerr << render({p}, "table").substr(render({}, "table").size()) << std::flush;
+        const std::string row = render({p}, "table");  // without its header line
+        std::cerr << row.substr(row.find('\n') + 1) << std::flush;
         points.push_back(p);
       }
     }

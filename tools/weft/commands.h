@@ -166,7 +166,8 @@ struct BenchServeOptions {
   std::string format = "table";
   std::string out_file;
   std::string plot_file;
-  bool decoding = false;  // the countdown decoding load, iteration-level vs whole-batch
+  bool decoding = false;   // the countdown decoding load, iteration-level vs whole-batch
+  int decode_width = 256;  // its model's width
 };
 
 // `weft serve`: the HTTP inference server (serve_command.cpp); `weft bench serve`: its load

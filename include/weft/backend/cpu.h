@@ -29,6 +29,10 @@ void set_gemm_provider(GemmProvider provider);
 // Threads for GEMM (OpenBLAS's pool and OpenMP, which oneDNN uses). Benchmarks pin 1.
 void set_num_threads(int threads);
 int num_threads();
+// Gives the calling thread the process's thread count: OpenMP's count is per thread, and a
+// thread started after set_num_threads (a server's worker) begins with OpenMP's default, whose
+// idle workers spin beside it.
+void adopt_num_threads();
 
 // The kernel set OpenBLAS chose for this CPU (openblas_get_corename) and whether it is a
 // fallback: kernels older than the CPU's vector units (no AVX2 kernels on a CPU that has AVX2),

@@ -161,6 +161,8 @@ void set_num_threads(int threads) {
 
 int num_threads() { return settings().threads; }
 
+void adopt_num_threads() { omp_set_num_threads(settings().threads); }
+
 std::string_view cpu_backend_summary() { return settings().summary; }
 
 bool openblas_workers_flush_denormals() { return settings().openblas_workers_flush; }
