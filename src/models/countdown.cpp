@@ -13,6 +13,7 @@
 #include "weft/autodiff/ops.h"
 #include "weft/core/error.h"
 #include "weft/core/rng.h"
+#include "weft/models/decoding.h"
 #include "weft/models/iterative_decoding.h"
 
 namespace weft::models {
@@ -20,7 +21,7 @@ namespace {
 
 using nlohmann::json;
 
-class CountdownModel final : public Model, public IterativeDecoding {
+class CountdownModel final : public Model, public DecodingModel {
  public:
   CountdownModel(const OptionValues& options, const ModelInit& init);
 
@@ -33,15 +34,21 @@ class CountdownModel final : public Model, public IterativeDecoding {
   train::BatchFigures train_batch(const train::Batch&, Rng&) override { refuse_training(); }
   train::BatchFigures eval_batch(const train::Batch&) override { refuse_training(); }
   json parse_example(std::string_view line, std::string_view where) const override;
-  std::vector<json> predict(std::span<const json> examples) override;
+  std::vector<json> predict(std::span<const json> examples) override {
+    return decode(examples, decode_settings());
+  }
   const blocks::Block& root_block() const override { return no_block_; }
   std::span<const json> examples(train::Split) const override { return {}; }
+  DecodingModel* decoding() override { return this; }
 
   const loom::Loom& decoding_loom() const override { return loom_; }
-  std::vector<flow::Val> encode(flow::Engine& engine, std::span<const json> examples) override;
-  const flow::Decoder& decoder() const override { return decoder_; }
-  json decoded_json(const json& example, std::span<const flow::Hypothesis> kept,
-                    const DecodeSettings& settings) const override;
+  Device decoding_device() const override { return Device::kCpu; }
+  DecodeSettings decode_settings() const override {
+    return {int(options_.integer("beam")), std::int32_t(options_.integer("max_steps"))};
+  }
+  std::vector<std::unique_ptr<DecodeJob>> encode(flow::Engine& engine,
+                                                 std::span<const json> examples,
+                                                 const DecodeSettings& settings) override;
 
  private:
   [[noreturn]] static void refuse_training() {
@@ -76,6 +83,8 @@ CountdownModel::CountdownModel(const OptionValues& options, const ModelInit& ini
   set_weights(width, vocabulary);
   add_step_operation(dim, vocabulary);
   decoder_.step = [this](flow::Context& ctx, flow::Val state, std::int32_t previous) {
+    if (previous != 0 && previous == options_.integer("fail_word"))
+      fail("countdown", "fail_word: word ", previous, " fails this decoder (a test of isolation)");
     std::vector<float> onehot(std::size_t(words_ + 1), 0.0f);
     onehot[std::size_t(previous)] = 1;
     const auto outs = ctx.call(step_, {state, ctx.constant(token_, onehot)});
@@ -168,31 +177,45 @@ json CountdownModel::parse_example(std::string_view line, std::string_view where
   return json{{"count", count}, {"word", word}};
 }
 
-std::vector<flow::Val> CountdownModel::encode(flow::Engine& engine,
-                                              std::span<const json> examples) {
-  const std::int64_t dim = 3 + words_;
-  std::vector<float> rows(examples.size() * std::size_t(dim), 0.0f);
+// One example's search: the decoder bounded by the request, and what the search keeps.
+class CountdownJob final : public DecodeJob {
+ public:
+  CountdownJob(const flow::Decoder& decoder, flow::Val initial, const DecodeSettings& settings)
+      : decoder_(bounded_decoder(decoder, settings)), initial_(initial), settings_(settings) {}
+  flow::Program program(flow::Context& ctx) override {
+    return decode_program(ctx, decoder_, initial_, settings_.beam, kept_);
+  }
+  json answer() const override {
+    if (kept_.empty()) fail("countdown", "the answer was asked before the program was done");
+    return hypotheses_json(kept_, settings_, decoder_.max_length);
+  }
+
+ private:
+  flow::Decoder decoder_;
+  flow::Val initial_;
+  DecodeSettings settings_;
+  std::vector<flow::Hypothesis> kept_;
+};
+
+std::vector<std::unique_ptr<DecodeJob>> CountdownModel::encode(flow::Engine& engine,
+                                                               std::span<const json> examples,
+                                                               const DecodeSettings& settings) {
+  const std::int64_t in = 3 + words_;
+  std::vector<float> rows(examples.size() * std::size_t(in), 0.0f);
   for (std::size_t e = 0; e < examples.size(); ++e) {
-    float* row = rows.data() + e * std::size_t(dim);
+    float* row = rows.data() + e * std::size_t(in);
     row[0] = float(examples[e].at("count").get<std::int64_t>());
     row[1] = 1;
     row[2 + examples[e].at("word").get<std::int64_t>()] = 1;
   }
   Tape& tape = Tape::current();
-  const Var input = tape.constant(Tensor::from_vector({std::int64_t(examples.size()), dim}, rows));
-  return engine.import(matmul(input, tape.parameter(embed_)), state_);
-}
-
-json CountdownModel::decoded_json(const json& /*example*/, std::span<const flow::Hypothesis> kept,
-                                  const DecodeSettings& settings) const {
-  return hypotheses_json(kept, settings, bounded_decoder(*this, settings).max_length);
-}
-
-std::vector<json> CountdownModel::predict(std::span<const json> examples) {
-  DecodeSettings settings;
-  settings.beam = int(options_.integer("beam"));
-  settings.max_steps = std::int32_t(options_.integer("max_steps"));
-  return decode_batch(*this, examples, settings);
+  const Var input = tape.constant(Tensor::from_vector({std::int64_t(examples.size()), in}, rows));
+  const std::vector<flow::Val> initial =
+      engine.import(matmul(input, tape.parameter(embed_)), state_);
+  std::vector<std::unique_ptr<DecodeJob>> jobs;
+  for (const flow::Val v : initial)
+    jobs.push_back(std::make_unique<CountdownJob>(decoder_, v, settings));
+  return jobs;
 }
 
 }  // namespace
@@ -214,6 +237,8 @@ ModelEntry countdown_entry() {
       {"beam", OptionKind::kInt, 1, "predict()'s beam width (1: greedy)", runtime, 1, 64},
       {"max_steps", OptionKind::kInt, 0, "predict()'s bound on steps (0: max_count + 1)", runtime,
        0, 1e7},
+      {"fail_word", OptionKind::kInt, 0,
+       "a word whose next step throws (0: none): a test of failure isolation", runtime, 0, 256},
   };
   entry.recipe = [](const OptionValues&) { return Recipe{}; };
   entry.create = [](const OptionValues& options, const ModelInit& init) {

@@ -1,5 +1,5 @@
-// Decoding models (models/iterative_decoding.h): one search program per example, a whole batch
-// decoded on a fresh engine (predict), and the common JSON of a decoding.
+// Decoders over flow::Decoder (models/iterative_decoding.h): one search program per example and
+// the common JSON of a decoding.
 #include "weft/models/iterative_decoding.h"
 
 #include <fmt/format.h>
@@ -10,8 +10,7 @@ namespace weft::models {
 
 using nlohmann::json;
 
-flow::Decoder bounded_decoder(const IterativeDecoding& model, const DecodeSettings& settings) {
-  flow::Decoder decoder = model.decoder();
+flow::Decoder bounded_decoder(flow::Decoder decoder, const DecodeSettings& settings) {
   if (settings.max_steps > 0 && settings.max_steps < decoder.max_length)
     decoder.max_length = settings.max_steps;
   return decoder;
@@ -24,32 +23,6 @@ flow::Program decode_program(flow::Context& ctx, const flow::Decoder& decoder, f
     return flow::greedy_program(ctx, decoder, initial, kept[0]);
   }
   return flow::beam_program(ctx, decoder, initial, flow::BeamOptions{.width = beam}, kept);
-}
-
-std::vector<json> decode_batch(IterativeDecoding& model, std::span<const json> examples,
-                               const DecodeSettings& settings) {
-  Tape tape;
-  TapeScope scope(tape);
-  tape.set_grad_enabled(false);
-  flow::EngineOptions options;
-  const flow::Decoder decoder = bounded_decoder(model, settings);
-  options.max_steps = std::uint32_t(decoder.max_length) + 1;
-  flow::Engine engine(model.decoding_loom(), tape, options);
-  const std::vector<flow::Val> initial = model.encode(engine, examples);
-  std::vector<std::vector<flow::Hypothesis>> kept(examples.size());
-  for (std::size_t e = 0; e < examples.size(); ++e)
-    engine.admit(
-        [&, e](flow::Context& ctx) {
-          return decode_program(ctx, decoder, initial[e], settings.beam, kept[e]);
-        },
-        fmt::format("example {}", e));
-  engine.run();
-  std::vector<json> out;
-  for (std::size_t e = 0; e < examples.size(); ++e)
-    out.push_back(engine.state(e) == flow::ProgramState::kFailed
-                      ? json{{"error", engine.error(e)}}
-                      : model.decoded_json(examples[e], kept[e], settings));
-  return out;
 }
 
 json hypotheses_json(std::span<const flow::Hypothesis> kept, const DecodeSettings& settings,

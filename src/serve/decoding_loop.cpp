@@ -6,22 +6,23 @@
 
 #include <algorithm>
 #include <exception>
+#include <tuple>
 
 #include <fmt/format.h>
 
 #include "weft/backend/cpu.h"
+#include "weft/core/error.h"
+#include "weft/nn/mode.h"
 
 namespace weft::serve::detail {
 
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 
-// One instance being decoded; the program refers to its decoder and `kept`, so it stays put.
+// One instance being decoded; its program refers to its job, so the job stays put.
 struct DecodingLoop::Sequence {
   QueuedInstance instance;
-  flow::Decoder decoder;
-  flow::Val initial;
-  std::vector<flow::Hypothesis> kept;
+  std::unique_ptr<models::DecodeJob> job;
   std::size_t example = 0;  // in its generation's engine
   bool stepped = false;     // has run a step (time to first step recorded)
 };
@@ -29,14 +30,15 @@ struct DecodingLoop::Sequence {
 // Engines on one tape, for one Model; freed whole when its last sequence is answered.
 struct DecodingLoop::Generation {
   Generation(std::shared_ptr<models::Model> m, std::uint32_t max_steps)
-      : model(std::move(m)), decoding(dynamic_cast<models::IterativeDecoding*>(model.get())) {
+      : model(std::move(m)), decoding(model->decoding()) {
     tape.set_grad_enabled(false);  // inference: values only, nothing kept for gradients
     flow::EngineOptions engine_options;
     engine_options.max_steps = max_steps;
-    engine = std::make_unique<flow::Engine>(decoding->decoding_loom(), tape, engine_options);
+    engine = std::make_unique<flow::Engine>(decoding->decoding_loom(), tape, engine_options,
+                                            decoding->decoding_device());
   }
   std::shared_ptr<models::Model> model;
-  models::IterativeDecoding* decoding;
+  models::DecodingModel* decoding;
   Tape tape;  // before the engine, which records on it
   std::unique_ptr<flow::Engine> engine;
   std::vector<std::unique_ptr<Sequence>> live;
@@ -85,49 +87,53 @@ DecodingLoop::Generation& DecodingLoop::generation_for(
     Generation& newest = *generations_.back();
     if (newest.model == model && newest.steps < kGenerationSteps) return newest;
   }
-  auto* decoding = dynamic_cast<models::IterativeDecoding*>(model.get());
-  const std::uint32_t bound = std::uint32_t(decoding->decoder().max_length) + 2;
+  // A safety net: each job stops at its request's bound (or the model's) well before this.
+  const std::uint32_t bound = options_.max_decode_steps > 0
+                                  ? 4 * std::uint32_t(options_.max_decode_steps) + 16
+                                  : std::uint32_t(1) << 30;
   generations_.push_back(std::make_unique<Generation>(model, bound));
   return *generations_.back();
 }
 
 void DecodingLoop::admit(std::vector<QueuedInstance> instances) {
-  // Instances of one model (a reload may start another) are encoded together.
-  std::size_t first = 0;
-  while (first < instances.size()) {
-    std::size_t end = first;
-    std::vector<std::unique_ptr<Sequence>> fresh;
-    while (end < instances.size() && instances[end].model == instances[first].model) {
-      auto s = std::make_unique<Sequence>();
-      s->instance = std::move(instances[end++]);
-      fresh.push_back(std::move(s));
-    }
+  // Instances of one model (a reload may start another) and one search are encoded together.
+  const auto key = [](const QueuedInstance& q) {
+    return std::tuple(q.model.get(), q.decode.beam, q.decode.max_steps);
+  };
+  std::stable_sort(
+      instances.begin(), instances.end(),
+      [&](const QueuedInstance& a, const QueuedInstance& b) { return key(a) < key(b); });
+  std::vector<std::unique_ptr<Sequence>> fresh;
+  for (std::size_t i = 0; i < instances.size(); ++i) {
+    const bool last = i + 1 == instances.size() || key(instances[i + 1]) != key(instances[i]);
+    auto s = std::make_unique<Sequence>();
+    s->instance = std::move(instances[i]);
+    fresh.push_back(std::move(s));
+    if (!last) continue;
     Generation& g = generation_for(fresh.front()->instance.model);
     encode_into(g, std::move(fresh));
-    first = end;
+    fresh.clear();
   }
 }
 
 void DecodingLoop::encode_into(Generation& g, std::vector<std::unique_ptr<Sequence>> fresh) {
   TapeScope scope(g.tape);
+  nn::ForwardMode inference(false);
   std::vector<json> examples;
   for (const auto& s : fresh) examples.push_back(s->instance.example);
-  std::vector<flow::Val> initial;
+  std::vector<std::unique_ptr<models::DecodeJob>> jobs;
   try {
-    initial = g.decoding->encode(*g.engine, examples);
+    jobs = g.decoding->encode(*g.engine, examples, fresh.front()->instance.decode);
+    if (jobs.size() != fresh.size()) fail("weft serve", "the model encoded too few examples");
   } catch (const std::exception& e) {
     for (auto& s : fresh) s->instance.request->finish(s->instance.index, json(), e.what());
     return;
   }
   for (std::size_t i = 0; i < fresh.size(); ++i) {
     Sequence& s = *fresh[i];
-    s.initial = initial[i];
-    s.decoder = models::bounded_decoder(*g.decoding, s.instance.decode);
-    s.example = g.engine->admit(
-        [&s](flow::Context& ctx) {
-          return models::decode_program(ctx, s.decoder, s.initial, s.instance.decode.beam, s.kept);
-        },
-        fmt::format("instance {}", s.instance.index));
+    s.job = std::move(jobs[i]);
+    s.example = g.engine->admit([&job = *s.job](flow::Context& ctx) { return job.program(ctx); },
+                                fmt::format("instance {}", s.instance.index));
     g.live.push_back(std::move(fresh[i]));
   }
 }
@@ -163,6 +169,7 @@ void DecodingLoop::step_all() {
   for (const auto& g : generations_) {
     tokens += g->engine->num_live();
     TapeScope scope(g->tape);
+    nn::ForwardMode inference(false);
     g->engine->step();
     ++g->steps;
   }
@@ -211,7 +218,7 @@ void DecodingLoop::answer_finished(Generation& g) {
       continue;
     }
     try {
-      in.request->finish(in.index, g.decoding->decoded_json(in.example, s->kept, in.decode), "");
+      in.request->finish(in.index, s->job->answer(), "");
     } catch (const std::exception& e) {
       in.request->finish(in.index, json(), e.what());
     }

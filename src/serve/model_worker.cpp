@@ -47,7 +47,7 @@ void Histogram::add(double value) {
 ModelWorker::ModelWorker(std::string name, std::string checkpoint, const ServerOptions& options)
     : name_(std::move(name)), options_(options), checkpoint_(std::move(checkpoint)) {
   model_ = models::load_model(checkpoint_, models::ModelUse::kInfer, options_.overrides, name_);
-  decodes_ = dynamic_cast<const models::IterativeDecoding*>(model_.get()) != nullptr;
+  decodes_ = model_->decoding() != nullptr;
   if (decodes_) {
     decoding_ = std::make_unique<DecodingLoop>(*this, options_);
     runner_ = std::thread([this] { decoding_->run(); });
@@ -78,13 +78,6 @@ bool ModelWorker::submit(std::vector<QueuedInstance> instances) {
   }
   queue_changed_.notify_all();
   return true;
-}
-
-std::int32_t ModelWorker::decode_step_bound() const {
-  const auto* decoding = dynamic_cast<const models::IterativeDecoding*>(model().get());
-  if (decoding == nullptr) return 0;
-  const std::int32_t own = decoding->decoder().max_length;
-  return options_.max_decode_steps > 0 ? std::min(own, options_.max_decode_steps) : own;
 }
 
 std::vector<QueuedInstance> ModelWorker::take_queued(std::size_t max_sequences, bool wait) {

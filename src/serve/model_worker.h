@@ -6,7 +6,7 @@
 // dry (under load it first waits up to max_wait_ms for more).
 // Failures are isolated per instance. A reload swaps the Model under the queue's lock;
 // instances keep the Model that parsed them, and a stream (so a batch) never mixes two.
-// A model that decodes (models/iterative_decoding.h) is served by a decoding loop instead
+// A model that decodes (models/decoding.h) is served by a decoding loop instead
 // (decoding_loop.h), step by step, from the same queue.
 #pragma once
 
@@ -23,7 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "weft/models/iterative_decoding.h"
+#include "weft/models/decoding.h"
 #include "weft/models/model.h"
 #include "weft/models/streaming_inference.h"
 #include "weft/serve/server.h"
@@ -90,10 +90,8 @@ class ModelWorker {
   void reload(const std::string& checkpoint);
   // Finishes every queued instance, then ends the threads.
   void stop();
-  // Whether the model decodes (served by the decoding loop), and the most steps a request may
-  // ask for (the server's --max-decode-steps, else the model's own bound).
+  // Whether the model decodes (Model::decoding(): served by the decoding loop).
   bool decodes() const { return decodes_; }
-  std::int32_t decode_step_bound() const;
 
   // For the decoding loop: queued instances from the front, of the front's model, whose beams
   // fit in `max_sequences` (with `wait`, waits for one unless stopping); empty when none.

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <optional>
 #include <regex>
@@ -281,9 +282,14 @@ std::optional<Answer> Server::Impl::read_decode_settings(const detail::ModelWork
                                          "are for decoding models",
                                          worker.name()));
   }
-  std::int64_t beam = 1, steps = worker.decode_step_bound();
+  // Unless the request says, the model's own settings (its runtime options, as weft infer's)
+  // within the server's bound on steps (0: the model's own bound).
+  decode = worker.model()->decoding()->decode_settings();
+  const std::int32_t bound = options.max_decode_steps;
+  std::int64_t beam = decode.beam, steps = bound > 0 ? bound : decode.max_steps;
   if (auto refused = read_bound(body, "beam", options.max_beam, "--max-beam", beam)) return refused;
-  if (auto refused = read_bound(body, "max_steps", steps, "--max-decode-steps", steps))
+  const std::int64_t limit = bound > 0 ? bound : std::numeric_limits<std::int32_t>::max();
+  if (auto refused = read_bound(body, "max_steps", limit, "--max-decode-steps", steps))
     return refused;
   decode.beam = int(beam);
   decode.max_steps = std::int32_t(steps);

@@ -1,7 +1,7 @@
-// What a model that decodes as it goes (flow programs, flow/search.h) offers its front ends
-// beyond Model: encoding a batch onto a flow engine, its decoder, and the answer as JSON. With
-// it `weft serve` decodes at iteration level (requests join and leave the running batch between
-// steps) and predict() is the same search run as one batch, so the two give equal answers.
+// What a request asks of a decoding model (models/decoding.h), and the pieces a model built on
+// flow::Decoder (flow/search.h) shares: its search as one program (greedy or beam) and its
+// answer as JSON. `weft serve` decodes such models at iteration level (requests join and leave
+// the running batch between steps) through DecodingModel's jobs.
 #pragma once
 
 #include <cstdint>
@@ -22,38 +22,13 @@ struct DecodeSettings {
   std::int32_t max_steps = 0;  // tokens at most (the end token included); 0: the model's bound
 };
 
-class IterativeDecoding {
- public:
-  virtual ~IterativeDecoding() = default;
+// `decoder` bounded by `settings` (its max_steps, when given and below the decoder's own).
+flow::Decoder bounded_decoder(flow::Decoder decoder, const DecodeSettings& settings);
 
-  // The loom whose operations the decoder calls (engines decoding this model run on it).
-  virtual const loom::Loom& decoding_loom() const = 0;
-  // Encodes parsed examples (parse_example's) as one batch on the current thread's tape, which
-  // is `engine`'s, with gradients off: each example's initial decoder value, in order.
-  virtual std::vector<flow::Val> encode(flow::Engine& engine,
-                                        std::span<const nlohmann::json> examples) = 0;
-  // The decoder; its max_length is the model's bound on decoding steps.
-  virtual const flow::Decoder& decoder() const = 0;
-  // The decoding of one example as predict() answers it: `kept` holds one hypothesis for
-  // greedy decoding, or a beam search's, best first.
-  virtual nlohmann::json decoded_json(const nlohmann::json& example,
-                                      std::span<const flow::Hypothesis> kept,
-                                      const DecodeSettings& settings) const = 0;
-};
-
-// The decoder of `model` bounded by `settings` (its max_steps, when given and below the model's).
-flow::Decoder bounded_decoder(const IterativeDecoding& model, const DecodeSettings& settings);
-
-// One example's search as a flow program: greedy for beam 1, else beam search. `decoder` and
-// `kept` must outlive the program.
+// One example's search as a flow program: greedy for beam 0 or 1, else beam search. `decoder`
+// and `kept` must outlive the program.
 flow::Program decode_program(flow::Context& ctx, const flow::Decoder& decoder, flow::Val initial,
                              int beam, std::vector<flow::Hypothesis>& kept);
-
-// Decodes `examples` as one batch on a fresh engine and tape (what predict() does): a failed
-// example's JSON is {"error": why}.
-std::vector<nlohmann::json> decode_batch(IterativeDecoding& model,
-                                         std::span<const nlohmann::json> examples,
-                                         const DecodeSettings& settings);
 
 // The common JSON of a decoding: {"tokens", "log_prob", "score", "ended"} of the best, and
 // "beams" (every kept hypothesis) for beam search; a hypothesis that did not end says so in

@@ -45,7 +45,7 @@ struct ServerOptions {
   std::vector<std::string> allow_reload_from;
   // Non-empty: every request but GET /healthz needs "Authorization: Bearer <token>" (else 401).
   std::string auth_token;
-  // Models that decode (models/iterative_decoding.h) are served step by step: requests join
+  // Models that decode (models/decoding.h) are served step by step: requests join
   // and leave the running batch between steps. Off: a batch decodes to its end before the next
   // starts (the whole-batch baseline).
   bool iteration_level = true;
