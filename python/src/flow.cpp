@@ -55,9 +55,13 @@ struct EngineCore : std::enable_shared_from_this<EngineCore> {
   std::unique_ptr<flow::Engine> engine;
   std::deque<PyExample> examples;
   bool running = false;
+  std::string broken;  // why a step failed as a whole (an operation body raised)
 
   void check_idle(const char* what) const {
     if (running) fail("flow", what, ": the engine is running (a program or another thread)");
+    if (!broken.empty())
+      fail("flow", what, ": a step of this engine failed as a whole (", broken,
+           "); make a new engine");
   }
 };
 
@@ -96,11 +100,19 @@ ReadRequest read_request(py::handle yielded) {
        "; yield a Val, ctx.read(a, b, ...) or a list of Vals to wait for their values");
 }
 
-// "ZeroDivisionError: division by zero" (the Python error's type and text).
+// "ZeroDivisionError: division by zero (at decoder.py:12, in greedy)": the Python error's type
+// and text, and where it was raised.
 std::string python_error_text(const py::error_already_set& e) {
-  std::string type = py::str(e.type().attr("__name__")).cast<std::string>();
-  std::string text = py::str(e.value()).cast<std::string>();
-  return text.empty() ? type : type + ": " + text;
+  std::string text = py::str(e.type().attr("__name__")).cast<std::string>();
+  const std::string message = py::str(e.value()).cast<std::string>();
+  if (!message.empty()) text += ": " + message;
+  py::object tb = e.trace();
+  if (tb.is_none() || !tb) return text;
+  while (!tb.attr("tb_next").is_none()) tb = tb.attr("tb_next");
+  py::object code = tb.attr("tb_frame").attr("f_code");
+  return text + " (at " + py::str(code.attr("co_filename")).cast<std::string>() + ":" +
+         py::str(tb.attr("tb_lineno")).cast<std::string>() + ", in " +
+         py::str(code.attr("co_name")).cast<std::string>() + ")";
 }
 
 // Resumes the generator with what it read; false once it has returned. Under the GIL.
@@ -210,8 +222,11 @@ bool py_step(EngineCore& core, bool all) {
         core.engine->run();
       else
         stepped = core.engine->step();
-    } catch (...) {
+    } catch (const std::exception& e) {
+      // A body runs for every example of the step at once: the whole step failed.
       core.running = false;
+      const std::string what = e.what();
+      core.broken = what.substr(0, what.find('\n'));  // a Python error's first line
       throw;
     }
   }

@@ -92,7 +92,8 @@ def test_an_exception_fails_its_example_only_and_names_it():
     engine.run()
     assert [engine.state(i) for i in range(6)] == ["done"] * 2 + ["failed"] + ["done"] * 3
     with pytest.raises(weft.Error, match=r"example 2 \('sentence 2'\).*ZeroDivisionError: the "
-                                         r"program divided by zero"):
+                                         r"program divided by zero "
+                                         r"\(at .*test_flow.py:\d+, in program\)"):
         engine.result(2)
     alone = flow.run(model.loom, model.program, [inputs[3]])
     assert engine.result(3)[0] == pytest.approx(alone[0][0], abs=1e-6)
@@ -152,6 +153,22 @@ def test_misuse_is_reported_by_message():
     del engine2
     with pytest.raises(weft.Error, match="engine is gone"):
         kept[0].constant(model.hidden, starts(1)[0])
+
+
+def test_an_operation_body_that_raises_fails_the_step_and_the_engine_says_so():
+    model = Decoder()
+    loom = model.loom
+    broken = loom.op("broken", [model.hidden], [model.hidden], lambda h: 1 / 0)
+
+    def program(ctx, start):
+        yield ctx.call(broken, ctx.constant(model.hidden, start))
+
+    engine = flow.Engine(loom)
+    engine.admit(program, starts(1)[0])
+    with pytest.raises(ZeroDivisionError):
+        engine.run()
+    with pytest.raises(weft.Error, match="failed as a whole.*make a new engine"):
+        engine.run()
 
 
 def test_a_blocks_loop_batched_equals_one_at_a_time_from_python():
