@@ -1,4 +1,4 @@
-"""Blocks Loop on the flow engine: batched vs one example at a time, and vs the same loops
+"""Usage: blocks_loop.py [H] [N]. The blocks Loop on the flow engine: batched vs one example at a time, and vs the same loops
 teacher-forced (static weave, the fast path), interleaved, medians of 7 rounds."""
 import statistics, sys, time
 import numpy as np
