@@ -66,12 +66,12 @@ TEST(AttentionModel, ShortTrainingRunLossFalls) {
   WEFT_REQUIRE_DATA("glove-sst/glove.6B.100d.sst.txt");
   AttentionModel model(small_attention());
   train::TrainerOptions recipe;
-  recipe.epochs = 4;
-  recipe.batch_size = 20;
-  recipe.seed = 3;
-  recipe.optimizer.kind = train::OptimizerKind::kAdam;
-  recipe.schedule.learning_rate = 0.005;
-  recipe.progress = train::ProgressMode::kOff;
+  recipe.set("epochs", 4);
+  recipe.set("batch_size", 20);
+  recipe.set("seed", 3);
+  recipe.set("optimizer", "adam");
+  recipe.set("learning_rate", 0.005);
+  recipe.set("progress", "off");
   train::Trainer trainer(recipe);
   const train::TrainResult result = trainer.fit(model);
   ASSERT_EQ(result.epochs.size(), 4u);

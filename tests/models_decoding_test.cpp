@@ -135,10 +135,8 @@ TEST_P(DecodingModels, ShortTrainingBeatsTheMostFrequentAnswer) {
   std::unique_ptr<Model> model = tiny(
       GetParam(),
       {{"hidden", 32}, {"max_depth", 1}, {"max_train", 1500}, {"max_eval", 100}, {"eval_beam", 3}});
-  train::TrainerOptions options = find_model(GetParam()).recipe(model->options()).trainer_options();
-  options.epochs = 3;
-  options.batch_size = 32;
-  options.progress = train::ProgressMode::kOff;
+  train::TrainerOptions options = find_model(GetParam()).training_options(model->options());
+  options.update({{"epochs", 3}, {"batch_size", 32}, {"progress", "off"}}, "test");
   train::Trainer trainer(options);
   trainer.fit(*model);
   const train::MetricSet test = trainer.evaluate(*model, train::Split::kTest);

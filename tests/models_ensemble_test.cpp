@@ -35,8 +35,8 @@ class Ensembles : public weft::testing::IoTempDir {
 
   static json evaluate(Model& model) {
     train::TrainerOptions recipe;
-    recipe.progress = train::ProgressMode::kOff;
-    recipe.batch_size = 7;  // several batches, the last one short
+    recipe.set("progress", "off");
+    recipe.set("batch_size", 7);  // several batches, the last one short
     return json::parse(train::Trainer(recipe).evaluate(model, train::Split::kDev).to_json());
   }
 

@@ -77,12 +77,12 @@ TEST(LangIdModel, ShortRunLearnsAndBeatsChance) {
   WEFT_REQUIRE_DATA("tatoeba-langid/testset.csv");
   LangIdModel model(small_langid());
   train::TrainerOptions recipe;
-  recipe.epochs = 4;
-  recipe.batch_size = 25;
-  recipe.seed = 3;
-  recipe.optimizer.kind = train::OptimizerKind::kAdam;
-  recipe.schedule.learning_rate = 0.01;
-  recipe.progress = train::ProgressMode::kOff;
+  recipe.set("epochs", 4);
+  recipe.set("batch_size", 25);
+  recipe.set("seed", 3);
+  recipe.set("optimizer", "adam");
+  recipe.set("learning_rate", 0.01);
+  recipe.set("progress", "off");
   train::Trainer trainer(recipe);
   const train::TrainResult result = trainer.fit(model);
   ASSERT_EQ(result.epochs.size(), 4u);

@@ -43,12 +43,12 @@ OptionValues small_options(MoleculeTask task) {
 
 train::TrainerOptions quick_recipe(int epochs) {
   train::TrainerOptions t;
-  t.epochs = epochs;
-  t.batch_size = 16;
-  t.seed = 4;
-  t.optimizer.kind = train::OptimizerKind::kAdam;
-  t.schedule.learning_rate = 0.003;
-  t.progress = train::ProgressMode::kOff;
+  t.set("epochs", epochs);
+  t.set("batch_size", 16);
+  t.set("seed", 4);
+  t.set("optimizer", "adam");
+  t.set("learning_rate", 0.003);
+  t.set("progress", "off");
   return t;
 }
 
@@ -191,8 +191,8 @@ TEST(MoleculeModelTest, SplitFiguresDoNotDependOnHowTheSplitIsBatched) {
   const std::size_t batch_sizes[3] = {5, 32, 7};
   for (int k = 0; k < 3; ++k) {
     train::TrainerOptions t = quick_recipe(1);
-    t.batch_size = batch_sizes[k];
-    t.prepare_ahead = k != 2;
+    t.set("batch_size", batch_sizes[k]);
+    t.set("prepare_ahead", k != 2);
     figures[k] = train::Trainer(t).evaluate(model, train::Split::kDev).value("rmse");
   }
   EXPECT_GT(figures[0], 0.0);

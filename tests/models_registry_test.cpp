@@ -66,8 +66,8 @@ TEST(ModelRegistry, ListsTheBuiltInModelsWithTheirSchemaAndRecipe) {
     EXPECT_EQ(description["options"][0]["name"], "seed");
     EXPECT_GT(description["recipe"]["epochs"].get<int>(), 0);
   }
-  EXPECT_EQ(find_model("molecules").recipe(find_model("molecules").default_options()).best_mode,
-            train::BestMode::kMin);  // ESOL: RMSE
+  EXPECT_EQ(find_model("molecules").recipe(find_model("molecules").default_options())["best_mode"],
+            "min");  // ESOL: RMSE
   EXPECT_THAT([] { find_model("nope"); },
               ThrowsMessage<Error>(HasSubstr("unknown model 'nope' (known: calculator")));
   ModelEntry incomplete;
@@ -148,13 +148,11 @@ void register_toy_once() {
     entry.input = "a JSON array of numbers";
     entry.options = {{.name = "width", .default_value = 8, .help = "Hidden size", .min = 1}};
     entry.recipe = [](const OptionValues&) {
-      Recipe r;
-      r.epochs = 12;
-      r.batch_size = 16;
-      r.optimizer.kind = train::OptimizerKind::kAdam;
-      r.schedule.learning_rate = 0.05;
-      r.best_metric = "accuracy";
-      return r;
+      return json{{"epochs", 12},
+                  {"batch_size", 16},
+                  {"optimizer", "adam"},
+                  {"learning_rate", 0.05},
+                  {"best_metric", "accuracy"}};
     };
     entry.create = [](const OptionValues& o, const ModelInit& init) {
       return std::make_unique<ToyModel>(o, init);
@@ -173,16 +171,17 @@ TEST_F(SavedModels, AToyModelTrainsSavesAndLoadsThroughTheRegistry) {
   OptionValues options = entry.default_options();
   options.set("width", 6, "test");
   std::unique_ptr<Model> model = create_model(options);
-  train::TrainerOptions recipe = entry.recipe(options).trainer_options();
-  recipe.progress = train::ProgressMode::kOff;
+  train::TrainerOptions recipe = entry.training_options(options);
+  recipe.set("progress", "off");
   // The model ends with the best epoch's parameters, which the best checkpoint holds.
-  recipe.best_checkpoint_path = (dir_ / "toy.safetensors").string();
+  recipe.set("best_checkpoint", (dir_ / "toy.safetensors").string());
   train::Trainer trainer(recipe);
   const train::TrainResult result = trainer.fit(*model);
   EXPECT_LT(result.epochs.back().train.value("loss"), result.epochs.front().train.value("loss"));
   EXPECT_GT(trainer.evaluate(*model, train::Split::kTest).value("accuracy"), 0.8);
 
-  std::unique_ptr<Model> loaded = load_model(recipe.best_checkpoint_path, ModelUse::kInfer);
+  std::unique_ptr<Model> loaded =
+      load_model(recipe.values.text("best_checkpoint"), ModelUse::kInfer);
   EXPECT_EQ(loaded->name(), "toy_mean_sign");
   EXPECT_EQ(loaded->options().integer("width"), 6);
   const std::vector<json> examples{loaded->parse_example("[0.5, -0.25]", "t:1"),
@@ -231,10 +230,10 @@ TEST_F(SavedModels, EveryBuiltInModelPredictsTheSameFromItsCheckpointAlone) {
     if (!options) continue;  // its data is absent here
     std::unique_ptr<Model> trained = create_model(*options);
     // Different weights than a fresh model's: one step of training.
-    train::TrainerOptions recipe = find_model(name).recipe(*options).trainer_options();
-    recipe.epochs = 1;
-    recipe.batch_size = 8;
-    recipe.progress = train::ProgressMode::kOff;
+    train::TrainerOptions recipe = find_model(name).training_options(*options);
+    recipe.set("epochs", 1);
+    recipe.set("batch_size", 8);
+    recipe.set("progress", "off");
     train::Trainer(recipe).fit(*trained);
     const std::string path = (dir_ / (std::string(name) + ".safetensors")).string();
     save_model(path, *trained);
@@ -390,7 +389,7 @@ TEST_F(SavedModels, EvaluationEncodesTheDataWithTheCheckpointsVocabulary) {
   EXPECT_EQ(json(evaluated->examples(train::Split::kDev)),
             json(trained->examples(train::Split::kDev)));
   train::TrainerOptions recipe;
-  recipe.progress = train::ProgressMode::kOff;
+  recipe.set("progress", "off");
   train::Trainer trainer(recipe);
   EXPECT_EQ(trainer.evaluate(*evaluated, train::Split::kDev).to_json(),
             trainer.evaluate(*trained, train::Split::kDev).to_json());

@@ -22,13 +22,13 @@ using ::testing::HasSubstr;
 
 train::TrainerOptions quick_recipe(int epochs, double learning_rate) {
   train::TrainerOptions options;
-  options.epochs = epochs;
-  options.batch_size = 16;
-  options.seed = 3;
-  options.optimizer.kind = train::OptimizerKind::kAdagrad;
-  options.schedule.learning_rate = learning_rate;
-  options.progress = train::ProgressMode::kOff;
-  options.prepare_ahead = true;
+  options.set("epochs", epochs);
+  options.set("batch_size", 16);
+  options.set("seed", 3);
+  options.set("optimizer", "adagrad");
+  options.set("learning_rate", learning_rate);
+  options.set("progress", "off");
+  options.set("prepare_ahead", true);
   return options;
 }
 
@@ -121,9 +121,9 @@ TEST(SentimentModel, ResumeWithSparseWordVectorsEqualsUninterrupted) {
                   {"max_eval", 8}},
                  "test");
   train::TrainerOptions recipe = quick_recipe(2, 0.01);
-  recipe.optimizer.kind = train::OptimizerKind::kAdam;
-  recipe.optimizer.weight_decay = 0.01;
-  recipe.optimizer.learning_rate_scales = {{"embedding/", 0.5}};
+  recipe.set("optimizer", "adam");
+  recipe.set("weight_decay", 0.01);
+  recipe.set("embedding_lr_scale", 0.5);
   const std::string checkpoint =
       (std::filesystem::temp_directory_path() / "weft_sparse_resume.safetensors").string();
   SentimentModel straight(options);
@@ -131,12 +131,12 @@ TEST(SentimentModel, ResumeWithSparseWordVectorsEqualsUninterrupted) {
   {
     SentimentModel first(options);
     train::TrainerOptions half = recipe;
-    half.epochs = 1;
-    half.checkpoint_path = checkpoint;
+    half.set("epochs", 1);
+    half.set("checkpoint", checkpoint);
     train::Trainer(half).fit(first);
   }
   SentimentModel resumed(options);
-  recipe.resume_from = checkpoint;
+  recipe.set("resume", checkpoint);
   train::Trainer(recipe).fit(resumed);
   std::filesystem::remove(checkpoint);
   const std::vector<Parameter> a = straight.parameters(), b = resumed.parameters();
@@ -154,8 +154,8 @@ TEST(CalculatorModel, ShortTrainingRunBeatsTheMajorityClass) {
   options.update({{"hidden", 32}, {"max_train", 3000}, {"max_eval", 400}}, "test");
   CalculatorModel model(options);
   train::TrainerOptions recipe = quick_recipe(3, 0.003);
-  recipe.optimizer.kind = train::OptimizerKind::kAdam;
-  recipe.batch_size = 32;
+  recipe.set("optimizer", "adam");
+  recipe.set("batch_size", 32);
   train::Trainer trainer(recipe);
   const train::TrainResult result = trainer.fit(model);
   EXPECT_LT(result.epochs.back().train.value("loss"), result.epochs.front().train.value("loss"));
@@ -173,7 +173,7 @@ TEST(CalculatorModel, PreparingAheadChangesNoBit) {
   for (const bool ahead : {true, false}) {
     CalculatorModel model(options);
     train::TrainerOptions recipe = quick_recipe(2, 0.01);
-    recipe.prepare_ahead = ahead;
+    recipe.set("prepare_ahead", ahead);
     results.push_back(train::Trainer(recipe).fit(model));
     weights.emplace_back();
     for (const Parameter& p : model.parameters())

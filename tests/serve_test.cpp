@@ -185,10 +185,10 @@ class Serving : public ::testing::Test {
     const std::optional<OptionValues> options = small_options(name, seed);
     if (!options) return std::nullopt;
     std::unique_ptr<Model> model = create_model(*options);
-    train::TrainerOptions recipe = find_model(name).recipe(*options).trainer_options();
-    recipe.epochs = 1;
-    recipe.batch_size = 8;
-    recipe.progress = train::ProgressMode::kOff;
+    train::TrainerOptions recipe = find_model(name).training_options(*options);
+    recipe.set("epochs", 1);
+    recipe.set("batch_size", 8);
+    recipe.set("progress", "off");
     train::Trainer(recipe).fit(*model);
     const std::string path = (dir_ / (name + std::to_string(seed) + ".safetensors")).string();
     save_model(path, *model);

@@ -129,17 +129,17 @@ class TrainTrainer : public ::testing::Test {
 
   static train::TrainerOptions options(int epochs) {
     train::TrainerOptions o;
-    o.epochs = epochs;
-    o.batch_size = 16;
-    o.seed = 5;
-    o.optimizer.momentum = 0.9;
-    o.schedule.kind = train::ScheduleKind::kCosine;
-    o.schedule.learning_rate = 0.2;
-    o.schedule.warmup_steps = 5;
-    o.schedule.total_steps = 15 * epochs;
-    o.clip_norm = 5.0;
-    o.best_metric = "accuracy";
-    o.progress = train::ProgressMode::kOff;
+    o.set("epochs", epochs);
+    o.set("batch_size", 16);
+    o.set("seed", 5);
+    o.set("momentum", 0.9);
+    o.set("schedule", "cosine");
+    o.set("learning_rate", 0.2);
+    o.set("warmup_steps", 5);
+    o.set("total_steps", 15 * epochs);
+    o.set("clip_norm", 5.0);
+    o.set("best_metric", "accuracy");
+    o.set("progress", "off");
     return o;
   }
 
@@ -169,7 +169,7 @@ void expect_same_records(const train::EpochRecord& a, const train::EpochRecord& 
 // returns how many epochs ran.
 std::size_t train_first_epochs(train::TrainerOptions o, int epochs) {
   Logistic first(1);
-  o.epochs = epochs;
+  o.set("epochs", epochs);
   return train::Trainer(o).fit(first).epochs.size();
 }
 
@@ -193,7 +193,7 @@ TEST_F(TrainTrainer, SameSeedSameNumbers) {
   for (bool ahead : {true, true, false}) {
     Logistic model(1);
     train::TrainerOptions o = options(3);
-    o.prepare_ahead = ahead;
+    o.set("prepare_ahead", ahead);
     results.push_back(train::Trainer(o).fit(model));
     weights.push_back(model.w_.value().to_float_vector());
     if (!ahead) {
@@ -208,7 +208,7 @@ TEST_F(TrainTrainer, SameSeedSameNumbers) {
   }
   Logistic other(1);
   train::TrainerOptions o = options(3);
-  o.seed = 6;  // another shuffle and dropout stream: other numbers
+  o.set("seed", 6);  // another shuffle and dropout stream: other numbers
   train::Trainer(o).fit(other);
   EXPECT_NE(other.w_.value().to_float_vector(), weights[0]);
 }
@@ -216,11 +216,11 @@ TEST_F(TrainTrainer, SameSeedSameNumbers) {
 TEST_F(TrainTrainer, ResumeEqualsUninterrupted) {
   Logistic straight(1);
   train::TrainerOptions o = options(6);
-  o.log_path = path("straight.jsonl");
+  o.set("log", path("straight.jsonl"));
   const train::TrainResult full = train::Trainer(o).fit(straight);
 
-  o.log_path = path("resumed.jsonl");
-  o.checkpoint_path = path("last.ckpt");
+  o.set("log", path("resumed.jsonl"));
+  o.set("checkpoint", path("last.ckpt"));
   EXPECT_EQ(train_first_epochs(o, 3), 3u);
   const train::Checkpoint saved = train::read_checkpoint_info(path("last.ckpt"));
   EXPECT_EQ(saved.state.epoch, 3);
@@ -229,7 +229,7 @@ TEST_F(TrainTrainer, ResumeEqualsUninterrupted) {
   EXPECT_EQ(nlohmann::json::parse(saved.info.config_json)["model"]["features"], 2);
 
   Logistic resumed(99);  // other initial values: the checkpoint must replace them
-  o.resume_from = path("last.ckpt");
+  o.set("resume", path("last.ckpt"));
   const train::TrainResult rest = train::Trainer(o).fit(resumed);
   ASSERT_EQ(rest.epochs.size(), 3u);
   EXPECT_EQ(rest.epochs[0].epoch, 4);
@@ -245,15 +245,17 @@ TEST_F(TrainTrainer, ResumeEqualsUninterrupted) {
 }
 
 // The exponential moving average the trainer should keep, computed here from every update's
-// live values: per the TrainerOptions::average_decay formula.
+// live values: per the formula of the average_weights option (trainer.h).
 struct ExpectedAverage {
   std::vector<double> average;
   std::vector<std::vector<double>> at_epoch_end;  // index e: after epoch e + 1
 
   void update(std::int64_t step, std::span<const float> live, const train::TrainerOptions& o) {
-    if (step % o.average_every != 0) return;
-    const double n = double(step / o.average_every - 1);
-    const double d = std::min(std::pow(o.average_decay, o.average_every), (1 + n) / (10 + n));
+    const std::int64_t every = o.values.integer("average_every");
+    if (step % every != 0) return;
+    const double n = double(step / every - 1);
+    const double d =
+        std::min(std::pow(o.values.number("average_weights"), every), (1 + n) / (10 + n));
     for (std::size_t i = 0; i < live.size(); ++i)
       average[i] = d * average[i] + (1 - d) * double(live[i]);
   }
@@ -274,9 +276,9 @@ std::vector<float> values_of(Logistic& model) {
 TEST_F(TrainTrainer, WeightAveragingEvaluatesKeepsAndReturnsTheAverage) {
   Logistic model(1);
   train::TrainerOptions o = options(5);
-  o.average_decay = 0.8;
-  o.average_every = 2;
-  o.best_checkpoint_path = path("best.ckpt");
+  o.set("average_weights", 0.8);
+  o.set("average_every", 2);
+  o.set("best_checkpoint", path("best.ckpt"));
   ExpectedAverage expected;
   for (float v : values_of(model)) expected.average.push_back(v);  // the initial values
   std::vector<float> last_live;
@@ -304,8 +306,8 @@ TEST_F(TrainTrainer, WeightAveragingEvaluatesKeepsAndReturnsTheAverage) {
   EXPECT_GT(furthest, 1e-3);
 
   Logistic without_best(1);
-  o.best_metric.clear();
-  o.best_checkpoint_path.clear();
+  o.set("best_metric", "");
+  o.set("best_checkpoint", "");
   expected.average.clear();
   for (float v : values_of(without_best)) expected.average.push_back(v);
   o.on_step = [&](std::int64_t step, double, double) {
@@ -317,27 +319,28 @@ TEST_F(TrainTrainer, WeightAveragingEvaluatesKeepsAndReturnsTheAverage) {
 
 TEST_F(TrainTrainer, WeightAveragingResumesExactly) {
   train::TrainerOptions o = options(4);
-  o.average_decay = 0.9;
+  o.set("average_weights", 0.9);
   Logistic straight(1);
   const train::TrainResult full = train::Trainer(o).fit(straight);
-  o.checkpoint_path = path("last.ckpt");
-  o.best_checkpoint_path = path("best.ckpt");
+  o.set("checkpoint", path("last.ckpt"));
+  o.set("best_checkpoint", path("best.ckpt"));
   EXPECT_EQ(train_first_epochs(o, 2), 2u);
   const train::Checkpoint saved = train::read_checkpoint_info(path("last.ckpt"));
   EXPECT_EQ(saved.extra.count("average/logistic/w"), 1u);  // the epoch checkpoint: both
   EXPECT_EQ(train::read_checkpoint_info(path("best.ckpt")).extra.count("average/logistic/w"), 0u);
   Logistic resumed(99);
-  o.resume_from = path("last.ckpt");
+  o.set("resume", path("last.ckpt"));
   const train::TrainResult rest = train::Trainer(o).fit(resumed);
   ASSERT_EQ(rest.epochs.size(), 2u);
   for (std::size_t e = 0; e < 2; ++e) expect_same_records(rest.epochs[e], full.epochs[e + 2]);
   EXPECT_EQ(values_of(resumed), values_of(straight));
 
-  o.average_decay = 1.0;
-  expect_error([&] { train::Trainer{o}; }, {"[trainer] average_decay must be in [0, 1)"});
-  o.average_decay = 0.5;
-  o.average_every = 0;
-  expect_error([&] { train::Trainer{o}; }, {"[trainer] average_every must be >= 1"});
+  expect_error([&] { o.set("average_weights", 1.0); },
+               {"[trainer] TrainerOptions: option 'average_weights' must be a finite number in "
+                "[0, 0.999999], got 1.0"});
+  expect_error([&] { o.set("average_every", 0); },
+               {"[trainer] TrainerOptions: option 'average_every' must be an integer in [1, "
+                "1000000], got 0"});
 }
 
 // One parameter p, pushed up by exactly 1 per epoch (one batch, gradient -1, lr 1), whose dev
@@ -368,19 +371,19 @@ class Scripted : public train::TrainableModel {
 
 train::TrainerOptions scripted_options(int epochs) {
   train::TrainerOptions o;
-  o.epochs = epochs;
-  o.batch_size = 4;
-  o.schedule.learning_rate = 1.0;
-  o.best_metric = "score";
-  o.progress = train::ProgressMode::kOff;
+  o.set("epochs", epochs);
+  o.set("batch_size", 4);
+  o.set("learning_rate", 1.0);
+  o.set("best_metric", "score");
+  o.set("progress", "off");
   return o;
 }
 
 TEST_F(TrainTrainer, KeepsAndRestoresTheBestEpoch) {
   Scripted model({0.5, 0.9, 0.7, 0.8});
   train::TrainerOptions o = scripted_options(4);
-  o.best_checkpoint_path = path("best.ckpt");
-  o.log_path = path("log.jsonl");
+  o.set("best_checkpoint", path("best.ckpt"));
+  o.set("log", path("log.jsonl"));
   const train::TrainResult result = train::Trainer(o).fit(model);
   EXPECT_EQ(model.p_.value().item(), 2.0f);  // the parameters of epoch 2, the best score
   EXPECT_EQ(result.state.best_epoch, 2);
@@ -396,22 +399,23 @@ TEST_F(TrainTrainer, KeepsAndRestoresTheBestEpoch) {
 
   Scripted by_loss({0.5, 0.9, 0.7, 0.3, 0.6});  // minimise the dev loss: epoch 4
   o = scripted_options(5);
-  o.best_metric = "loss";
-  o.best_mode = train::BestMode::kMin;
+  o.set("best_metric", "loss");
+  o.set("best_mode", "min");
   EXPECT_EQ(train::Trainer(o).fit(by_loss).state.best_epoch, 4);
   EXPECT_EQ(by_loss.p_.value().item(), 4.0f);
   Scripted from_file({0.5, 0.9, 0.7});  // the best restored from its checkpoint file
   o = scripted_options(3);
-  o.keep_best_in_memory = false;
-  o.best_checkpoint_path = path("best2.ckpt");
+  o.set("keep_best_in_memory", false);
+  o.set("best_checkpoint", path("best2.ckpt"));
   EXPECT_EQ(train::Trainer(o).fit(from_file).state.best_epoch, 2);
   EXPECT_EQ(from_file.p_.value().item(), 2.0f);
-  o.best_checkpoint_path.clear();
-  expect_error([&] { train::Trainer{o}; },
-               {"restore_best without keep_best_in_memory needs a best_checkpoint_path"});
+  o.set("best_checkpoint", "");
+  expect_error(
+      [&] { train::Trainer{o}; },
+      {"restore_best without keep_best_in_memory needs a best_checkpoint to restore from"});
   Scripted last({0.5, 0.9, 0.7});
   o = scripted_options(3);
-  o.restore_best = false;
+  o.set("restore_best", false);
   train::Trainer(o).fit(last);
   EXPECT_EQ(last.p_.value().item(), 3.0f);
 }
@@ -420,13 +424,13 @@ TEST_F(TrainTrainer, ClipsGradientsBeforeEachUpdate) {
   // The gradient is -1 each step (one step per epoch, lr 1): p grows by the clipped size.
   Scripted by_value({});
   train::TrainerOptions o = scripted_options(2);
-  o.best_metric.clear();
-  o.clip_value = 0.25;
+  o.set("best_metric", "");
+  o.set("clip_value", 0.25);
   train::Trainer(o).fit(by_value);
   EXPECT_EQ(by_value.p_.value().item(), 0.5f);
   Scripted by_norm({});
-  o.clip_value = 0;
-  o.clip_norm = 0.125;
+  o.set("clip_value", 0);
+  o.set("clip_norm", 0.125);
   train::Trainer(o).fit(by_norm);
   EXPECT_EQ(by_norm.p_.value().item(), 0.25f);
 }
@@ -434,12 +438,11 @@ TEST_F(TrainTrainer, ClipsGradientsBeforeEachUpdate) {
 TEST_F(TrainTrainer, JsonLinesLog) {
   Logistic model(1);
   train::TrainerOptions o = options(3);
-  o.log_path = path("log.jsonl");
-  o.schedule.total_steps = 0;  // the whole run: 3 epochs of 15 batches
+  o.set("log", path("log.jsonl"));
+  o.set("total_steps", 0);  // the whole run: 3 epochs of 15 batches
   train::Trainer trainer(o);
   const train::TrainResult result = trainer.fit(model);
   EXPECT_EQ(trainer.schedule().total_steps, 45);
-  o.schedule.total_steps = 45;
   const std::vector<std::string> lines = read_lines(path("log.jsonl"));
   ASSERT_EQ(lines.size(), 3u);
   for (std::size_t i = 0; i < lines.size(); ++i) {
@@ -448,7 +451,7 @@ TEST_F(TrainTrainer, JsonLinesLog) {
     EXPECT_EQ(j["step"], 15 * (i + 1));
     EXPECT_EQ(j["examples"], 240);
     EXPECT_DOUBLE_EQ(j["learning_rate"].get<double>(),
-                     o.schedule.at(std::int64_t(15 * (i + 1) - 1)));
+                     trainer.schedule().at(std::int64_t(15 * (i + 1) - 1)));
     EXPECT_DOUBLE_EQ(j["train"]["loss"].get<double>(), result.epochs[i].train.value("loss"));
     EXPECT_GT(j["train"]["accuracy"].get<double>(), 0.0);
     EXPECT_DOUBLE_EQ(j["dev"]["accuracy"].get<double>(), result.epochs[i].dev.value("accuracy"));
@@ -459,11 +462,11 @@ TEST_F(TrainTrainer, JsonLinesLog) {
   }
 }
 
-std::string run_with_progress(train::ProgressMode mode) {
+std::string run_with_progress(const std::string& mode) {
   std::FILE* out = std::tmpfile();
   Scripted model({0.5, 0.9});
   train::TrainerOptions o = scripted_options(2);
-  o.progress = mode;
+  o.set("progress", mode);
   o.progress_stream = out;
   train::Trainer(o).fit(model);
   std::rewind(out);
@@ -474,7 +477,7 @@ std::string run_with_progress(train::ProgressMode mode) {
 }
 
 TEST_F(TrainTrainer, ConsoleOutput) {
-  const std::string lines = run_with_progress(train::ProgressMode::kAuto);  // not a terminal
+  const std::string lines = run_with_progress("auto");  // not a terminal
   EXPECT_EQ(lines.find('\r'), std::string::npos);
   EXPECT_NE(lines.find("epoch 1/2  train loss 1.0000 | dev loss 0.5000 score 0.5000 | "),
             std::string::npos)
@@ -483,16 +486,16 @@ TEST_F(TrainTrainer, ConsoleOutput) {
             std::string::npos)
       << lines;
   EXPECT_NE(lines.find("lr 1 (best)\n"), std::string::npos) << lines;
-  const std::string bar = run_with_progress(train::ProgressMode::kBar);
+  const std::string bar = run_with_progress("bar");
   EXPECT_NE(bar.find("\repoch 1/2 [========================] 4/4"), std::string::npos) << bar;
   EXPECT_NE(bar.find("ETA 0:00"), std::string::npos) << bar;
-  EXPECT_TRUE(run_with_progress(train::ProgressMode::kOff).empty());
+  EXPECT_TRUE(run_with_progress("off").empty());
 }
 
 TEST_F(TrainTrainer, Errors) {
   Scripted model({0.5, 0.9});
   train::TrainerOptions o = scripted_options(2);
-  o.best_metric = "f1";
+  o.set("best_metric", "f1");
   expect_error([&] { train::Trainer(o).fit(model); },
                {"[trainer] best_metric 'f1' is not among the dev figures: {\"loss\":0.5,"
                 "\"score\":0.5}"});
@@ -501,17 +504,18 @@ TEST_F(TrainTrainer, Errors) {
   expect_error([&] { train::Trainer(scripted_options(1)).fit(reports_loss); },
                {"the model reported a metric named 'loss' for a dev batch; that name is reserved"});
   o = scripted_options(1);
-  o.batch_size = 0;
-  expect_error([&] { train::Trainer{o}; }, {"[trainer] batch_size must be >= 1"});
+  expect_error([&] { o.set("batch_size", 0); },
+               {"[trainer] TrainerOptions: option 'batch_size' must be an integer in [1, "
+                "1048576], got 0"});
   o = scripted_options(1);
-  o.resume_from = path("missing.ckpt");
+  o.set("resume", path("missing.ckpt"));
   expect_error([&] { train::Trainer(o).fit(model); },
                {"[checkpoint] cannot load '", "missing.ckpt'"});
   Logistic diverging(1);
   o = options(2);
-  o.schedule.kind = train::ScheduleKind::kConstant;
-  o.schedule.learning_rate = 1e38;
-  o.clip_norm = 0;
+  o.set("schedule", "constant");
+  o.set("learning_rate", 1e38);
+  o.set("clip_norm", 0);
   expect_error([&] { train::Trainer(o).fit(diverging); },
                {"[trainer] the train loss is", "lower the learning rate or clip gradients"});
 }

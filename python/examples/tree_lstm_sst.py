@@ -126,10 +126,8 @@ def main():
 
     model = weft.train.BlocksModel(compiler, store.parameters, figures, train=train, dev=dev, name="sst")
     weft.train.set_num_threads(args.threads)
-    optimizer = weft.train.OptimizerSpec("adagrad", weight_decay=1e-4,
-                                         learning_rate_scales=[("embedding/", 0.1)])
-    trainer = weft.train.Trainer(epochs=args.epochs, batch_size=args.batch_size, optimizer=optimizer,
-                                 learning_rate=0.05, best_metric="root", threads=args.threads,
+    trainer = weft.train.Trainer(epochs=args.epochs, batch_size=args.batch_size, optimizer="adagrad",
+                                 weight_decay=1e-4, embedding_lr_scale=0.1, learning_rate=0.05, best_metric="root", threads=args.threads,
                                  log=args.log, progress="lines")
     print(f"{len(train)} training trees, {len(dev)} dev trees, {len(vocab)} words, "
           f"{compiler.num_operations} loom operations")

@@ -12,7 +12,8 @@
 
 namespace weft::python {
 
-train::TrainerOptions trainer_options_from(train::TrainerOptions o, const py::dict& kw);
+train::TrainerOptions trainer_options_from(train::TrainerOptions o, const py::dict& kw,
+                                           std::string_view source);
 py::list epochs_list(const train::TrainResult& r);
 
 namespace {
@@ -42,8 +43,7 @@ models::ModelUse use_of(const std::string& name) {
 }
 
 train::TrainerOptions recipe_options(const Model& model) {
-  const models::ModelEntry& entry = models::find_model(model.options().owner());
-  return entry.recipe(model.options()).trainer_options();
+  return models::find_model(model.options().owner()).training_options(model.options());
 }
 
 }  // namespace
@@ -58,11 +58,11 @@ The registered models (the ones `weft train` knows): create(name, **options), lo
       py::arg("name"), "A model's summary, input form, option schema and recipe, as a dict.");
 
   py::class_<Model, train::TrainableModel>(m, "Model", R"doc(
-A registered model: fit(**trainer options) trains it with its recipe (overrides: epochs,
-batch_size, learning_rate, optimizer, schedule, checkpoint, best_checkpoint, log, resume,
-progress, ...); evaluate(split) gives its figures; predict(examples) one dict per example
-(strings are parsed as `weft infer` reads lines; dicts/lists are the model's Input form;
-beam=k for the models that decode);
+A registered model: fit(**trainer options) trains it with its recipe and these options of
+weft.train.options() on top (epochs, batch_size, learning_rate, optimizer, schedule, checkpoint,
+best_checkpoint, log, resume, progress, ...); evaluate(split) gives its figures;
+predict(examples) one dict per example (strings are parsed as `weft infer` reads lines;
+dicts/lists are the model's Input form; beam=k for the models that decode);
 save(path) writes a self-contained checkpoint.)doc")
       .def_property_readonly("name", [](const Model& mdl) { return mdl.options().owner(); })
       .def_property_readonly("options",
@@ -71,7 +71,7 @@ save(path) writes a self-contained checkpoint.)doc")
       .def_property_readonly("recipe",
                              [](const Model& mdl) {
                                const auto& entry = models::find_model(mdl.options().owner());
-                               return json_to_py(entry.recipe(mdl.options()).to_json());
+                               return json_to_py(entry.recipe(mdl.options()));
                              })
       .def_property_readonly("root_block", &Model::root_block,
                              py::return_value_policy::reference_internal)
@@ -132,7 +132,7 @@ save(path) writes a self-contained checkpoint.)doc")
       .def(
           "fit",
           [](Model& mdl, py::kwargs kw) {
-            train::TrainerOptions o = trainer_options_from(recipe_options(mdl), kw);
+            train::TrainerOptions o = trainer_options_from(recipe_options(mdl), kw, "Model.fit");
             train::TrainResult r;
             {
               py::gil_scoped_release nogil;
@@ -145,7 +145,8 @@ save(path) writes a self-contained checkpoint.)doc")
       .def(
           "evaluate",
           [](Model& mdl, const std::string& split, py::kwargs kw) {
-            train::TrainerOptions o = trainer_options_from(recipe_options(mdl), kw);
+            train::TrainerOptions o =
+                trainer_options_from(recipe_options(mdl), kw, "Model.evaluate");
             train::MetricSet s;
             {
               py::gil_scoped_release nogil;

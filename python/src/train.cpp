@@ -136,65 +136,12 @@ py::dict epoch_dict(const EpochRecord& r) {
 
 }  // namespace
 
-// Builds TrainerOptions from keyword arguments (the names of the C++ fields); unknown names raise.
-TrainerOptions trainer_options_from(TrainerOptions o, const py::dict& kw) {
-  for (auto item : kw) {
-    const std::string k = py::str(item.first);
-    py::handle v = item.second;
-    if (k == "epochs")
-      o.epochs = v.cast<int>();
-    else if (k == "batch_size")
-      o.batch_size = v.cast<std::size_t>();
-    else if (k == "seed")
-      o.seed = v.cast<std::uint64_t>();
-    else if (k == "shuffle")
-      o.shuffle = v.cast<bool>();
-    else if (k == "optimizer")
-      o.optimizer = v.cast<OptimizerSpec>();
-    else if (k == "learning_rate")
-      o.schedule.learning_rate = v.cast<double>();
-    else if (k == "schedule")
-      o.schedule = v.cast<LrSchedule>();
-    else if (k == "clip_norm")
-      o.clip_norm = v.cast<double>();
-    else if (k == "clip_value")
-      o.clip_value = v.cast<double>();
-    else if (k == "average_decay")
-      o.average_decay = v.cast<double>();
-    else if (k == "average_every")
-      o.average_every = v.cast<int>();
-    else if (k == "best_metric")
-      o.best_metric = v.cast<std::string>();
-    else if (k == "best_mode")
-      o.best_mode = v.cast<std::string>() == "min" ? BestMode::kMin : BestMode::kMax;
-    else if (k == "restore_best")
-      o.restore_best = v.cast<bool>();
-    else if (k == "checkpoint")
-      o.checkpoint_path = v.cast<std::string>();
-    else if (k == "best_checkpoint")
-      o.best_checkpoint_path = v.cast<std::string>();
-    else if (k == "resume")
-      o.resume_from = v.cast<std::string>();
-    else if (k == "log")
-      o.log_path = v.cast<std::string>();
-    else if (k == "prepare_ahead")
-      o.prepare_ahead = v.cast<bool>();
-    else if (k == "threads")
-      o.threads = v.cast<int>();
-    else if (k == "progress") {
-      const std::string p = v.cast<std::string>();
-      o.progress = p == "bar"     ? ProgressMode::kBar
-                   : p == "lines" ? ProgressMode::kLines
-                   : p == "off"   ? ProgressMode::kOff
-                                  : ProgressMode::kAuto;
-    } else {
-      fail("Trainer", "unknown option '", k,
-           "' (epochs, batch_size, seed, shuffle, optimizer, learning_rate, schedule, clip_norm, "
-           "clip_value, average_decay, average_every, best_metric, best_mode, restore_best, "
-           "checkpoint, best_checkpoint, resume, "
-           "log, prepare_ahead, threads, progress)");
-    }
-  }
+// The keyword arguments over `o`: each names an option of the Trainer's schema
+// (weft/train/trainer_options.h) and is checked by it, as the command line's flags are.
+TrainerOptions trainer_options_from(TrainerOptions o, const py::dict& kw, std::string_view source) {
+  nlohmann::json given = nlohmann::json::object();
+  for (auto item : kw) given[py::str(item.first).cast<std::string>()] = to_json(item.second);
+  o.update(given, source);
   // Ctrl-C: Python only notes a signal while C++ runs; between steps the fit takes the GIL and
   // runs the handlers, so KeyboardInterrupt ends it within one step (the last epoch's
   // checkpoint, written atomically, stays as it was).
@@ -400,13 +347,26 @@ outputs / metrics and, when training, calls backward on the batch's MEAN loss.)d
            py::arg("train") = py::none(), py::arg("dev") = py::none(), py::arg("test") = py::none(),
            py::arg("name") = "model", py::keep_alive<1, 2>());
 
+  m.def(
+      "options",
+      [] {
+        py::list out;
+        for (const OptionSpec& spec : trainer_option_schema())
+          out.append(from_json(spec.to_json()));
+        return out;
+      },
+      "The Trainer's options (name, kind, default, help, range or choices), as `weft train "
+      "<model> --help` lists them.");
   py::class_<Trainer>(m, "Trainer", R"doc(
-Trainer(epochs=10, batch_size=32, optimizer=OptimizerSpec(...), learning_rate=..., schedule=...,
-clip_norm=0, average_decay=0 (weight averaging), best_metric="", checkpoint="", best_checkpoint="", resume="", log="",
-progress="auto"|"bar"|"lines"|"off", seed=0, threads=0, ...). fit(model) returns one dict per
-epoch (the JSON-lines log's records); evaluate(model, "dev") a dict of figures.)doc")
-      .def(py::init(
-          [](py::kwargs kw) { return std::make_unique<Trainer>(trainer_options_from({}, kw)); }))
+Trainer(**options): each keyword is an option of weft.train.options() (epochs=10, batch_size=32,
+optimizer="sgd"|"adagrad"|"adam", learning_rate=0.01, schedule="constant"|..., clip_norm=0,
+average_weights=0 (weight averaging), best_metric="", checkpoint="", best_checkpoint="",
+resume="", log="", progress="auto"|"bar"|"lines"|"off", seed=0, threads=0, ...); an unknown
+name or a bad value raises weft.Error. fit(model) returns one dict per epoch (the JSON-lines
+log's records); evaluate(model, "dev") a dict of figures.)doc")
+      .def(py::init([](py::kwargs kw) {
+        return std::make_unique<Trainer>(trainer_options_from({}, kw, "weft.train.Trainer"));
+      }))
       .def(
           "fit",
           [](Trainer& t, TrainableModel& model) {

@@ -79,5 +79,9 @@ def test_optimizers_and_schedules():
     opt.step(0.1)
     assert opt.steps == 1 and np.all(p.numpy() < 1)
     assert "adam/step" in opt.state()
-    with pytest.raises(weft.Error, match="unknown option 'epoch'"):
+    with pytest.raises(weft.Error, match="no option 'epoch'"):
         weft.train.Trainer(epoch=3)
+    # A bad value fails as the command line's flag does (progress once fell back to "auto").
+    with pytest.raises(weft.Error, match="option 'progress' must be one of auto, bar, lines, off"):
+        weft.train.Trainer(progress="sometimes")
+    assert "average_weights" in [o["name"] for o in weft.train.options()]

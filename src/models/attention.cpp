@@ -72,13 +72,11 @@ ModelEntry attention_entry() {
                            .role = OptionRole::kData,
                            .choices = {"skip", "reject"}});
   entry.recipe = [](const OptionValues&) {
-    Recipe r;
-    r.epochs = 15;
-    r.batch_size = 25;
-    r.optimizer.kind = train::OptimizerKind::kAdam;
-    r.schedule.learning_rate = 0.002;
-    r.best_metric = "root_fine";
-    return r;
+    return json{{"epochs", 15},
+                {"batch_size", 25},
+                {"optimizer", "adam"},
+                {"learning_rate", 0.002},
+                {"best_metric", "root_fine"}};
   };
   entry.create = [](const OptionValues& options, const ModelInit& init) {
     return std::make_unique<AttentionModel>(options, init);

@@ -61,13 +61,11 @@ ModelEntry calculator_entry() {
        .max = 1},
   };
   entry.recipe = [](const OptionValues&) {
-    Recipe r;
-    r.epochs = 8;
-    r.batch_size = 64;
-    r.optimizer.kind = train::OptimizerKind::kAdam;
-    r.schedule.learning_rate = 0.003;
-    r.best_metric = "accuracy";
-    return r;
+    return json{{"epochs", 8},
+                {"batch_size", 64},
+                {"optimizer", "adam"},
+                {"learning_rate", 0.003},
+                {"best_metric", "accuracy"}};
   };
   entry.create = [](const OptionValues& options, const ModelInit& init) {
     return std::make_unique<CalculatorModel>(options, init);

@@ -240,7 +240,7 @@ ModelEntry countdown_entry() {
       {"fail_word", OptionKind::kInt, 0,
        "a word whose next step throws (0: none): a test of failure isolation", runtime, 0, 256},
   };
-  entry.recipe = [](const OptionValues&) { return Recipe{}; };
+  entry.recipe = [](const OptionValues&) { return json::object(); };  // the Trainer's defaults
   entry.create = [](const OptionValues& options, const ModelInit& init) {
     return std::unique_ptr<Model>(new CountdownModel(options, init));
   };

@@ -63,15 +63,10 @@ std::vector<OptionSpec> expression_model_options() {
   return options;
 }
 
-Recipe expression_model_recipe(const OptionValues& /*options*/) {
-  Recipe r;
-  r.epochs = 6;
-  r.batch_size = 64;
-  r.optimizer.kind = train::OptimizerKind::kAdam;
-  r.schedule.learning_rate = 0.003;
-  r.clip_norm = 5;
-  r.best_metric = "exact_match";
-  return r;
+nlohmann::json expression_model_recipe(const OptionValues& /*options*/) {
+  return nlohmann::json{{"epochs", 6},         {"batch_size", 64},
+                        {"optimizer", "adam"}, {"learning_rate", 0.003},
+                        {"clip_norm", 5.0},    {"best_metric", "exact_match"}};
 }
 
 FlowModel::FlowModel(OptionValues options, const ModelInit& init)

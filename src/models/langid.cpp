@@ -106,13 +106,11 @@ ModelEntry langid_entry() {
        .choices = {"skip", "reject"}},
   };
   entry.recipe = [](const OptionValues&) {
-    Recipe r;
-    r.epochs = 8;
-    r.batch_size = 32;
-    r.optimizer.kind = train::OptimizerKind::kAdam;
-    r.schedule.learning_rate = 0.005;
-    r.best_metric = "accuracy";
-    return r;
+    return json{{"epochs", 8},
+                {"batch_size", 32},
+                {"optimizer", "adam"},
+                {"learning_rate", 0.005},
+                {"best_metric", "accuracy"}};
   };
   entry.create = [](const OptionValues& options, const ModelInit& init) {
     return std::make_unique<LangIdModel>(options, init);

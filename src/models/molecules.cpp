@@ -90,16 +90,14 @@ ModelEntry molecules_entry() {
   };
   entry.recipe = [](const OptionValues& options) {
     const bool esol = options.text("task") == "esol";
-    Recipe r;
-    r.epochs = esol ? 80 : 20;
-    r.batch_size = 32;
-    r.optimizer.kind = train::OptimizerKind::kAdam;
-    r.schedule.learning_rate = 0.001;
-    r.schedule.kind = train::ScheduleKind::kCosine;  // to 0 over the run; spikes without it
-    r.clip_norm = 1;
-    r.best_metric = esol ? "rmse" : "roc_auc";
-    r.best_mode = esol ? train::BestMode::kMin : train::BestMode::kMax;
-    return r;
+    return json{{"epochs", esol ? 80 : 20},
+                {"batch_size", 32},
+                {"optimizer", "adam"},
+                {"learning_rate", 0.001},
+                {"schedule", "cosine"},  // to 0 over the run; spikes without it
+                {"clip_norm", 1.0},
+                {"best_metric", esol ? "rmse" : "roc_auc"},
+                {"best_mode", esol ? "min" : "max"}};
   };
   entry.create = [](const OptionValues& options, const ModelInit& init) {
     return std::make_unique<MoleculeModel>(options, init);

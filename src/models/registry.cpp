@@ -28,7 +28,8 @@ void check_entry(const ModelEntry& entry, const std::vector<std::unique_ptr<Mode
   }
   if (!entry.create) fail("registry", "model '", entry.name, "' has no factory");
   if (!entry.recipe) fail("registry", "model '", entry.name, "' has no recipe");
-  (void)entry.default_options();  // checks the schema: unique names, valid defaults
+  // Checks the schema (unique names, valid defaults) and the recipe at those defaults.
+  entry.training_options(entry.default_options()).validate();
 }
 
 Registry& registry() {
@@ -48,32 +49,11 @@ Registry& registry() {
 
 }  // namespace
 
-train::TrainerOptions Recipe::trainer_options(train::TrainerOptions base) const {
-  base.epochs = epochs;
-  base.batch_size = batch_size;
-  base.optimizer = optimizer;
-  base.schedule = schedule;
-  base.clip_norm = clip_norm;
-  base.average_decay = average_decay;
-  base.average_every = average_every;
-  base.best_metric = best_metric;
-  base.best_mode = best_mode;
+train::TrainerOptions ModelEntry::training_options(const OptionValues& values,
+                                                   train::TrainerOptions base) const {
+  base.update(recipe(values), "the recipe of model '" + name + "'");
+  base.set("seed", values.integer("seed"), "the model's seed");
   return base;
-}
-
-nlohmann::json Recipe::to_json() const {
-  nlohmann::json j = {{"epochs", epochs},
-                      {"batch_size", batch_size},
-                      {"optimizer", optimizer.describe()},
-                      {"schedule", schedule.describe()},
-                      {"clip_norm", clip_norm},
-                      {"best_metric", best_metric},
-                      {"best_mode", best_mode == train::BestMode::kMax ? "max" : "min"}};
-  if (average_decay > 0) {
-    j["average_decay"] = average_decay;
-    j["average_every"] = average_every;
-  }
-  return j;
 }
 
 OptionValues ModelEntry::default_options() const {
@@ -90,7 +70,7 @@ nlohmann::json ModelEntry::to_json() const {
           {"summary", summary},
           {"input", input},
           {"options", schema},
-          {"recipe", recipe(defaults).to_json()}};
+          {"recipe", recipe(defaults)}};
 }
 
 void register_model(ModelEntry entry) {

@@ -131,12 +131,19 @@ help=$("$weft" train sentiment --help)
 grep -q -- "--recurrent-dropout" <<<"$help" || { echo "FAIL sentiment --help"; failures=$((failures + 1)); }
 help=$("$weft" infer molecules --help)
 grep -q -- "--task" <<<"$help" || { echo "FAIL molecules --help"; failures=$((failures + 1)); }
+# The Trainer's flags come from its option schema, with the model's recipe as their defaults.
+help=$("$weft" train calculator --help)
+grep -q -- "--average-weights FLOAT.*weight.*\[default: 0.0\]" <<<"$help" &&
+  grep -q -- "--learning-rate FLOAT.*\[default: 0.003\]" <<<"$help" ||
+  { echo "FAIL train calculator --help"; echo "$help"; failures=$((failures + 1)); }
 
 expect_error cosine-too-short "the whole run is 4 steps (1 epochs x 4 batches of 64)" \
   "$weft" train calculator --max-train 200 --max-eval 50 --epochs 1 --hidden 8 --schedule cosine \
   --warmup-steps 5 --progress off --no-compare
 expect_error unknown-model "unknown model 'nope'" "$weft" train nope --epochs 1
 expect_error bad-option "--epochs" "$weft" train calculator --epochs -3
+expect_error bad-progress "option 'progress' must be one of auto, bar, lines, off" \
+  "$weft" train calculator --progress sometimes
 expect_error missing-checkpoint "calc-missing" "$weft" eval calculator --checkpoint "$work/calc-missing"
 head -c 100 "$work/calc.safetensors" >"$work/truncated.safetensors"
 expect_error truncated-checkpoint "truncated.safetensors" \

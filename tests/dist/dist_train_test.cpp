@@ -39,7 +39,7 @@ TrainedRun train_with(const OptionValues& options, train::TrainerOptions recipe,
                       dist::Communicator* comm) {
   std::unique_ptr<models::Model> model = models::create_model(options);
   TrainedRun run;
-  recipe.progress = train::ProgressMode::kOff;
+  recipe.set("progress", "off");
   recipe.communicator = comm;
   recipe.on_step = [&](std::int64_t, double loss, double) { run.losses.push_back(loss); };
   train::Trainer trainer(recipe);
@@ -81,10 +81,10 @@ OptionValues calculator_options() {
 }
 
 train::TrainerOptions recipe_of(const OptionValues& o, int epochs, std::size_t batch) {
-  train::TrainerOptions t = models::find_model(o.owner()).recipe(o).trainer_options();
-  t.epochs = epochs;
-  t.batch_size = batch;
-  t.seed = 11;
+  train::TrainerOptions t = models::find_model(o.owner()).training_options(o);
+  t.set("epochs", epochs);
+  t.set("batch_size", batch);
+  t.set("seed", 11);
   return t;
 }
 
@@ -141,8 +141,8 @@ TEST(DataParallel, ShardedSplitFiguresEqualWholeOnes) {
            "test");
   std::unique_ptr<models::Model> model = models::create_model(o);
   train::TrainerOptions t;
-  t.progress = train::ProgressMode::kOff;
-  t.batch_size = 4;
+  t.set("progress", "off");
+  t.set("batch_size", 4);
   const double whole = train::Trainer(t).evaluate(*model, train::Split::kDev).value("rmse");
   t.communicator = &dist::world();
   const double sharded = train::Trainer(t).evaluate(*model, train::Split::kDev).value("rmse");
@@ -164,12 +164,12 @@ TEST(DataParallel, ResumingWithAnotherNumberOfProcessesContinuesTheRun) {
 
   // Epoch 1 on every rank together (rank 0 writes the checkpoint)...
   train::TrainerOptions first = recipe_of(o, 1, 16);
-  first.checkpoint_path = checkpoint;
+  first.set("checkpoint", checkpoint);
   train_with(o, first, &world);
   world.barrier();
   // ... epoch 2 in one process, against both epochs in one process.
   train::TrainerOptions second = recipe_of(o, 2, 16);
-  second.resume_from = checkpoint;
+  second.set("resume", checkpoint);
   TrainedRun resumed = train_with(o, second, alone.get());
   TrainedRun whole = train_with(o, recipe_of(o, 2, 16), alone.get());
   whole.losses.erase(
@@ -192,7 +192,7 @@ TEST(DataParallel, RanksThatDisagreeAreStoppedAtTheStart) {
                   "parameters[")));
   // A trainer option alike.
   train::TrainerOptions options = recipe_of(calculator_options(), 1, 16);
-  options.seed = world.rank() == 0 ? 5 : 6;
+  options.set("seed", world.rank() == 0 ? 5 : 6);
   EXPECT_THAT([&] { train_with(calculator_options(), options, &world); },
               ::testing::ThrowsMessage<Error>(HasSubstr("trainer.seed: 5 on rank 0, 6 on rank 1")));
 }

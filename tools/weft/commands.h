@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -82,26 +84,9 @@ struct ModelChoice {
 
 struct TrainOptions {
   ModelChoice model;
-  int epochs = 0;               // 0: the model's recipe
-  std::int64_t batch_size = 0;  // 0: the model's recipe
-  std::string optimizer;        // sgd | adagrad | adam; empty: the model's recipe
-  double learning_rate = 0;     // 0: the model's recipe
-  double momentum = 0;
-  double weight_decay = -1;  // < 0: the model's recipe
-  std::string weight_decay_mode = "l2";
-  std::string schedule;  // constant | step | exponential | cosine; empty: the model's recipe
-  std::int64_t warmup_steps = 0;
-  double clip_norm = -1;                      // 0: off; < 0: the model's recipe
-  double embedding_learning_rate_scale = -1;  // < 0: the model's recipe
-  std::string sparse_updates;                 // empty: the recipe's (lazy)
-  double average_decay = -1;                  // weight averaging; < 0: the model's recipe
-  int average_every = 0;                      // 0: the model's recipe
-  std::string checkpoint;                     // written after every epoch when set
-  std::string best_checkpoint;                // written when the dev figure improves
-  std::string resume;                         // continue from this checkpoint
-  std::string log;                            // JSON lines, one per epoch
-  std::string progress = "auto";              // auto | bar | lines | off
-  int threads = 1;
+  // The Trainer's options (weft/train/trainer_options.h) as flags, bound on each model's
+  // subcommand from the Trainer's schema by add_train.
+  std::map<std::string, std::shared_ptr<OptionFlags>> trainer_flags;
   bool compare_unbatched = true;  // measure dynamic batching against one call per node
   int procs = 1;                  // > 1: start that many processes through mpirun
 };

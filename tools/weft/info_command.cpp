@@ -91,7 +91,8 @@ void calibrate_model(const InfoOptions& options) {
   const models::ModelEntry& entry = models::find_model(options.calibrate);
   models::OptionValues values = entry.default_options();
   if (!options.data_dir.empty()) values.set_text("data_dir", options.data_dir, "--data-dir");
-  const std::size_t batch_size = entry.recipe(values).batch_size;
+  const std::size_t batch_size =
+      std::size_t(entry.training_options(values).values.integer("batch_size"));
   const std::unique_ptr<models::Model> model = models::create_model(values);
   remeasure_gemm_classes();
   Rng rng(1);

@@ -11,10 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace CLI {
-class App;
-class Option;
-}  // namespace CLI
+#include "option_flags.h"
 
 namespace weft::models {
 struct ModelEntry;
@@ -26,7 +23,8 @@ class ModelFlags {
  public:
   // Adds one subcommand per registered model to `parent`, each with the model's flags
   // (--hidden, --recurrent-dropout, ...); `add_shared` adds the command's own flags to each.
-  void bind(CLI::App& parent, const std::function<void(CLI::App&)>& add_shared);
+  void bind(CLI::App& parent,
+            const std::function<void(CLI::App&, const models::ModelEntry&)>& add_shared);
   // The model whose subcommand was given (empty before parsing or when none was).
   std::string chosen() const;
   // The options given on the command line, typed as the schema says ({"hidden": 150, ...}).
@@ -34,17 +32,10 @@ class ModelFlags {
   nlohmann::json given() const;
 
  private:
-  struct Flag {
-    std::string option;  // the schema's name
-    std::string text;    // as typed
-    bool flag = false;   // a bool option given as a flag
-    bool is_bool = false;
-    CLI::Option* cli = nullptr;
-  };
   struct Model {
     std::string name;
     CLI::App* command = nullptr;
-    std::vector<std::unique_ptr<Flag>> flags;
+    OptionFlags flags;
   };
   std::vector<std::unique_ptr<Model>> models_;
 };

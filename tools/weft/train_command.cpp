@@ -38,47 +38,38 @@ train::Split parse_split(const std::string& name) {
   fail("weft", "unknown split '", name, "' (expected train, dev or test)");
 }
 
-train::ProgressMode parse_progress(const std::string& name) {
-  if (name == "auto") return train::ProgressMode::kAuto;
-  if (name == "bar") return train::ProgressMode::kBar;
-  if (name == "lines") return train::ProgressMode::kLines;
-  if (name == "off") return train::ProgressMode::kOff;
-  fail("weft train", "--progress must be auto, bar, lines or off, got '", name, "'");
-}
-
 void print_notes(const std::vector<std::string>& notes, std::FILE* stream) {
   for (const std::string& line : notes) fmt::print(stream, "{}\n", line);
 }
 
-// The model's recipe with the command line's choices applied on top.
-train::TrainerOptions training_recipe(const TrainOptions& options, const models::Recipe& recipe) {
-  train::TrainerOptions t = recipe.trainer_options();
-  if (options.epochs > 0) t.epochs = options.epochs;
-  if (options.batch_size > 0) t.batch_size = std::size_t(options.batch_size);
-  if (!options.optimizer.empty()) t.optimizer.kind = train::parse_optimizer_kind(options.optimizer);
-  if (options.learning_rate > 0) t.schedule.learning_rate = options.learning_rate;
-  if (options.weight_decay >= 0) t.optimizer.weight_decay = options.weight_decay;
-  t.optimizer.weight_decay_mode = train::parse_weight_decay_mode(options.weight_decay_mode);
-  t.optimizer.momentum = options.momentum;
-  if (!options.schedule.empty()) t.schedule.kind = train::parse_schedule_kind(options.schedule);
-  t.schedule.warmup_steps = options.warmup_steps;
-  t.schedule.total_steps = 0;  // a cosine decays over the whole run: the Trainer fills it in
-  if (options.clip_norm >= 0) t.clip_norm = options.clip_norm;
-  if (options.average_decay >= 0) t.average_decay = options.average_decay;
-  if (options.average_every > 0) t.average_every = options.average_every;
-  if (!options.sparse_updates.empty())
-    t.optimizer.sparse_update = train::parse_sparse_update(options.sparse_updates);
-  if (options.embedding_learning_rate_scale >= 0) {
-    t.optimizer.learning_rate_scales = {{"embedding/", options.embedding_learning_rate_scale}};
+// The Trainer's options before the command line's own: the model's recipe, and one GEMM thread
+// (the command line's default, for figures that do not depend on the machine's cores).
+train::TrainerOptions command_line_defaults(const models::ModelEntry& entry,
+                                            const models::OptionValues& values) {
+  return entry.training_options(values).set("threads", 1, "weft train");
+}
+
+// The model's options before the command line's: its defaults, or when resuming the
+// checkpoint's, with its assets (vocabularies) into `assets` (the command line's options go on
+// top; an architecture option that differs fails on loading the parameters).
+models::OptionValues model_options_of(const models::ModelEntry& entry, const std::string& resume,
+                                      nlohmann::json& assets) {
+  if (resume.empty()) return entry.default_options();
+  models::SavedModel saved = models::read_saved_model(resume);
+  if (saved.name != entry.name) {
+    fail("weft train", "cannot resume a '", entry.name, "' run from '", resume, "': it holds a '",
+         saved.name, "' model");
   }
-  t.checkpoint_path = options.checkpoint;
-  t.best_checkpoint_path = options.best_checkpoint;
-  t.resume_from = options.resume;
-  t.log_path = options.log;
-  t.threads = options.threads;
-  t.progress = parse_progress(options.progress);
-  t.validate();
-  return t;
+  assets = std::move(saved.assets);
+  return saved.options;
+}
+
+// The names of a model's options, which the model's flags bind (the Trainer's seed is the
+// model's).
+std::vector<std::string> option_names(const models::OptionValues& values) {
+  std::vector<std::string> names;
+  for (const models::OptionSpec& spec : values.schema()) names.push_back(spec.name);
+  return names;
 }
 
 // Dynamic batching (by depth, sinks last and by agenda, each with its batched calls against
@@ -196,52 +187,11 @@ nlohmann::json line_key(std::string_view line, const std::string& field, std::st
 CLI::App* add_train(CLI::App& app, TrainOptions& o, ModelFlags& models) {
   CLI::App* cmd = app.add_subcommand(
       "train", "Train a model: weft train <model> [flags]; weft train <model> --help lists them");
-  models.bind(*cmd, [&o](CLI::App& model) {
-    model.add_option("--epochs", o.epochs, "Passes over the training set (0: the recipe's)")
-        ->check(CLI::Range(0, 100000));
-    model.add_option("--batch-size", o.batch_size, "Examples per update (0: the recipe's)")
-        ->check(CLI::Range(std::int64_t(0), std::int64_t(1) << 20));
-    model.add_option("--optimizer", o.optimizer, "sgd, adagrad or adam (default: the recipe's)");
-    model.add_option("--learning-rate", o.learning_rate, "Step size (0: the recipe's)")
-        ->check(CLI::NonNegativeNumber);
-    model.add_option("--momentum", o.momentum, "SGD momentum")->check(CLI::Range(0.0, 1.0));
-    model.add_option("--weight-decay", o.weight_decay, "Weight decay (default: the recipe's)");
-    model.add_option("--weight-decay-mode", o.weight_decay_mode, "l2 or decoupled")
-        ->capture_default_str();
-    model.add_option("--schedule", o.schedule,
-                     "constant, step, exponential or cosine (default: the recipe's)");
-    model.add_option("--warmup-steps", o.warmup_steps, "Linear warm-up updates")
-        ->check(CLI::NonNegativeNumber);
-    model
-        .add_option("--clip-norm", o.clip_norm,
-                    "Clip the global gradient norm (0: off; default: the recipe's)")
-        ->check(CLI::NonNegativeNumber);
-    model
-        .add_option("--embedding-lr-scale", o.embedding_learning_rate_scale,
-                    "Learning rate of word vectors relative to the rest (default: the recipe's)")
-        ->check(CLI::NonNegativeNumber);
-    model.add_option("--sparse-updates", o.sparse_updates,
-                     "Row-sparse gradients (word vectors): lazy, only the rows a batch used, or "
-                     "dense, every row as a dense gradient would (default: the recipe's, lazy)");
-    model
-        .add_option("--average-weights", o.average_decay,
-                    "Evaluate and keep an exponential moving average of the weights, with this "
-                    "decay per update (0: off; default: the recipe's)")
-        ->check(CLI::Range(0.0, 0.999999));
-    model
-        .add_option("--average-every", o.average_every,
-                    "Updates between updates of the weight average (default: the recipe's)")
-        ->check(CLI::Range(1, 1000000));
-    model.add_option("--checkpoint", o.checkpoint, "Write a checkpoint here after every epoch");
-    model.add_option("--best-checkpoint", o.best_checkpoint,
-                     "Write the best model (by dev figure) here");
-    model.add_option("--resume", o.resume, "Continue training from this checkpoint")
-        ->check(CLI::ExistingFile);
-    model.add_option("--log", o.log, "Append one JSON line per epoch to this file");
-    model.add_option("--progress", o.progress, "auto, bar, lines or off")->capture_default_str();
-    model.add_option("--threads", o.threads, "GEMM threads")
-        ->capture_default_str()
-        ->check(CLI::Range(1, 1024));
+  models.bind(*cmd, [&o](CLI::App& model, const models::ModelEntry& entry) {
+    auto flags = std::make_shared<OptionFlags>();
+    const models::OptionValues defaults = entry.default_options();
+    flags->bind(model, command_line_defaults(entry, defaults).values, option_names(defaults));
+    o.trainer_flags[entry.name] = flags;
     model.add_flag("!--no-compare", o.compare_unbatched,
                    "Skip measuring dynamic batching against one call per node");
     model
@@ -268,33 +218,23 @@ int run_train(const TrainOptions& options, int argc, char** argv) {
   }
   const auto start = std::chrono::steady_clock::now();
   const models::ModelEntry& entry = models::find_model(options.model.name);
-  models::OptionValues values = entry.default_options();
-  // Resuming continues the checkpoint's model: its options and assets (vocabularies), with the
-  // command line's on top (an architecture option that differs fails on loading the parameters).
+  const nlohmann::json given = options.trainer_flags.at(entry.name)->given();
+  const std::string resume = given.value("resume", "");
   nlohmann::json assets;
+  models::OptionValues values = model_options_of(entry, resume, assets);
   models::ModelInit init;
-  if (!options.resume.empty()) {
-    models::SavedModel saved = models::read_saved_model(options.resume);
-    if (saved.name != entry.name) {
-      fail("weft train", "cannot resume a '", entry.name, "' run from '", options.resume,
-           "': it holds a '", saved.name, "' model");
-    }
-    values = saved.options;
-    assets = std::move(saved.assets);
-    init.assets = &assets;
-  }
+  if (!resume.empty()) init.assets = &assets;
   values.update(options.model.options, "the command line");
-  train::TrainerOptions recipe = training_recipe(options, entry.recipe(values));
-  recipe.seed = std::uint64_t(values.integer("seed"));
+  train::TrainerOptions recipe =
+      command_line_defaults(entry, values).update(given, "the command line");
   if (world.size() > 1) recipe.communicator = &world;
+  recipe.validate();
   std::unique_ptr<models::Model> model = entry.create(values, init);
   if (world.is_root()) print_notes(model->data_notes(), stderr);
-  fmt::print(
-      "weft train {}: {} training, {} dev, {} test examples; {} epochs, batch {}, {}, {}{}\n",
-      model->name(), model->num_examples(train::Split::kTrain),
-      model->num_examples(train::Split::kDev), model->num_examples(train::Split::kTest),
-      recipe.epochs, recipe.batch_size, recipe.optimizer.describe(), recipe.schedule.describe(),
-      world.size() > 1 ? fmt::format("; {} processes", world.size()) : std::string());
+  fmt::print("weft train {}: {} training, {} dev, {} test examples; {}{}\n", model->name(),
+             model->num_examples(train::Split::kTrain), model->num_examples(train::Split::kDev),
+             model->num_examples(train::Split::kTest), recipe.summary(),
+             world.size() > 1 ? fmt::format("; {} processes", world.size()) : std::string());
   std::fflush(stdout);
   train::Trainer trainer(recipe);
   const train::TrainResult result = trainer.fit(*model);
@@ -318,7 +258,7 @@ int run_train(const TrainOptions& options, int argc, char** argv) {
 CLI::App* add_eval(CLI::App& app, EvalOptions& o, ModelFlags& models) {
   CLI::App* cmd = app.add_subcommand(
       "eval", "Evaluate a checkpoint on its data; prints a JSON object (weft eval <model> ...)");
-  models.bind(*cmd, [&o](CLI::App& model) {
+  models.bind(*cmd, [&o](CLI::App& model, const models::ModelEntry&) {
     add_checkpoint_flags(model, o.checkpoints, o.batch_size, o.threads);
     model.add_option("--splits", o.splits, "Splits to evaluate")
         ->delimiter(',')
@@ -334,8 +274,7 @@ int run_eval(const EvalOptions& options) {
   std::unique_ptr<models::Model> model = models::load_ensemble(
       options.checkpoints, models::ModelUse::kEvaluate, options.model.options, options.model.name);
   train::TrainerOptions recipe;
-  recipe.batch_size = std::size_t(options.batch_size);
-  recipe.progress = train::ProgressMode::kOff;
+  recipe.set("batch_size", options.batch_size, "--batch-size").set("progress", "off");
   train::Trainer trainer(recipe);
   if (options.checkpoints.size() > 1)
     fmt::print(stderr, "{}: an ensemble of {} checkpoints (their probabilities averaged)\n",
@@ -366,7 +305,7 @@ CLI::App* add_infer(CLI::App& app, InferOptions& o, ModelFlags& models) {
       "infer",
       "Predict with a checkpoint alone: one example per input line, one JSON line of "
       "predictions per example (weft infer <model> ...)");
-  models.bind(*cmd, [&o](CLI::App& model) {
+  models.bind(*cmd, [&o](CLI::App& model, const models::ModelEntry&) {
     add_checkpoint_flags(model, o.checkpoints, o.batch_size, o.threads);
     model.add_option("--input", o.input, "Examples, one per line (- for standard input)")
         ->capture_default_str();

@@ -30,7 +30,7 @@ std::vector<OptionSpec> decoding_options();
 // leaf_probability of the generated expressions (the calculator's), then decoding_options().
 std::vector<OptionSpec> expression_model_options();
 // Their recipe: Adam, gradients clipped, the best epoch by dev exact match.
-Recipe expression_model_recipe(const OptionValues& options);
+nlohmann::json expression_model_recipe(const OptionValues& options);
 // Their splits' sizes when max_train / max_eval are 0.
 constexpr std::int64_t kDefaultTrainExpressions = 20000, kDefaultEvalExpressions = 1000;
 

@@ -1,5 +1,6 @@
 // The model registry: every model by name, with a one-line summary, its option schema, the form
-// of its examples, its training recipe and its factory. The command line, Python, the server and
+// of its examples, its training recipe (defaults over the Trainer's option schema,
+// weft/train/trainer_options.h) and its factory. The command line, Python, the server and
 // distributed training read models from here and never special-case one. The built-in models
 // are listed in registry.cpp, one line each; a program adds its own with register_model.
 #pragma once
@@ -18,36 +19,23 @@
 WEFT_API_BEGIN
 namespace weft::models {
 
-// How a model trains by default (the paper's recipe where there is one). The front ends apply
-// the user's overrides on top.
-struct Recipe {
-  int epochs = 10;
-  std::size_t batch_size = 32;
-  train::OptimizerSpec optimizer;
-  train::LrSchedule schedule;  // a cosine's total_steps 0: the whole run
-  double clip_norm = 0;
-  double average_decay = 0;  // weight averaging (TrainerOptions::average_decay); 0: off
-  int average_every = 1;
-  std::string best_metric;  // the dev figure that selects the best epoch
-  train::BestMode best_mode = train::BestMode::kMax;
-
-  // The trainer options with these fields set (the rest as `base` has them).
-  train::TrainerOptions trainer_options(train::TrainerOptions base = {}) const;
-  // {"epochs", "batch_size", "optimizer", "schedule", "clip_norm", "best_metric", "best_mode"},
-  // and "average_decay", "average_every" when the recipe averages weights.
-  nlohmann::json to_json() const;
-};
-
 struct ModelEntry {
   std::string name;     // "sentiment"
   std::string summary;  // one line, for --help and listings
   std::string input;    // the form of one example, as `weft infer` reads it (one line of text)
   std::vector<OptionSpec> options;  // the model's own; common_options() are added in front
-  std::function<Recipe(const OptionValues&)> recipe;
+  // How the model trains by default (the paper's recipe where there is one): values of the
+  // Trainer's options, {"epochs": 8, "optimizer": "adam", "learning_rate": 0.003, ...}, which
+  // the front ends apply before the user's own.
+  std::function<nlohmann::json(const OptionValues&)> recipe;
   std::function<std::unique_ptr<Model>(const OptionValues&, const ModelInit&)> create;
 
   // common_options() followed by the model's own, at their defaults.
   OptionValues default_options() const;
+  // `base` (the Trainer's defaults) with the recipe for these model options on top, and the
+  // model's seed as the Trainer's. Throws naming the recipe's option that the schema refuses.
+  train::TrainerOptions training_options(const OptionValues& values,
+                                         train::TrainerOptions base = {}) const;
   // {"name", "summary", "input", "options": [schema...], "recipe": {...}} (recipe at defaults).
   nlohmann::json to_json() const;
 };

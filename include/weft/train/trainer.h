@@ -24,6 +24,13 @@
 #include "weft/train/metrics.h"
 #include "weft/train/optimizer.h"
 #include "weft/train/schedule.h"
+#include "weft/train/trainer_options.h"
+
+// The typed form of TrainerOptions the training loop runs on: private to src/train, so declared
+// outside the exported API (its first declaration decides its visibility).
+namespace weft::train::detail {
+struct TrainerSettings;
+}
 
 WEFT_API_BEGIN
 namespace weft::dist {
@@ -63,7 +70,8 @@ struct Batch {
 //     }
 //     train::BatchFigures eval_batch(const train::Batch& batch) override { ... }
 //   };
-//   train::TrainerOptions options;  // epochs, batch_size, optimizer, schedule, best_metric...
+//   train::TrainerOptions options;  // trainer_options.h: epochs, batch_size, optimizer, ...
+//   options.set("epochs", 5).set("optimizer", "adam");
 //   train::Trainer(options).fit(model);
 class TrainableModel {
  public:
@@ -82,7 +90,7 @@ class TrainableModel {
   // Forward only (no gradients needed).
   virtual BatchFigures eval_batch(const Batch& batch) = 0;
   // Optional work for a batch that reads neither parameters nor an RNG (e.g. weaving its
-  // examples). With TrainerOptions::prepare_ahead it runs on a background thread while the
+  // examples). With the option prepare_ahead it runs on a background thread while the
   // previous batch trains, so it must not touch state that train_batch changes.
   virtual std::unique_ptr<PreparedBatch> prepare_batch(Split /*split*/,
                                                        std::span<const std::size_t> /*ids*/) {
@@ -99,63 +107,19 @@ class TrainableModel {
                             MetricSet& /*figures*/) const {}
 };
 
-enum class BestMode { kMax, kMin };
-enum class ProgressMode { kAuto, kBar, kLines, kOff };  // kAuto: a bar on a terminal
-
-struct TrainerOptions {
-  int epochs = 10;
-  std::size_t batch_size = 32;
-  std::uint64_t seed = 0;
-  bool shuffle = true;
-  OptimizerSpec optimizer;
-  // A cosine schedule with total_steps 0 decays over the whole run (epochs x batches).
-  LrSchedule schedule;
-  double clip_norm = 0;   // clip the global gradient norm to this, when > 0
-  double clip_value = 0;  // clamp each gradient element to +-this, when > 0
-  // The dev figure that selects the best epoch: "loss" or a metric the model reports; empty:
-  // no selection. At the end the parameters are the best epoch's when restore_best is set.
-  std::string best_metric;
-  BestMode best_mode = BestMode::kMax;
-  bool restore_best = true;
-  // Weight averaging (Polyak): when average_decay > 0 the trainer keeps an exponential moving
-  // average of the trainable parameters, updated after every `average_every` optimizer updates:
-  //   average = d * average + (1 - d) * value,  d = min(average_decay^average_every, (1+n)/(10+n))
-  // with n the updates of the average before this one (so the first few weigh about equally
-  // instead of the initial values lingering). The average is the model: it is evaluated on
-  // dev, kept as the best, written to best_checkpoint_path and left in the parameters at the
-  // end, while training goes on from the live values. The epoch checkpoints hold the live
-  // values and the average (as "average/<name>"), so a resumed run averages on exactly; one
-  // resumed from a checkpoint without an average starts it from the resumed values.
-  double average_decay = 0;  // per optimizer update, in [0, 1); 0: off
-  int average_every = 1;     // optimizer updates between updates of the average
-  // Keep a copy of the best epoch's trainable parameters in memory (and in the epoch
-  // checkpoints, as "best/<name>", so a resumed run restores the same best). Off, restoring
-  // reads best_checkpoint_path instead, which must then be set.
-  bool keep_best_in_memory = true;
-  std::string checkpoint_path;       // written (atomically) after every epoch when set
-  std::string best_checkpoint_path;  // written when the dev figure improves, when set
-  std::string resume_from;           // a checkpoint to continue from (must exist), when set
-  std::string log_path;              // JSON lines, one per epoch (appended when resuming)
-  // Prepare the next batch on a background thread (data-parallel ranks that fill their machine's
-  // cores prepare inline instead).
-  bool prepare_ahead = true;
-  int threads = 0;  // CPU threads (set_num_threads) when > 0
-  ProgressMode progress = ProgressMode::kAuto;
-  std::FILE* progress_stream = stderr;
-  // Data parallelism over the communicator's ranks (weft/dist) when it has more than one: every
-  // rank runs the same Trainer on the same model and data; each weaves and runs its shard of
-  // every global batch of batch_size examples, gradients are averaged with one bucketed
-  // all-reduce per step, and every rank applies the same update. Evaluation is sharded and its
-  // figures reduced; only rank 0 shows progress, logs and writes checkpoints. Null: one process.
-  dist::Communicator* communicator = nullptr;
-  // Called after every optimizer update with the step count (from 1), the global batch's mean
-  // loss and the learning rate used; on every rank alike.
-  std::function<void(std::int64_t step, double loss, double learning_rate)> on_step{};
-
-  void validate() const;
-  // The options as JSON text, stored in checkpoints' config.
-  std::string to_json() const;
-};
+// Weight averaging (Polyak, option average_weights = D > 0): the trainer keeps an exponential
+// moving average of the trainable parameters, updated after every `average_every` updates:
+//   average = d * average + (1 - d) * value,  d = min(D^average_every, (1+n)/(10+n))
+// with n the updates of the average before this one (so the first few weigh about equally
+// instead of the initial values lingering). The average is the model: it is evaluated on dev,
+// kept as the best, written to the best checkpoint and left in the parameters at the end, while
+// training goes on from the live values. The epoch checkpoints hold the live values and the
+// average (as "average/<name>"), so a resumed run averages on exactly; one resumed from a
+// checkpoint without an average starts it from the resumed values.
+//
+// The best epoch (option best_metric, a dev figure) is kept in memory (and in the epoch
+// checkpoints, as "best/<name>") unless keep_best_in_memory is off; restoring then reads the
+// best checkpoint, which must then be set.
 
 // One epoch's figures, as written to the JSON-lines log.
 struct EpochRecord {
@@ -202,6 +166,9 @@ class Trainer {
  private:
   struct Run;
   EpochRecord train_epoch(Run& run);
+  // One optimizer update from this rank's `batch` of a global batch of `global_size` examples.
+  BatchFigures train_step(Run& run, const Batch& batch, std::size_t global_size,
+                          EpochRecord& record);
   void finish_epoch(Run& run, EpochRecord& record);
   void resume(Run& run);
   void save(Run& run, const std::string& path, bool with_average) const;
@@ -210,14 +177,10 @@ class Trainer {
   std::vector<Tensor> trainable_values() const;
   void set_trainable_values(const std::vector<Tensor>& values) const;
   void restore_best(Run& run) const;
-  void start_together(Run& run);
-  void check_replicas(Run& run) const;
   dist::Communicator& communicator() const;
-  static MetricSet merged_over_ranks(dist::Communicator& comm, const MetricSet& mine);
-  static std::vector<ExampleScores> gathered_over_ranks(dist::Communicator& comm,
-                                                        const std::vector<ExampleScores>& mine);
 
   TrainerOptions options_;
+  std::unique_ptr<const detail::TrainerSettings> settings_;  // options_ read and checked
   std::unique_ptr<Optimizer> optimizer_;
   LrSchedule schedule_;
 };

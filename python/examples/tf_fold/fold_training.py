@@ -59,7 +59,7 @@ def train_classifier(compiler, parameters, logits_of, train, dev, epochs, batch_
     model = weft.train.BlocksModel(compiler, parameters, classifier_figures(logits_of),
                                    train=train, dev=dev)
     trainer = weft.train.Trainer(epochs=epochs, batch_size=batch_size,
-                                 optimizer=weft.train.OptimizerSpec(optimizer),
+                                 optimizer=optimizer,
                                  learning_rate=learning_rate, progress="off", seed=seed,
                                  threads=1)
     return trainer.fit(model)

@@ -191,10 +191,9 @@ def main(argv=None):
     parameters = [p for layer in layers for p in layer.parameters()]
     model = weft.train.BlocksModel(compiler, parameters, figures, train=train_trees,
                                    dev=dev_trees, name="sentiment")
-    embedding_scale = [(p.name, 0.1) for p in word_embedding.parameters()]
     trainer = weft.train.Trainer(
-        epochs=args.epochs, batch_size=args.batch_size,
-        optimizer=weft.train.OptimizerSpec("adagrad", learning_rate_scales=embedding_scale),
+        epochs=args.epochs, batch_size=args.batch_size, optimizer="adagrad",
+        embedding_lr_scale=0.1, embedding_prefix=word_embedding.name + "/",
         learning_rate=args.learning_rate, progress="off", threads=1)
     history = trainer.fit(model)
     for e in history:
