@@ -157,6 +157,8 @@ TEST_F(DecodingServe, AnswersEqualInferGreedyAndBeamUnderClientsJoiningMidRun) {
   EXPECT_LT(metric(m, "weft_decode_steps_total") * 2, metric(m, "weft_decode_tokens_total"));
   EXPECT_EQ(metric(m, "weft_decode_sequences_total"), 32 * 4 * 2);
   EXPECT_GT(metric(m, "weft_decode_time_to_first_step_seconds_count"), 0);
+  EXPECT_GT(metric(m, "weft_decode_steps_per_second"), 0);  // over the last 10 seconds
+  EXPECT_GE(metric(m, "weft_decode_tokens_per_second"), metric(m, "weft_decode_steps_per_second"));
   // Every generation is freed once the last sequence is answered.
   wait_until([&] { return metric(server_->metrics_text(), "weft_decode_tape_nodes") == 0; });
   EXPECT_EQ(metric(server_->metrics_text(), "weft_decode_generations"), 0);

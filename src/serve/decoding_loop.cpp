@@ -195,8 +195,7 @@ void DecodingLoop::step_all() {
     d.live = live;
     d.generations = generations_.size();
     d.tape_nodes = nodes;
-    d.recent.emplace_back(now, tokens);
-    while (now - d.recent.front().first > std::chrono::seconds(10)) d.recent.pop_front();
+    d.count_step(now, tokens);
   });
 }
 

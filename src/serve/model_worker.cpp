@@ -36,6 +36,14 @@ double now_seconds_since(Clock::time_point then) {
 
 }  // namespace
 
+void DecodeStats::count_step(Clock::time_point now, std::uint64_t step_tokens) {
+  if (recent.empty() || now - recent.back().start > std::chrono::milliseconds(100))
+    recent.push_back({now});
+  ++recent.back().steps;
+  recent.back().tokens += step_tokens;
+  while (now - recent.front().start > std::chrono::seconds(10)) recent.pop_front();
+}
+
 void Histogram::add(double value) {
   std::size_t bucket = 0;
   while (bucket < bounds.size() && value > bounds[bucket]) ++bucket;
@@ -263,11 +271,13 @@ ModelWorker::Snapshot ModelWorker::snapshot() const {
   s.reload_failures = reload_failures_;
   s.decodes = decodes_;
   s.decode = decode_stats_;
-  std::uint64_t tokens = 0;
-  while (!s.decode.recent.empty() && now_seconds_since(s.decode.recent.front().first) > 10)
-    s.decode.recent.pop_front();
-  for (const auto& [when, n] : s.decode.recent) tokens += n;
-  s.decode.steps_per_second = double(s.decode.recent.size()) / 10.0;
+  std::uint64_t steps = 0, tokens = 0;
+  for (const DecodeStats::Tick& tick : s.decode.recent) {
+    if (now_seconds_since(tick.start) > 10) continue;
+    steps += tick.steps;
+    tokens += tick.tokens;
+  }
+  s.decode.steps_per_second = double(steps) / 10.0;
   s.decode.tokens_per_second = double(tokens) / 10.0;
   return s;
 }

@@ -71,7 +71,14 @@ struct DecodeStats {
   Histogram first_step{{0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5}};
   Histogram step_seconds{{0.00005, 0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.05}};
   double steps_per_second = 0, tokens_per_second = 0;  // over the last 10 seconds (snapshot)
-  std::deque<std::pair<std::chrono::steady_clock::time_point, std::uint64_t>> recent;  // tokens
+  // Steps and tokens per tenth of a second over the last 10 seconds (at most 100 entries
+  // however fast the steps: a snapshot copies them).
+  struct Tick {
+    std::chrono::steady_clock::time_point start;
+    std::uint64_t steps = 0, tokens = 0;
+  };
+  std::deque<Tick> recent;
+  void count_step(std::chrono::steady_clock::time_point now, std::uint64_t step_tokens);
 };
 
 class DecodingLoop;
