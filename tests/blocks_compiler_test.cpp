@@ -163,6 +163,34 @@ TEST(BlocksCompiler, ParallelWeavingKeepsInputOrder) {
   for (std::size_t k = 0; k < g1.size(); ++k) expect_near(g1[k], g2[k], 1e-5f);
 }
 
+// A batch woven by example ids (in place, as models weave their splits) is the batch of those
+// examples copied out, on one weaving thread and on several; ids out of range are named.
+TEST(BlocksCompiler, WeavingByIdsEqualsWeavingTheChosenExamples) {
+  TreeModel m;
+  const std::vector<Input> pool = some_trees();
+  const std::vector<std::size_t> ids = {3, 0, 3, 4, 1, 2, 0};
+  std::vector<Input> chosen;
+  for (std::size_t id : ids) chosen.push_back(pool[id]);
+  CompilerOptions parallel;
+  parallel.threads = 3;
+  parallel.examples_per_thread = 2;
+  for (const CompilerOptions& options : {CompilerOptions{}, parallel}) {
+    Compiler c(m.tree, options);
+    Tape tape;
+    const BatchResult by_id = c.forward(pool, ids, tape);
+    const BatchResult copied = c.forward(chosen, tape);
+    ASSERT_EQ(by_id.output().shape(), copied.output().shape());
+    expect_near(by_id.output().value().to_float_vector(), copied.output().value().to_float_vector(),
+                0.0f);
+    EXPECT_EQ(by_id.output_examples(0), copied.output_examples(0));
+  }
+  Compiler c(m.tree);
+  const std::vector<std::size_t> bad = {1, 5};
+  EXPECT_THAT([&] { c.weave(pool, bad); },
+              ::testing::ThrowsMessage<Error>(HasSubstr(
+                  "example id 5 (position 1 of the batch) is out of range: there are 5 examples")));
+}
+
 TEST(BlocksCompiler, MetricsPerNodeAndLabelled) {
   TreeModel m(/*node_metric=*/true);
   Composition root;

@@ -6,12 +6,13 @@
 
 #include "io_test_util.h"
 #include "weft/models/attention.h"
+#include "weft/models/registry.h"
 
 namespace weft::models {
 namespace {
 
 OptionValues small_attention() {
-  OptionValues options = attention_entry().default_options();
+  OptionValues options = find_model("attention").default_options();
   options.update({{"data_dir", weft::testing::io_data_path("")},
                   {"embeddings", weft::testing::io_data_path("glove-sst/glove.6B.100d.sst.txt")},
                   {"hidden", 32},

@@ -10,6 +10,7 @@
 #include "io_test_util.h"
 #include "weft/core/error.h"
 #include "weft/models/langid.h"
+#include "weft/models/registry.h"
 
 namespace weft::models {
 namespace {
@@ -26,7 +27,7 @@ TEST(LangIdWords, SplitsOnWhitespaceAndDecodesUtf8) {
 }
 
 OptionValues small_langid() {
-  OptionValues options = langid_entry().default_options();
+  OptionValues options = find_model("langid").default_options();
   options.update({{"data_dir", weft::testing::io_data_path("")},
                   {"char_embedding", 16},
                   {"char_hidden", 32},

@@ -13,6 +13,7 @@
 #include "weft/io/molecule_graph.h"
 #include "weft/models/molecule_data.h"
 #include "weft/models/molecules.h"
+#include "weft/models/registry.h"
 
 namespace weft::models {
 namespace {
@@ -27,7 +28,7 @@ using ::testing::HasSubstr;
   } while (0)
 
 OptionValues small_options(MoleculeTask task) {
-  OptionValues o = molecules_entry().default_options();
+  OptionValues o = find_model("molecules").default_options();
   o.update({{"data_dir", weft::testing::io_data_path("")},
             {"task", std::string(molecule_task_name(task))},
             {"hidden", 16},

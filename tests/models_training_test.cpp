@@ -13,6 +13,7 @@
 #include "io_test_util.h"
 #include "weft/core/error.h"
 #include "weft/models/calculator.h"
+#include "weft/models/registry.h"
 #include "weft/models/sentiment.h"
 
 namespace weft::models {
@@ -33,7 +34,7 @@ train::TrainerOptions quick_recipe(int epochs, double learning_rate) {
 }
 
 OptionValues small_sentiment() {
-  OptionValues options = sentiment_entry().default_options();
+  OptionValues options = find_model("sentiment").default_options();
   options.update({{"data_dir", weft::testing::io_data_path("")},
                   {"embeddings", weft::testing::io_data_path("glove-sst/glove.6B.100d.sst.txt")},
                   {"hidden", 24},
@@ -150,7 +151,7 @@ TEST(SentimentModel, ResumeWithSparseWordVectorsEqualsUninterrupted) {
 }
 
 TEST(CalculatorModel, ShortTrainingRunBeatsTheMajorityClass) {
-  OptionValues options = calculator_entry().default_options();
+  OptionValues options = find_model("calculator").default_options();
   options.update({{"hidden", 32}, {"max_train", 3000}, {"max_eval", 400}}, "test");
   CalculatorModel model(options);
   train::TrainerOptions recipe = quick_recipe(3, 0.003);

@@ -73,14 +73,7 @@ class BlocksModel : public TrainableModel {
     blocks::WovenBatch woven;
   };
   blocks::WovenBatch weave(Split split, std::span<const std::size_t> ids) const {
-    const auto& examples = splits_[std::size_t(split)];
-    std::vector<nlohmann::json> batch;
-    batch.reserve(ids.size());
-    for (std::size_t id : ids) {
-      if (id >= examples.size()) fail(name_, "example ", id, " is out of range");
-      batch.push_back(examples[id]);
-    }
-    return compiler_.weave(batch);
+    return compiler_.weave(splits_[std::size_t(split)], ids);
   }
   BatchFigures run(const Batch& batch, bool training, Rng* rng) {
     const blocks::WovenBatch* woven = nullptr;

@@ -222,8 +222,8 @@ Compiler::~Compiler() = default;
 
 const loom::Loom& Compiler::loom() const { return compiled_->loom; }
 
-void Compiler::weave_range(std::span<const Input> examples, std::size_t first, loom::Weaver& weaver,
-                           detail::WovenRecords& records) const {
+void Compiler::weave_range(const detail::ExampleList& examples, std::size_t first,
+                           loom::Weaver& weaver, detail::WovenRecords& records) const {
   records.outputs.resize(output_types_.size());
   records.output_examples.resize(output_types_.size());
   records.metrics.resize(compiled_->metric_names.size());
@@ -253,11 +253,25 @@ WovenBatch& WovenBatch::operator=(WovenBatch&&) noexcept = default;
 bool Compiler::needs_flow() const { return compiled_->reads_values; }
 
 WovenBatch Compiler::weave(std::span<const Input> examples) const {
+  return weave_list(detail::ExampleList{examples, {}, false});
+}
+
+WovenBatch Compiler::weave(std::span<const Input> pool, std::span<const std::size_t> ids) const {
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] >= pool.size())
+      fail("blocks", "example id ", ids[i], " (position ", i,
+           " of the batch) is out of range: ", "there are ", pool.size(), " examples");
+  }
+  return weave_list(detail::ExampleList{pool, ids, true});
+}
+
+WovenBatch Compiler::weave_list(const detail::ExampleList& examples) const {
   if (needs_flow()) {  // woven as it runs (run_flow)
     WovenBatch batch;
     batch.examples_ = examples.size();
     batch.weaver_ = std::make_unique<loom::Weaver>(compiled_->loom);
-    batch.flow_inputs_.assign(examples.begin(), examples.end());
+    batch.flow_inputs_.reserve(examples.size());
+    for (std::size_t i = 0; i < examples.size(); ++i) batch.flow_inputs_.push_back(examples[i]);
     return batch;
   }
   WovenBatch batch = weave_unscheduled(examples);
@@ -276,7 +290,7 @@ void Compiler::schedule(WovenBatch& batch) const {
       loom::make_batch_plan(*batch.weaver_, *batch.schedule_, 0, {}, lists));
 }
 
-WovenBatch Compiler::weave_unscheduled(std::span<const Input> examples) const {
+WovenBatch Compiler::weave_unscheduled(const detail::ExampleList& examples) const {
   WovenBatch batch;
   batch.examples_ = examples.size();
   const std::size_t hardware = std::max(1u, std::thread::hardware_concurrency());
@@ -301,7 +315,7 @@ WovenBatch Compiler::weave_unscheduled(std::span<const Input> examples) const {
     const std::size_t end = std::min(examples.size(), begin + per);
     workers.emplace_back([&, t, begin, end] {
       try {
-        weave_range(examples.subspan(begin, end - begin), begin, *weavers[t], records[t]);
+        weave_range(examples.slice(begin, end - begin), begin, *weavers[t], records[t]);
       } catch (...) {
         errors[t] = std::current_exception();
       }
@@ -357,6 +371,14 @@ BatchResult Compiler::run(const WovenBatch& batch, Tape& tape) const {
 
 BatchResult Compiler::forward(std::span<const Input> examples, Tape& tape) const {
   auto batch = std::make_shared<WovenBatch>(weave(examples));
+  BatchResult result = run(*batch, tape);
+  result.owned_ = std::move(batch);
+  return result;
+}
+
+BatchResult Compiler::forward(std::span<const Input> pool, std::span<const std::size_t> ids,
+                              Tape& tape) const {
+  auto batch = std::make_shared<WovenBatch>(weave(pool, ids));
   BatchResult result = run(*batch, tape);
   result.owned_ = std::move(batch);
   return result;

@@ -14,6 +14,7 @@
 #include "weft/blocks/compiler.h"
 #include "weft/core/error.h"
 #include "weft/models/classification.h"
+#include "weft/models/registry.h"
 #include "weft/nn/embedding.h"
 #include "weft/nn/fc.h"
 #include "weft/nn/initializers.h"
@@ -46,6 +47,9 @@ json flatten(const json& tree) {
 
 }  // namespace
 
+// Its registry entry: options hidden (128, the classifier's), attention_hidden (64), embeddings /
+// no_embeddings (frozen GloVe unless there are none), embedding_dim, dropout (0.25), bad_records.
+// Assets: the vocabulary.
 ModelEntry attention_entry() {
   ModelEntry entry;
   entry.name = "attention";

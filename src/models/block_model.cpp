@@ -2,8 +2,11 @@
 #include "weft/models/block_model.h"
 
 #include <algorithm>
+#include <numeric>
+#include <typeinfo>
 
 #include "weft/core/error.h"
+#include "weft/models/ensemble.h"
 #include "weft/nn/mode.h"
 
 namespace weft::models {
@@ -13,18 +16,19 @@ struct PreparedWeave : train::PreparedBatch {
   blocks::WovenBatch woven;
 };
 
-blocks::WovenBatch weave_ids(const blocks::Compiler& compiler,
-                             std::span<const nlohmann::json> examples,
-                             std::span<const std::size_t> ids) {
-  std::vector<nlohmann::json> batch;
-  batch.reserve(ids.size());
-  for (std::size_t id : ids) {
-    if (id >= examples.size()) {
-      fail("model", "example ", id, " is out of range: the split has ", examples.size());
-    }
-    batch.push_back(examples[id]);
+// A run's outputs, then the values of `metrics` (undefined when a metric has none), copied off
+// its tape: what an ensemble averages.
+std::vector<Tensor> copied_values(const blocks::BatchResult& result,
+                                  std::span<const std::string> metrics) {
+  std::vector<Tensor> values;
+  values.reserve(result.num_outputs() + metrics.size());
+  for (std::size_t k = 0; k < result.num_outputs(); ++k)
+    values.push_back(result.output(k).value().clone());
+  for (const std::string& m : metrics) {
+    const Var v = result.metric(m).values;
+    values.push_back(v.defined() ? v.value().clone() : Tensor());
   }
-  return compiler.weave(batch);
+  return values;
 }
 
 Device device_option(const OptionValues& options) {
@@ -50,7 +54,7 @@ std::size_t BlockModel::num_examples(train::Split split) const {
 }
 
 double BlockModel::example_cost(train::Split split, std::size_t id) const {
-  const blocks::WovenBatch woven = weave_ids(*compiler_, examples(split), std::span(&id, 1));
+  const blocks::WovenBatch woven = compiler_->weave(examples(split), std::span(&id, 1));
   return double(std::max<std::size_t>(1, woven.weaver().num_calls()));
 }
 
@@ -77,7 +81,7 @@ void BlockModel::compile(blocks::Block root, loom::Strategy preferred) {
 std::unique_ptr<train::PreparedBatch> BlockModel::prepare_batch(train::Split split,
                                                                 std::span<const std::size_t> ids) {
   auto prepared = std::make_unique<PreparedWeave>();
-  prepared->woven = weave_ids(*compiler_, examples(split), ids);
+  prepared->woven = compiler_->weave(examples(split), ids);
   return prepared;
 }
 
@@ -85,10 +89,13 @@ train::BatchFigures BlockModel::run(const train::Batch& batch, bool training, Rn
   if (!compiler_) fail(name(), "the model's root block was never compiled");
   if (training && !members_.empty()) fail(name(), "an ensemble of checkpoints cannot be trained");
   const blocks::WovenBatch* woven = nullptr;
-  if (auto* prepared = dynamic_cast<PreparedWeave*>(batch.prepared)) {
-    woven = &prepared->woven;
+  if (batch.prepared != nullptr) {
+    // The trainer hands back what this model's prepare_batch made (train::Batch's contract).
+    if (typeid(*batch.prepared) != typeid(PreparedWeave))
+      fail(name(), "a batch prepared by another model was handed to this one");
+    woven = &static_cast<const PreparedWeave*>(batch.prepared)->woven;
   } else {
-    local_ = weave_ids(*compiler_, examples(batch.split), batch.example_ids);
+    local_ = compiler_->weave(examples(batch.split), batch.example_ids);
     woven = &local_;
   }
   tape_.clear();
@@ -96,13 +103,7 @@ train::BatchFigures BlockModel::run(const train::Batch& batch, bool training, Rn
   TapeScope scope(tape_);
   nn::ForwardMode mode(training, rng);
   blocks::BatchResult result = compiler_->run(*woven, tape_);
-  if (!members_.empty()) {
-    const std::span<const nlohmann::json> all = examples(batch.split);
-    std::vector<nlohmann::json> chosen;
-    chosen.reserve(batch.example_ids.size());
-    for (std::size_t id : batch.example_ids) chosen.push_back(all[id]);
-    average_members(result, chosen);
-  }
+  if (!members_.empty()) average_members(result, examples(batch.split), batch.example_ids);
   return figures(result, batch, training);
 }
 
@@ -122,7 +123,11 @@ std::vector<nlohmann::json> BlockModel::predict(std::span<const nlohmann::json> 
   TapeScope scope(tape_);
   nn::ForwardMode mode(false);
   blocks::BatchResult result = compiler_->forward(examples, tape_);
-  if (!members_.empty()) average_members(result, examples);
+  if (!members_.empty()) {
+    std::vector<std::size_t> all(examples.size());
+    std::iota(all.begin(), all.end(), std::size_t(0));
+    average_members(result, examples, all);
+  }
   return predictions(result, examples.size());
 }
 
@@ -144,43 +149,42 @@ std::vector<nlohmann::json> BlockModel::predict_woven(const blocks::WovenBatch& 
   return predictions(result, woven.size());
 }
 
-void BlockModel::add_ensemble_member(std::unique_ptr<BlockModel> member) {
-  if (!compiler_ || !member || !member->compiler_)
-    fail(name(), "an ensemble needs compiled models");
+void BlockModel::add_ensemble_member(std::unique_ptr<Model> member) {
+  if (!compiler_ || !member) fail(name(), "an ensemble needs compiled models");
   if (ensemble_averaging() == EnsembleAveraging::kNone)
     fail(name(), "this model cannot be ensembled: its outputs are not class scores");
   if (member->name() != name())
     fail(name(), "cannot ensemble a '", member->name(), "' model with a '", name(), "' model");
-  if (member->compiler_->output_types() != compiler_->output_types())
-    fail(name(), "an ensemble member has other outputs than the lead model");
+  if (member->ensemble_averaging() != ensemble_averaging() || member->ensemble_size() != 1)
+    fail(name(), "an ensemble member must be a single model that averages like the lead");
   members_.push_back(std::move(member));
 }
 
-void BlockModel::average_members(blocks::BatchResult& result,
-                                 std::span<const nlohmann::json> examples) {
+std::vector<Tensor> BlockModel::ensemble_values(std::span<const nlohmann::json> pool,
+                                                std::span<const std::size_t> ids,
+                                                std::span<const std::string> metrics) {
+  if (!compiler_) fail(name(), "the model's root block was never compiled");
+  tape_.clear();
+  tape_.set_grad_enabled(false);
+  TapeScope scope(tape_);
+  nn::ForwardMode mode(false);
+  const blocks::BatchResult r = compiler_->forward(pool, ids, tape_);
+  const std::vector<std::string> mine = r.metric_names();
+  if (!std::equal(mine.begin(), mine.end(), metrics.begin(), metrics.end()))
+    fail(name(), "an ensemble member has other metrics than the lead model");
+  return copied_values(r, metrics);
+}
+
+void BlockModel::average_members(blocks::BatchResult& result, std::span<const nlohmann::json> pool,
+                                 std::span<const std::size_t> ids) {
   // Each model's values as tensors copied off its tape: [model][output or metric].
   const std::vector<std::string> metrics = result.metric_names();
   const std::size_t slots = result.num_outputs() + metrics.size();
-  auto read = [&](const blocks::BatchResult& r) {
-    std::vector<Tensor> values;
-    values.reserve(slots);
-    for (std::size_t k = 0; k < r.num_outputs(); ++k) values.push_back(r.output(k).value().clone());
-    for (const std::string& m : metrics) {
-      const Var v = r.metric(m).values;
-      values.push_back(v.defined() ? v.value().clone() : Tensor());
-    }
-    return values;
-  };
-  std::vector<std::vector<Tensor>> all{read(result)};
+  std::vector<std::vector<Tensor>> all{copied_values(result, metrics)};
   for (const auto& member : members_) {
-    member->tape_.clear();
-    member->tape_.set_grad_enabled(false);
-    TapeScope scope(member->tape_);
-    nn::ForwardMode mode(false);
-    const blocks::BatchResult r = member->compiler_->forward(examples, member->tape_);
-    if (r.metric_names() != metrics)
-      fail(name(), "an ensemble member has other metrics than the lead model");
-    all.push_back(read(r));
+    all.push_back(member->ensemble_values(pool, ids, metrics));
+    if (all.back().size() != slots)
+      fail(name(), "an ensemble member has other outputs than the lead model");
   }
   for (std::size_t slot = 0; slot < slots; ++slot) {
     if (!all[0][slot].defined()) continue;

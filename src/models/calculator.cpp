@@ -12,6 +12,7 @@
 #include "weft/core/error.h"
 #include "weft/io/json_lines.h"
 #include "weft/models/classification.h"
+#include "weft/models/registry.h"
 #include "weft/nn/embedding.h"
 #include "weft/nn/fc.h"
 
@@ -36,6 +37,8 @@ json make_example(const CalculatorExample& example) {
 
 }  // namespace
 
+// Its registry entry: options hidden (128), max_depth and leaf_probability of the generated
+// expressions; max_train / max_eval 0 mean 50,000 training and 2,000 dev and test expressions.
 ModelEntry calculator_entry() {
   ModelEntry entry;
   entry.name = "calculator";

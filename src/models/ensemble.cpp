@@ -1,13 +1,12 @@
 // Ensembles of checkpoints (models/ensemble.h): loading and checking the members, and the
-// probability average. Running the members lives in BlockModel (block_model.cpp), which owns
-// their compilers and tapes.
+// probability average. Running the members is the lead model's (Model::add_ensemble_member;
+// BlockModel runs each member's own compiler on its own tape).
 #include "weft/models/ensemble.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include "weft/core/error.h"
-#include "weft/models/block_model.h"
 #include "weft/models/saved_model.h"
 
 namespace weft::models {
@@ -46,8 +45,7 @@ std::unique_ptr<Model> load_ensemble(std::span<const std::string> paths, ModelUs
   if (paths.empty()) fail("model", "an ensemble needs at least one checkpoint");
   std::unique_ptr<Model> lead = load_model(paths[0], use, overrides, expected_name);
   if (paths.size() == 1) return lead;
-  auto* block_lead = dynamic_cast<BlockModel*>(lead.get());
-  if (block_lead == nullptr || block_lead->ensemble_averaging() == EnsembleAveraging::kNone)
+  if (lead->ensemble_averaging() == EnsembleAveraging::kNone)
     fail("model", "'", paths[0], "': model '", lead->name(),
          "' cannot be ensembled (its outputs are not class scores)");
   const SavedModel first = read_saved_model(paths[0]);
@@ -59,11 +57,7 @@ std::unique_ptr<Model> load_ensemble(std::span<const std::string> paths, ModelUs
     if (saved.assets != first.assets)
       fail("model", "'", paths[i], "': its assets (vocabulary, label names) differ from those of '",
            paths[0], "'; an ensemble needs checkpoints trained on the same ones");
-    std::unique_ptr<Model> member = load_model(paths[i], ModelUse::kInfer, overrides, first.name);
-    auto* block_member = dynamic_cast<BlockModel*>(member.get());
-    if (block_member == nullptr) fail("model", "'", paths[i], "': not a block model");
-    member.release();
-    block_lead->add_ensemble_member(std::unique_ptr<BlockModel>(block_member));
+    lead->add_ensemble_member(load_model(paths[i], ModelUse::kInfer, overrides, first.name));
   }
   return lead;
 }

@@ -20,6 +20,7 @@
 #include "weft/io/tatoeba.h"
 #include "weft/io/utf8.h"
 #include "weft/models/classification.h"
+#include "weft/models/registry.h"
 #include "weft/nn/cells.h"
 #include "weft/nn/embedding.h"
 #include "weft/nn/fc.h"
@@ -70,6 +71,8 @@ std::vector<std::vector<std::int32_t>> langid_words(std::string_view text) {
   return words;
 }
 
+// Its registry entry: options char_embedding (32), char_hidden (64, word vectors), hidden (64,
+// sentence vectors), dev_fraction (0.1), bad_records. Assets: the languages and the characters.
 ModelEntry langid_entry() {
   ModelEntry entry;
   entry.name = "langid";

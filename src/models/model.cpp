@@ -16,6 +16,24 @@ std::string Model::config_json() const {
   return nlohmann::json{{"options", options().values()}, {"assets", assets()}}.dump();
 }
 
+blocks::WovenBatch Model::weave_examples(std::span<const nlohmann::json> /*examples*/) const {
+  fail(name(), "this model does not weave apart from running (weaves_apart() is false)");
+}
+
+std::vector<nlohmann::json> Model::predict_woven(const blocks::WovenBatch& /*woven*/) {
+  fail(name(), "this model does not weave apart from running (weaves_apart() is false)");
+}
+
+void Model::add_ensemble_member(std::unique_ptr<Model> /*member*/) {
+  fail(name(), "this model cannot be ensembled: its outputs are not class scores");
+}
+
+std::vector<Tensor> Model::ensemble_values(std::span<const nlohmann::json> /*pool*/,
+                                           std::span<const std::size_t> /*ids*/,
+                                           std::span<const std::string> /*metrics*/) {
+  fail(name(), "this model cannot be an ensemble member: its outputs are not class scores");
+}
+
 InferenceRate inference_rate(const blocks::Block& root, std::span<const nlohmann::json> examples,
                              const blocks::CompilerOptions& options, std::size_t batch_size) {
   if (examples.empty() || batch_size == 0) {

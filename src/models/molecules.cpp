@@ -12,6 +12,7 @@
 #include "weft/blocks/compiler.h"
 #include "weft/core/error.h"
 #include "weft/io/json_lines.h"
+#include "weft/models/registry.h"
 #include "weft/nn/fc.h"
 #include "weft/nn/parameter_store.h"
 
@@ -61,6 +62,9 @@ Block pair_from_atoms(const Block& update) {
 
 }  // namespace
 
+// Its registry entry: options task (esol | tox21), hidden (64, atom states), pair_hidden (32),
+// graph_hidden (128), layers (2), bad_records. Assets: the task names and the ESOL targets'
+// standardization (mean, scale).
 ModelEntry molecules_entry() {
   ModelEntry entry;
   entry.name = "molecules";

@@ -1,19 +1,16 @@
-// The model registry (models/registry.h): the built-in models, one line each, and the models a
-// program registers itself.
+// The model registry (models/registry.h): the built-in models (listed in builtin_models.cpp)
+// and the models a program registers itself.
 #include "weft/models/registry.h"
 
 #include <mutex>
 
 #include "weft/core/error.h"
-#include "weft/models/attention.h"
-#include "weft/models/calculator.h"
-#include "weft/models/langid.h"
-#include "weft/models/molecules.h"
-#include "weft/models/sentiment.h"
-#include "weft/models/seq2tree.h"
-#include "weft/models/tree2seq.h"
 
 namespace weft::models {
+
+// The built-in models' entries, in registration order (builtin_models.cpp).
+std::vector<ModelEntry> builtin_model_entries();
+
 namespace {
 
 struct Registry {
@@ -35,10 +32,8 @@ void check_entry(const ModelEntry& entry, const std::vector<std::unique_ptr<Mode
 Registry& registry() {
   static Registry* instance = [] {
     auto* r = new Registry();
-    for (ModelEntry (*builtin)() :
-         {calculator_entry, sentiment_entry, attention_entry, langid_entry, molecules_entry,
-          tree2seq_entry, seq2tree_entry}) {
-      auto entry = std::make_unique<ModelEntry>(builtin());
+    for (ModelEntry& builtin : builtin_model_entries()) {
+      auto entry = std::make_unique<ModelEntry>(std::move(builtin));
       check_entry(*entry, r->entries);
       r->entries.push_back(std::move(entry));
     }

@@ -10,6 +10,7 @@
 #include "weft/core/error.h"
 #include "weft/io/json_lines.h"
 #include "weft/models/calculator_data.h"
+#include "weft/models/registry.h"
 
 namespace weft::models {
 
@@ -220,6 +221,9 @@ class TreeJob : public DecodeJob {
 
 }  // namespace
 
+// Its registry entry: hidden, max_depth and leaf_probability of the generated expressions
+// (max_train / max_eval 0: 20,000 training and 1,000 dev and test expressions), and the
+// decoding options (beam, eval_beam).
 ModelEntry seq2tree_entry() {
   ModelEntry entry;
   entry.name = "seq2tree";

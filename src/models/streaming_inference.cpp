@@ -18,7 +18,6 @@
 
 #include "weft/core/claimable_task.h"
 #include "weft/core/error.h"
-#include "weft/models/block_model.h"
 
 namespace weft::models {
 namespace {
@@ -36,9 +35,9 @@ struct Chunk {
 // hand-off between threads).
 using WeaveJob = ClaimableTask<blocks::WovenBatch>;
 
-std::shared_ptr<WeaveJob> weave_job(const BlockModel& block, std::shared_ptr<const Chunk> chunk) {
+std::shared_ptr<WeaveJob> weave_job(const Model& model, std::shared_ptr<const Chunk> chunk) {
   return std::make_shared<WeaveJob>(
-      [&block, chunk = std::move(chunk)] { return block.weave_examples(chunk->examples); });
+      [&model, chunk = std::move(chunk)] { return model.weave_examples(chunk->examples); });
 }
 
 // The weaving threads of one stream: they take queued jobs in order.
@@ -95,11 +94,11 @@ class Stream {
  public:
   Stream(Model& model, const ExampleSource& source, const PredictionSink& sink,
          const StreamingOptions& options)
-      : model_(model), source_(source), sink_(sink), options_(options) {
-    // Weaving apart from running needs the two-step predict of a single BlockModel.
-    auto* block = dynamic_cast<BlockModel*>(&model);
-    if (block != nullptr && block->ensemble_size() == 1) block_ = block;
-  }
+      : model_(model),
+        weaves_apart_(model.weaves_apart()),
+        source_(source),
+        sink_(sink),
+        options_(options) {}
 
   StreamingStats on_calling_thread();
   StreamingStats with_source_thread();
@@ -113,7 +112,7 @@ class Stream {
   std::vector<json> predict(PendingBatch& batch, std::vector<std::string>& errors);
 
   Model& model_;
-  BlockModel* block_ = nullptr;  // set when this model weaves apart from running
+  const bool weaves_apart_;  // the model's two-step predict (Model::weaves_apart)
   const ExampleSource& source_;
   const PredictionSink& sink_;
   const StreamingOptions& options_;
@@ -145,7 +144,7 @@ std::vector<json> Stream::predict(PendingBatch& batch, std::vector<std::string>&
   std::vector<json> predictions;
   try {
     if (batch.weave)
-      predictions = block_->predict_woven(batch.weave->take());  // rethrows a weave error
+      predictions = model_.predict_woven(batch.weave->take());  // rethrows a weave error
     else
       predictions = model_.predict(chunk.examples);  // weaves and runs in one call
     if (predictions.size() != chunk.examples.size())
@@ -192,7 +191,7 @@ void Stream::run(PendingBatch& batch) {
 
 // Read a chunk, hand it to a weaving thread, run the oldest once batches_ahead wait behind it.
 StreamingStats Stream::on_calling_thread() {
-  const int ahead = block_ != nullptr ? options_.batches_ahead : 0;
+  const int ahead = weaves_apart_ ? options_.batches_ahead : 0;
   std::deque<PendingBatch> pending;  // declared before the weavers, so destroyed after them
   std::optional<Weavers> weavers;
   if (ahead > 0) weavers.emplace(ahead);
@@ -218,7 +217,7 @@ StreamingStats Stream::on_calling_thread() {
       stats_.most_examples_held = std::max(stats_.most_examples_held, held);
       PendingBatch batch{chunk, nullptr};
       if (weavers && !source_error) {
-        batch.weave = weave_job(*block_, chunk);
+        batch.weave = weave_job(model_, chunk);
         weavers->submit(batch.weave);
       }
       pending.push_back(std::move(batch));
@@ -260,8 +259,8 @@ StreamingStats Stream::with_source_thread() {
         error = std::current_exception();
       }
       PendingBatch batch{chunk, nullptr};
-      if (block_ != nullptr && !chunk->examples.empty() && !error) {
-        batch.weave = weave_job(*block_, chunk);
+      if (weaves_apart_ && !chunk->examples.empty() && !error) {
+        batch.weave = weave_job(model_, chunk);
         batch.weave->run_if_unclaimed();
       }
       std::lock_guard<std::mutex> lock(mutex);

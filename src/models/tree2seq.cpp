@@ -10,6 +10,7 @@
 #include "weft/core/error.h"
 #include "weft/io/json_lines.h"
 #include "weft/models/calculator_data.h"
+#include "weft/models/registry.h"
 
 namespace weft::models {
 
@@ -34,6 +35,9 @@ struct TreeEncoding : FlowModel::Encoding {
 
 }  // namespace
 
+// Its registry entry: hidden, max_depth and leaf_probability of the generated expressions
+// (max_train / max_eval 0: 20,000 training and 1,000 dev and test expressions), and the
+// decoding options (beam, eval_beam).
 ModelEntry tree2seq_entry() {
   ModelEntry entry;
   entry.name = "tree2seq";

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,20 @@ namespace detail {
 struct Compiled;
 struct WovenRecords;
 struct FlowOutcome;
+
+// The examples of one weave, without copies: `pool` in order, or (by_id) pool[ids[0]],
+// pool[ids[1]], ... (the ids checked in range by Compiler::weave).
+struct ExampleList {
+  std::span<const Input> pool;
+  std::span<const std::size_t> ids;
+  bool by_id = false;
+  std::size_t size() const { return by_id ? ids.size() : pool.size(); }
+  const Input& operator[](std::size_t i) const { return by_id ? pool[ids[i]] : pool[i]; }
+  ExampleList slice(std::size_t begin, std::size_t count) const {
+    return by_id ? ExampleList{pool, ids.subspan(begin, count), true}
+                 : ExampleList{pool.subspan(begin, count), {}, false};
+  }
+};
 }  // namespace detail
 
 // A woven batch: the weave of every example plus where its outputs and metric rows are.
@@ -145,6 +160,9 @@ class Compiler {
   // Weaves examples (in parallel when there are many); user data errors throw naming the
   // block, the value and the example's index.
   WovenBatch weave(std::span<const Input> examples) const;
+  // Weaves pool[ids[0]], pool[ids[1]], ... as examples 0, 1, ... of one batch, reading them in
+  // place (a model weaves a batch of its split by example ids). Throws naming an id out of range.
+  WovenBatch weave(std::span<const Input> pool, std::span<const std::size_t> ids) const;
   // Any C++ type with nlohmann's to_json.
   template <typename T>
   WovenBatch weave_values(std::span<const T> values) const {
@@ -160,16 +178,20 @@ class Compiler {
   BatchResult run(const WovenBatch& batch, Tape& tape) const;
   // weave + run; the result keeps the batch.
   BatchResult forward(std::span<const Input> examples, Tape& tape) const;
+  // weave(pool, ids) + run.
+  BatchResult forward(std::span<const Input> pool, std::span<const std::size_t> ids,
+                      Tape& tape) const;
 
  private:
   friend struct EvalAccess;
-  WovenBatch weave_unscheduled(std::span<const Input> examples) const;
+  WovenBatch weave_list(const detail::ExampleList& examples) const;
+  WovenBatch weave_unscheduled(const detail::ExampleList& examples) const;
   // Fills batch.schedule_ (options().strategy, max_step_rows) and batch.plan_ (the outputs'
   // and metrics' gathers planned after the steps').
   void schedule(WovenBatch& batch) const;
   // for_eval: any output type is accepted (eval returns Input, Broadcast and Void values too).
   Compiler(Block root, CompilerOptions options, bool for_eval);
-  void weave_range(std::span<const Input> examples, std::size_t first, loom::Weaver& weaver,
+  void weave_range(const detail::ExampleList& examples, std::size_t first, loom::Weaver& weaver,
                    detail::WovenRecords& records) const;
   // run() for a root that needs the flow engine (flow_run.cpp).
   BatchResult run_flow(const WovenBatch& batch, Tape& tape) const;

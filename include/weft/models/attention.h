@@ -12,15 +12,9 @@
 
 #include "weft/core/export.h"
 #include "weft/models/block_model.h"
-#include "weft/models/registry.h"
 
 WEFT_API_BEGIN
 namespace weft::models {
-
-// Its registry entry: options hidden (128, the classifier's), attention_hidden (64), embeddings /
-// no_embeddings (frozen GloVe unless there are none), embedding_dim, dropout (0.25), bad_records.
-// Assets: the vocabulary.
-ModelEntry attention_entry();
 
 class AttentionModel : public BlockModel {
  public:

@@ -14,7 +14,6 @@
 
 #include "weft/blocks/compiler.h"
 #include "weft/core/export.h"
-#include "weft/models/ensemble.h"
 #include "weft/models/model.h"
 #include "weft/nn/parameter_store.h"
 
@@ -36,24 +35,21 @@ class BlockModel : public Model {
   std::unique_ptr<train::PreparedBatch> prepare_batch(train::Split split,
                                                       std::span<const std::size_t> ids) final;
   std::vector<nlohmann::json> predict(std::span<const nlohmann::json> examples) final;
-  // predict in two steps, so a caller (the server) can weave the next batch on one thread while
-  // this one runs on the thread that owns the model: weaving is const, and predict_woven(
-  // weave_examples(x)) equals predict(x).
-  blocks::WovenBatch weave_examples(std::span<const nlohmann::json> examples) const;
-  std::vector<nlohmann::json> predict_woven(const blocks::WovenBatch& woven);
   const blocks::Block& root_block() const final { return root_; }
   loom::Strategy loom_strategy() const final { return strategy_; }
   std::span<const nlohmann::json> examples(train::Split split) const final;
 
-  // Ensembles (models/ensemble.h). How this model's outputs and metrics average: models whose
-  // every output and metric holds class logits return kSoftmax.
-  virtual EnsembleAveraging ensemble_averaging() const { return EnsembleAveraging::kNone; }
-  // Makes this model the lead of an ensemble with `member` (another checkpoint of the same
-  // model): evaluation and predict() then run every member on the same examples and report the
-  // averaged outputs; training and predict_woven refuse. Throws when the model cannot be
-  // ensembled, or the member is another model or has other outputs or metrics.
-  void add_ensemble_member(std::unique_ptr<BlockModel> member);
-  std::size_t ensemble_size() const { return 1 + members_.size(); }
+  // Weaving apart from running: a single model does, an ensemble weaves per member.
+  bool weaves_apart() const final { return compiler_ != nullptr && members_.empty(); }
+  blocks::WovenBatch weave_examples(std::span<const nlohmann::json> examples) const final;
+  std::vector<nlohmann::json> predict_woven(const blocks::WovenBatch& woven) final;
+
+  // Ensembles: a model opts in by overriding ensemble_averaging (Model).
+  void add_ensemble_member(std::unique_ptr<Model> member) final;
+  std::size_t ensemble_size() const final { return 1 + members_.size(); }
+  std::vector<Tensor> ensemble_values(std::span<const nlohmann::json> pool,
+                                      std::span<const std::size_t> ids,
+                                      std::span<const std::string> metrics) final;
 
  protected:
   // `options` come from the model's registry entry, checked. The parameter store is seeded
@@ -81,9 +77,10 @@ class BlockModel : public Model {
 
  private:
   train::BatchFigures run(const train::Batch& batch, bool training, Rng* rng);
-  // Runs the members on `examples` (inference mode) and replaces every output and metric of
+  // Runs the members on pool[ids...] (inference mode) and replaces every output and metric of
   // `result` (the lead's, on tape_) with the average over the lead and the members.
-  void average_members(blocks::BatchResult& result, std::span<const nlohmann::json> examples);
+  void average_members(blocks::BatchResult& result, std::span<const nlohmann::json> pool,
+                       std::span<const std::size_t> ids);
 
   OptionValues options_;
   nn::ParameterStore store_;
@@ -93,7 +90,7 @@ class BlockModel : public Model {
   loom::Strategy strategy_ = loom::Strategy::kByDepth;
   Tape tape_;
   blocks::WovenBatch local_;  // a batch woven on the spot, kept while its result is used
-  std::vector<std::unique_ptr<BlockModel>> members_;  // an ensemble's other models
+  std::vector<std::unique_ptr<Model>> members_;  // an ensemble's other models
 };
 
 }  // namespace weft::models

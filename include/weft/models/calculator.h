@@ -10,18 +10,13 @@
 #include "weft/core/export.h"
 #include "weft/models/block_model.h"
 #include "weft/models/calculator_data.h"
-#include "weft/models/registry.h"
 
 WEFT_API_BEGIN
 namespace weft::models {
 
-// Its registry entry: options hidden (128), max_depth and leaf_probability of the generated
-// expressions; max_train / max_eval 0 mean 50,000 training and 2,000 dev and test expressions.
-ModelEntry calculator_entry();
-
 class CalculatorModel : public BlockModel {
  public:
-  // `options` from calculator_entry(). The examples are generated from the seed (one stream
+  // `options` from its registry entry. The examples are generated from the seed (one stream
   // per split); for inference none are, and for evaluation no training set is.
   explicit CalculatorModel(const OptionValues& options, const ModelInit& init = {});
   ~CalculatorModel() override;

@@ -18,13 +18,6 @@
 WEFT_API_BEGIN
 namespace weft::models {
 
-// How an ensemble combines its members' outputs and metric values.
-enum class EnsembleAveraging {
-  kNone,     // the model cannot be ensembled (its outputs are not class scores)
-  kSoftmax,  // rows of logits: the mean of softmax(row) over members, returned as its log so
-             // that a softmax of the result gives the mean exactly
-};
-
 // Row-wise log of the mean over `logits` (same shapes, classes on the last axis) of their
 // softmax probabilities, computed in double on the CPU; float32, shaped like the inputs.
 Tensor average_softmax(std::span<const Tensor> logits);

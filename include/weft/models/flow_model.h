@@ -18,7 +18,6 @@
 #include "weft/loom/loom.h"
 #include "weft/models/decoding.h"
 #include "weft/models/model.h"
-#include "weft/models/registry.h"
 #include "weft/nn/parameter_store.h"
 
 WEFT_API_BEGIN

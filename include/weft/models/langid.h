@@ -13,14 +13,9 @@
 
 #include "weft/core/export.h"
 #include "weft/models/block_model.h"
-#include "weft/models/registry.h"
 
 WEFT_API_BEGIN
 namespace weft::models {
-
-// Its registry entry: options char_embedding (32), char_hidden (64, word vectors), hidden (64,
-// sentence vectors), dev_fraction (0.1), bad_records. Assets: the languages and the characters.
-ModelEntry langid_entry();
 
 class LangIdModel : public BlockModel {
  public:

@@ -4,6 +4,7 @@
 // its parameters — what a self-contained checkpoint stores (models/saved_model.h).
 #pragma once
 
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -16,6 +17,7 @@
 #include "weft/core/export.h"
 #include "weft/loom/schedule.h"
 #include "weft/models/options.h"
+#include "weft/tensor/tensor.h"
 #include "weft/train/trainer.h"
 
 WEFT_API_BEGIN
@@ -28,6 +30,13 @@ enum class ModelUse {
   kTrain,     // every split from the data folder; assets made from the training data
   kEvaluate,  // every split from the data folder, encoded with the checkpoint's assets
   kInfer,     // no data at all: everything comes from the checkpoint's assets
+};
+
+// How an ensemble (models/ensemble.h) combines its members' outputs and metric values.
+enum class EnsembleAveraging {
+  kNone,     // the model cannot be ensembled (its outputs are not class scores)
+  kSoftmax,  // rows of logits: the mean of softmax(row) over members, returned as its log so
+             // that a softmax of the result gives the mean exactly
 };
 
 // How a registry factory builds a model: what for, and (for kEvaluate and kInfer) the assets
@@ -65,8 +74,36 @@ class Model : public train::TrainableModel {
   virtual std::vector<std::string> data_notes() const { return {}; }
   // Lines to print after a split's figures (e.g. the accuracy of the majority class).
   virtual std::vector<std::string> split_notes(train::Split /*split*/) const { return {}; }
-  // The model as one that decodes step by step with flow programs (models/decoding.h), or
-  // null: what a server needs to batch at iteration level, without casting.
+
+  // Capabilities beyond the contract above. Each has a query and defaults that refuse, so a
+  // driver asks the model rather than its class, and a new kind of model opts in by overriding.
+
+  // Weaving apart from running (models/streaming_inference.h, the server): when true, a
+  // caller may weave the next batch on any thread (weave_examples is const) while this one
+  // runs on the thread that owns the model, and predict_woven(weave_examples(x)) equals
+  // predict(x).
+  virtual bool weaves_apart() const { return false; }
+  virtual blocks::WovenBatch weave_examples(std::span<const nlohmann::json> examples) const;
+  virtual std::vector<nlohmann::json> predict_woven(const blocks::WovenBatch& woven);
+
+  // Ensembles (models/ensemble.h). How this model's outputs and metrics average: models whose
+  // every output and metric holds class logits return kSoftmax.
+  virtual EnsembleAveraging ensemble_averaging() const { return EnsembleAveraging::kNone; }
+  // Makes this model the lead of an ensemble with `member` (another checkpoint of the same
+  // model): evaluation and predict() then run every member on the same examples and report the
+  // averaged outputs; training and predict_woven refuse. Throws when the model cannot be
+  // ensembled, or the member is another model or has other outputs or metrics.
+  virtual void add_ensemble_member(std::unique_ptr<Model> member);
+  virtual std::size_t ensemble_size() const { return 1; }
+  // What this model contributes as a member: its outputs, then the values of `metrics` (an
+  // undefined tensor for a metric without values), on pool[ids[0]], pool[ids[1]], ... in
+  // inference mode, copied off its tape. Throws when its metrics are not `metrics`.
+  virtual std::vector<Tensor> ensemble_values(std::span<const nlohmann::json> pool,
+                                              std::span<const std::size_t> ids,
+                                              std::span<const std::string> metrics);
+
+  // Decoding step by step with flow programs (models/decoding.h): the model as one, or null;
+  // what a server needs to batch at iteration level, without casting.
   virtual DecodingModel* decoding() { return nullptr; }
 };
 

@@ -15,15 +15,9 @@
 #include "weft/io/csv.h"
 #include "weft/models/block_model.h"
 #include "weft/models/molecule_data.h"
-#include "weft/models/registry.h"
 
 WEFT_API_BEGIN
 namespace weft::models {
-
-// Its registry entry: options task (esol | tox21), hidden (64, atom states), pair_hidden (32),
-// graph_hidden (128), layers (2), bad_records. Assets: the task names and the ESOL targets'
-// standardization (mean, scale).
-ModelEntry molecules_entry();
 
 class MoleculeModel : public BlockModel {
  public:

@@ -2,7 +2,7 @@
 // of its examples, its training recipe (defaults over the Trainer's option schema,
 // weft/train/trainer_options.h) and its factory. The command line, Python, the server and
 // distributed training read models from here and never special-case one. The built-in models
-// are listed in registry.cpp, one line each; a program adds its own with register_model.
+// are listed in builtin_models.cpp, one line each; a program adds its own with register_model.
 #pragma once
 
 #include <functional>

@@ -12,16 +12,9 @@
 
 #include "weft/core/export.h"
 #include "weft/models/block_model.h"
-#include "weft/models/registry.h"
 
 WEFT_API_BEGIN
 namespace weft::models {
-
-// Its registry entry: options hidden (150), embeddings / embedding_aliases ("sst": the shipped
-// table) / no_embeddings / freeze_embeddings, embedding_dim, dropout and recurrent_dropout (0.25);
-// the recipe is Tai et al.'s (Adagrad 0.05, batch 25, L2 1e-4, word vectors at 0.1x the rate).
-// Assets: the vocabulary.
-ModelEntry sentiment_entry();
 
 class SentimentModel : public BlockModel {
  public:

@@ -41,8 +41,8 @@ struct StreamingOptions {
   std::int64_t batch_size = 64;
   // Batches woven ahead of the running one, each on a worker thread (0: weave on the calling
   // thread). Each weave may itself use the model's weave_threads option.
-  // Models that cannot weave apart from running (ensembles, models other than BlockModel)
-  // run each batch whole on the calling thread.
+  // Models that cannot weave apart from running (Model::weaves_apart false: ensembles, models
+  // other than block models) run each batch whole on the calling thread.
   int batches_ahead = 1;
   // Off: the source is called on the calling thread, between runs, so it should not wait for
   // examples (a file). On: a thread of its own calls the source, one call at a time, and weaves

@@ -11,15 +11,9 @@
 
 #include "weft/core/export.h"
 #include "weft/models/flow_model.h"
-#include "weft/models/registry.h"
 
 WEFT_API_BEGIN
 namespace weft::models {
-
-// Its registry entry: hidden, max_depth and leaf_probability of the generated expressions
-// (max_train / max_eval 0: 20,000 training and 1,000 dev and test expressions), and the
-// decoding options (beam, eval_beam).
-ModelEntry tree2seq_entry();
 
 class Tree2SeqModel : public FlowModel {
  public:
