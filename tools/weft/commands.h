@@ -1,6 +1,6 @@
-// The weft tool's subcommands: each has an options struct that main.cpp binds to CLI11 and a
-// run function that returns the process exit code. Errors are thrown (weft::Error) and
-// reported by main as one line.
+// The weft tool's subcommands: each has an options struct, an add_* function that binds it to
+// CLI11 as a subcommand, and a run function that returns the process exit code (main.cpp lists
+// them in one table). Errors are thrown (weft::Error) and reported by main as one line.
 #pragma once
 
 #include <cstdint>
@@ -175,14 +175,18 @@ CLI::App* add_infer(CLI::App& app, InferOptions& options, ModelFlags& models);
 int run_infer(const InferOptions& options);
 
 // Trains a small MLP on two interleaved spirals and reports loss, accuracy and speed.
+CLI::App* add_demo(CLI::App& app, DemoOptions& options);
 int run_demo(const DemoOptions& options);
 // Prints the version and how this build runs: GEMM provider, threads, CUDA.
+CLI::App* add_info(CLI::App& app, InfoOptions& options);
 int run_info(const InfoOptions& options);
 // Lists the registered models (or describes them as JSON).
+CLI::App* add_models(CLI::App& app, ModelsOptions& options);
 int run_models(const ModelsOptions& options);
 
 // Weaves a few benchmark trees, runs them forward and backward, prints the schedule and
 // the loom's statistics, and optionally writes the schedule as Graphviz DOT.
+CLI::App* add_loom(CLI::App& app, LoomOptions& options);
 int run_loom(const LoomOptions& options);
 
 // `weft bench treelstm`: the ICLR 2017 timing benchmark (rows as table, CSV or JSON; an SVG

@@ -1,7 +1,9 @@
-// `weft demo`: the engine demo until the loom exists. Trains linear → tanh → linear →
-// softmax cross-entropy with plain SGD on two interleaved spirals (a seeded synthetic task
-// no linear model can solve), printing loss, accuracy and throughput per epoch.
+// `weft demo`: the tensor engine and autodiff on their own, without blocks or the loom. Trains
+// linear → tanh → linear → softmax cross-entropy with plain SGD on two interleaved spirals (a
+// seeded synthetic task no linear model can solve), printing loss, accuracy and throughput per
+// epoch.
 #include <fmt/core.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -112,6 +114,32 @@ void sgd_step(std::span<Parameter> parameters, float learning_rate) {
 }
 
 }  // namespace
+
+CLI::App* add_demo(CLI::App& app, DemoOptions& demo) {
+  CLI::App* cmd =
+      app.add_subcommand("demo", "Train a small MLP on two interleaved spirals (the engine demo)");
+  cmd->add_option("--epochs", demo.epochs, "Passes over the training set")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  cmd->add_option("--seed", demo.seed, "Seed of the data and the initial weights")
+      ->capture_default_str();
+  cmd->add_option("--threads", demo.threads, "GEMM threads (0: the backend's default)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1024));
+  cmd->add_option("--batch-size", demo.batch_size, "Examples per SGD step")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--hidden", demo.hidden, "Hidden units")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 16));
+  cmd->add_option("--learning-rate", demo.learning_rate, "SGD step size")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--examples", demo.examples, "Training examples")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 10000000));
+  return cmd;
+}
 
 int run_demo(const DemoOptions& options) {
   if (options.threads > 0) set_num_threads(options.threads);

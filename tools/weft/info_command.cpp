@@ -3,6 +3,7 @@
 // what calibration measured and where it is cached), thread count, and whether a CUDA device
 // can be used.
 #include <fmt/core.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <numeric>
@@ -116,6 +117,16 @@ void calibrate_model(const InfoOptions& options) {
 }
 
 }  // namespace
+
+CLI::App* add_info(CLI::App& app, InfoOptions& info) {
+  CLI::App* cmd = app.add_subcommand("info", "Print the version and the backend in use");
+  cmd->add_option("--calibrate", info.calibrate,
+                  "Measure now every GEMM shape class MODEL's training and evaluation batches "
+                  "use (at its recipe's batch size), ignoring the cache, and cache the clean "
+                  "measurements: run it on a quiet machine");
+  cmd->add_option("--data-dir", info.data_dir, "The data folder for --calibrate");
+  return cmd;
+}
 
 int run_info(const InfoOptions& options) {
   if (!options.calibrate.empty()) calibrate_model(options);

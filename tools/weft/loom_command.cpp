@@ -1,6 +1,7 @@
 // `weft loom`: weaves a small batch of ICLR-benchmark trees, runs it forward and backward
 // with a chosen scheduling strategy, and shows what the loom did: the schedule (text, and
 // Graphviz DOT coloured by level with --dot) and the run's statistics.
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -12,6 +13,28 @@
 #include "weft/loom/executor.h"
 
 namespace weft::tool {
+
+CLI::App* add_loom(CLI::App& app, LoomOptions& loom) {
+  CLI::App* cmd = app.add_subcommand(
+      "loom", "Weave a few trees, run them batched, show the schedule and the loom's statistics");
+  cmd->add_option("--trees", loom.trees, "Trees in the batch")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
+  cmd->add_option("--leaves", loom.leaves, "Leaves per tree")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
+  cmd->add_option("--tree-type", loom.tree_type, "random, balanced or sequence")
+      ->capture_default_str();
+  cmd->add_option("--model", loom.model, "tree-lstm or tree-fc")->capture_default_str();
+  cmd->add_option("--vector-size", loom.vector_size, "Hidden vector size")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 16));
+  cmd->add_option("--strategy", loom.strategy, "by_depth, sinks_last, agenda or none")
+      ->capture_default_str();
+  cmd->add_option("--seed", loom.seed, "Seed of the trees and weights")->capture_default_str();
+  cmd->add_option("--dot", loom.dot_file, "Write the schedule as Graphviz DOT to this file");
+  return cmd;
+}
 
 int run_loom(const LoomOptions& options) {
   Rng rng(options.seed);

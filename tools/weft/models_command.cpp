@@ -1,6 +1,7 @@
 // `weft models`: the registered models, one line each, or (--json) each model's description
 // from the registry — summary, input form, option schema and recipe — for scripts and servers.
 #include <fmt/core.h>
+#include <CLI/CLI.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -8,6 +9,13 @@
 #include "weft/models/registry.h"
 
 namespace weft::tool {
+
+CLI::App* add_models(CLI::App& app, ModelsOptions& options) {
+  CLI::App* cmd = app.add_subcommand("models", "List the registered models");
+  cmd->add_flag("--json", options.json,
+                "Each model's summary, input form, options and recipe as JSON");
+  return cmd;
+}
 
 int run_models(const ModelsOptions& options) {
   if (options.json) {
