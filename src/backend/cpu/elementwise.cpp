@@ -1,7 +1,8 @@
 // CPU elementwise kernels: fill, axpy, the unary functions and the binary arithmetic with
 // periodic (row / scalar) broadcasting, each with its gradient. Transcendentals go through
 // Eigen's vectorized array functions (measured faster than std:: loops: BENCHMARKS.md);
-// the rest are plain loops the compiler vectorizes.
+// the rest are plain loops the compiler vectorizes. Formulas shared with CUDA (softplus, the
+// derivatives) come from ../elementwise_math.h, applied to Eigen arrays.
 // GCC 12 reports a false -Wmaybe-uninitialized inside its own AVX-512 intrinsics when
 // Eigen's packet math is inlined; the warning is about the compiler's header, not this code.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -10,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "../elementwise_math.h"
 #include "../kernels.h"
 #include "typed_elementwise.h"
 #include "weft/core/error.h"
@@ -22,9 +24,6 @@ using ConstArrayMap = Eigen::Map<const Eigen::ArrayXf>;
 
 ConstArrayMap array_of(const Tensor& t) { return {t.data<float>(), Eigen::Index(t.numel())}; }
 ArrayMap array_of(Tensor& t) { return {t.data<float>(), Eigen::Index(t.numel())}; }
-
-// softplus(x) = log(1 + exp(x)), written so neither branch overflows.
-inline float softplus_of(float x) { return std::max(x, 0.0f) + std::log1p(std::exp(-std::abs(x))); }
 
 // Applies fn(full[i], periodic[i % p]) over n elements, with the periodic operand's index
 // advancing in an inner loop the compiler can vectorize.
@@ -78,7 +77,7 @@ void unary(UnaryOp op, const Tensor& x, Tensor& y) {
       out = in.log();
       break;
     case UnaryOp::kSoftplus:
-      out = in.unaryExpr([](float v) { return softplus_of(v); });
+      out = in.unaryExpr([](float v) { return math::softplus_of(v); });
       break;
     case UnaryOp::kAbs:
       out = in.abs();
@@ -100,10 +99,10 @@ void unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& 
       grad_in += (in > 0.0f).select(grad_out, 0.0f);
       break;
     case UnaryOp::kSigmoid:
-      grad_in += grad_out * out * (1.0f - out);
+      grad_in += grad_out * math::sigmoid_derivative(out);
       break;
     case UnaryOp::kTanh:
-      grad_in += grad_out * (1.0f - out.square());
+      grad_in += grad_out * math::tanh_derivative(out);
       break;
     case UnaryOp::kExp:
       grad_in += grad_out * out;

@@ -1,6 +1,7 @@
-// CPU kernels of the fused LSTM cell (kernels.def: lstm_cell_state, lstm_hidden). One pass per
-// row computes every gate's activation, so a Tree-LSTM node keeps only its gates, children and
-// dropout mask for backward instead of a dozen elementwise intermediates. The activations go
+// CPU kernels of the fused LSTM cell (kernels.def: lstm_cell_state, lstm_hidden); the gradient
+// formulas are shared with CUDA (../elementwise_math.h). One pass per row computes every gate's
+// activation, so a Tree-LSTM node keeps only its gates, children and dropout mask for backward
+// instead of a dozen elementwise intermediates. The activations go
 // through Eigen's vectorized logistic and tanh (scalar std::exp / std::tanh cost ~40 % of a
 // training step at N = 128: BENCHMARKS.md, the ICLR benchmark). GCC 12 reports false
 // (maybe-)uninitialized warnings inside its own AVX-512 intrinsics when Eigen's packet math is
@@ -11,6 +12,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "../elementwise_math.h"
 #include "../kernels.h"
 #include "weft/core/error.h"
 
@@ -122,9 +124,11 @@ void cell_state_backward(const Tensor& gates, const Tensor& children, const Tens
     for (std::int64_t child = 0; child < k; ++child) {
       const ConstArrayMap f(activation(gr, child, false, f_buffer), n);
       if (dg)
-        store(ArrayMap(dgr + child * n, n), dr * ConstArrayMap(xr + child * n, n) * f * (1 - f),
-              dgates_fresh);
-      if (dx) store(ArrayMap(dx + r * k * n + child * n, n), dr * f, dchildren_fresh);
+        store(ArrayMap(dgr + child * n, n),
+              math::lstm_forget_gate_grad(dr, ConstArrayMap(xr + child * n, n), f), dgates_fresh);
+      if (dx)
+        store(ArrayMap(dx + r * k * n + child * n, n), math::lstm_child_state_grad(dr, f),
+              dchildren_fresh);
     }
     if (!dg) continue;
     const ConstArrayMap f(activation(gr, k, false, f_buffer), n);
@@ -132,8 +136,8 @@ void cell_state_backward(const Tensor& gates, const Tensor& children, const Tens
     // With a mask m: d i = dc m t σ'(i), d g = dc m σ(i) tanh'(g): dc m in place of dc.
     if (m) ArrayMap(masked.data(), n) = dr * ConstArrayMap(m + r * n, n);
     const ConstArrayMap dm(m ? masked.data() : d + r * n, n);
-    store(ArrayMap(dgr + k * n, n), dm * t * f * (1 - f), dgates_fresh);
-    store(ArrayMap(dgr + (k + 1) * n, n), dm * f * (1 - t * t), dgates_fresh);
+    store(ArrayMap(dgr + k * n, n), math::lstm_input_gate_grad(dm, t, f), dgates_fresh);
+    store(ArrayMap(dgr + (k + 1) * n, n), math::lstm_candidate_grad(dm, f, t), dgates_fresh);
     if (dgates_fresh) std::fill(dgr + (k + 2) * n, dgr + stride, 0.0f);
   }
 }
@@ -183,13 +187,13 @@ void lstm_hidden_backward(const Tensor& gates, std::int64_t offset, const Tensor
     const ConstArrayMap dr(d + r * n, n);
     if (dg) {
       float* row = dg + r * stride;
-      store(ArrayMap(row + offset, n), dr * t * o * (1 - o), dgates_fresh);
+      store(ArrayMap(row + offset, n), math::lstm_output_gate_grad(dr, t, o), dgates_fresh);
       if (dgates_fresh) {
         std::fill(row, row + offset, 0.0f);
         std::fill(row + offset + n, row + stride, 0.0f);
       }
     }
-    if (dcv) store(ArrayMap(dcv + r * n, n), dr * o * (1 - t * t), dc_fresh);
+    if (dcv) store(ArrayMap(dcv + r * n, n), math::lstm_hidden_cell_grad(dr, o, t), dc_fresh);
   }
 }
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "../elementwise_math.h"
 #include "../kernels.h"
 #include "cuda_context.h"
 #include "typed_elementwise.h"
@@ -16,9 +17,9 @@
 namespace weft::backend::cuda {
 namespace {
 
-__device__ inline float sigmoid_of(float v) { return 1.0f / (1.0f + expf(-v)); }
-// log(1 + exp(v)) without overflow on either side, as the CPU computes it.
-__device__ inline float softplus_of(float v) { return fmaxf(v, 0.0f) + log1pf(expf(-fabsf(v))); }
+using math::sigmoid_of;
+using math::unary_derivative;
+using math::unary_of;
 
 __global__ void fill_kernel(std::uint32_t* y, std::int64_t n, std::uint32_t bits) {
   WEFT_GRID_STRIDE(i, n) y[i] = bits;
@@ -26,51 +27,6 @@ __global__ void fill_kernel(std::uint32_t* y, std::int64_t n, std::uint32_t bits
 
 __global__ void add_into_kernel(const float* x, float scale, float* y, std::int64_t n) {
   WEFT_GRID_STRIDE(i, n) y[i] += scale * x[i];
-}
-
-__device__ inline float unary_of(UnaryOp op, float v) {
-  switch (op) {
-    case UnaryOp::kNeg:
-      return -v;
-    case UnaryOp::kRelu:
-      return fmaxf(v, 0.0f);
-    case UnaryOp::kSigmoid:
-      return sigmoid_of(v);
-    case UnaryOp::kTanh:
-      return tanhf(v);
-    case UnaryOp::kExp:
-      return expf(v);
-    case UnaryOp::kLog:
-      return logf(v);
-    case UnaryOp::kSoftplus:
-      return softplus_of(v);
-    case UnaryOp::kAbs:
-      return fabsf(v);
-  }
-  return 0.0f;
-}
-
-// f'(x) from x and y = f(x), whichever is cheaper.
-__device__ inline float unary_derivative(UnaryOp op, float x, float y) {
-  switch (op) {
-    case UnaryOp::kNeg:
-      return -1.0f;
-    case UnaryOp::kRelu:
-      return x > 0.0f ? 1.0f : 0.0f;
-    case UnaryOp::kSigmoid:
-      return y * (1.0f - y);
-    case UnaryOp::kTanh:
-      return 1.0f - y * y;
-    case UnaryOp::kExp:
-      return y;
-    case UnaryOp::kLog:
-      return 1.0f / x;
-    case UnaryOp::kSoftplus:
-      return sigmoid_of(x);
-    case UnaryOp::kAbs:
-      return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : 0.0f);
-  }
-  return 0.0f;
 }
 
 __global__ void unary_kernel(UnaryOp op, const float* x, float* y, std::int64_t n) {
@@ -211,15 +167,17 @@ __global__ void lstm_cell_state_backward_kernel(const float* gates, const float*
     for (std::int64_t child = 0; child < k; ++child) {
       const float raw = gates[gate0 + child * n];
       const float f = activated ? raw : sigmoid_of(raw);
-      if (dgates) dgates[gate0 + child * n] += d * children[child0 + child * n] * f * (1 - f);
-      if (dchildren) dchildren[child0 + child * n] += d * f;
+      if (dgates)
+        dgates[gate0 + child * n] +=
+            math::lstm_forget_gate_grad(d, children[child0 + child * n], f);
+      if (dchildren) dchildren[child0 + child * n] += math::lstm_child_state_grad(d, f);
     }
     if (!dgates) continue;
-    const float m = mask ? mask[e] : 1.0f;
+    const float dm = mask ? d * mask[e] : d;
     const float i = activated ? gates[gate0 + k * n] : sigmoid_of(gates[gate0 + k * n]);
     const float t = activated ? gates[gate0 + (k + 1) * n] : tanhf(gates[gate0 + (k + 1) * n]);
-    dgates[gate0 + k * n] += d * (t * m) * i * (1 - i);
-    dgates[gate0 + (k + 1) * n] += d * i * m * (1 - t * t);
+    dgates[gate0 + k * n] += math::lstm_input_gate_grad(dm, t, i);
+    dgates[gate0 + (k + 1) * n] += math::lstm_candidate_grad(dm, i, t);
   }
 }
 
@@ -239,8 +197,8 @@ __global__ void lstm_hidden_backward_kernel(const float* gates, const float* c, 
     const std::int64_t r = e / n, u = e % n;
     const float o = sigmoid_of(gates[r * stride + offset + u]);
     const float t = tanhf(c[e]);
-    if (dgates) dgates[r * stride + offset + u] += dh[e] * t * o * (1 - o);
-    if (dc) dc[e] += dh[e] * o * (1 - t * t);
+    if (dgates) dgates[r * stride + offset + u] += math::lstm_output_gate_grad(dh[e], t, o);
+    if (dc) dc[e] += math::lstm_hidden_cell_grad(dh[e], o, t);
   }
 }
 

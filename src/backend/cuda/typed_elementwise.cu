@@ -1,11 +1,11 @@
 // CUDA elementwise kernels over every dtype: cast, comparisons and where, and the float64 and
-// integer paths of fill, copy, unary and binary, with the CPU's semantics exactly (integers
-// wrap on overflow, integer division floors, float to integer saturates, NaN to integer is 0).
-// One thread per element in grid-stride loops.
+// integer paths of fill, copy, unary and binary. The per-element math is the CPU's own
+// (../elementwise_math.h): integers wrap on overflow, integer division floors, float to
+// integer saturates, NaN to integer is 0. One thread per element in grid-stride loops.
 #include <cstdint>
-#include <limits>
 #include <type_traits>
 
+#include "../elementwise_math.h"
 #include "cuda_context.h"
 #include "typed_elementwise.h"
 #include "weft/core/error.h"
@@ -13,128 +13,13 @@
 namespace weft::backend::cuda {
 namespace {
 
-template <typename T>
-constexpr bool kIsInteger = std::is_integral_v<T> && !std::is_same_v<T, bool>;
-
-template <typename T>
-__device__ T wrapped(BinaryOp op, T a, T b) {
-  using U = std::make_unsigned_t<T>;
-  switch (op) {
-    case BinaryOp::kAdd:
-      return T(U(a) + U(b));
-    case BinaryOp::kSub:
-      return T(U(a) - U(b));
-    case BinaryOp::kMul:
-      return T(U(a) * U(b));
-    default:
-      return T(0);
-  }
-}
-
-template <typename T>
-__device__ T binary_of(BinaryOp op, T a, T b) {
-  switch (op) {
-    case BinaryOp::kMinimum:
-      return a < b ? a : b;
-    case BinaryOp::kMaximum:
-      return a < b ? b : a;
-    default:
-      break;
-  }
-  if constexpr (kIsInteger<T>) {
-    if (op != BinaryOp::kDiv) return wrapped(op, a, b);
-    if (b == 0) return T(0);
-    if (b == -1) return wrapped(BinaryOp::kSub, T(0), a);
-    T q = a / b;
-    if (a % b != 0 && ((a < 0) != (b < 0))) --q;
-    return q;
-  } else {
-    switch (op) {
-      case BinaryOp::kAdd:
-        return a + b;
-      case BinaryOp::kSub:
-        return a - b;
-      case BinaryOp::kMul:
-        return a * b;
-      default:
-        return a / b;
-    }
-  }
-}
-
-template <typename T>
-__device__ T unary_of(UnaryOp op, T x) {
-  if constexpr (kIsInteger<T>) {
-    const T negated = wrapped(BinaryOp::kSub, T(0), x);
-    switch (op) {
-      case UnaryOp::kNeg:
-        return negated;
-      case UnaryOp::kAbs:
-        return x < 0 ? negated : x;
-      case UnaryOp::kRelu:
-        return x > 0 ? x : T(0);
-      default:
-        return T(0);
-    }
-  } else {
-    switch (op) {
-      case UnaryOp::kNeg:
-        return -x;
-      case UnaryOp::kAbs:
-        return x < T(0) ? -x : x;
-      case UnaryOp::kRelu:
-        return x > T(0) ? x : T(0);
-      case UnaryOp::kSigmoid:
-        return T(1) / (T(1) + exp(-x));
-      case UnaryOp::kTanh:
-        return tanh(x);
-      case UnaryOp::kExp:
-        return exp(x);
-      case UnaryOp::kLog:
-        return log(x);
-      case UnaryOp::kSoftplus:
-        return (x > T(0) ? x : T(0)) + log1p(exp(x < T(0) ? x : -x));
-    }
-    return T(0);
-  }
-}
-
-template <typename T>
-__device__ bool compare_of(CompareOp op, T a, T b) {
-  switch (op) {
-    case CompareOp::kEqual:
-      return a == b;
-    case CompareOp::kNotEqual:
-      return a != b;
-    case CompareOp::kLess:
-      return a < b;
-    case CompareOp::kLessEqual:
-      return a <= b;
-    case CompareOp::kGreater:
-      return a > b;
-    case CompareOp::kGreaterEqual:
-      return a >= b;
-  }
-  return false;
-}
-
-template <typename To, typename From>
-__device__ To converted(From v) {
-  if constexpr (std::is_same_v<To, bool>) {
-    return v != From(0);
-  } else if constexpr (kIsInteger<To> && std::is_floating_point_v<From>) {
-    if (v != v) return To(0);
-    if (v >= From(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
-    if (v <= From(std::numeric_limits<To>::min())) return std::numeric_limits<To>::min();
-    return To(v);
-  } else {
-    return To(v);
-  }
-}
-
-__device__ inline std::int64_t periodic(std::int64_t i, std::int64_t size, std::int64_t n) {
-  return size == n ? i : i % size;
-}
+using math::add_of;
+using math::binary_of;
+using math::compare_of;
+using math::converted;
+using math::kIsInteger;
+using math::periodic;
+using math::unary_of;
 
 template <typename T>
 __global__ void fill_kernel(T* y, T value, std::int64_t n) {
@@ -150,7 +35,7 @@ __global__ void copy_blocks_kernel(const T* src, std::int64_t src_stride, T* dst
     const T v = src[blk * src_stride + j];
     T& out = dst[blk * dst_stride + j];
     if constexpr (kIsInteger<T>)
-      out = accumulate ? wrapped(BinaryOp::kAdd, out, v) : v;
+      out = accumulate ? add_of(out, v) : v;
     else if constexpr (std::is_same_v<T, bool>)
       out = v;
     else
@@ -203,14 +88,7 @@ void fill(Tensor& y, float value) {
   if (n == 0) return;
   visit_dtype(y.dtype(), [&](auto type) {
     using T = decltype(type);
-    T v;
-    if constexpr (std::is_same_v<T, bool>)
-      v = value != 0.0f;
-    else if constexpr (kIsInteger<T>)
-      v = value != value ? T(0) : T(value);
-    else
-      v = T(value);
-    fill_kernel<<<grid_for(n), kThreads, 0, stream()>>>(y.data<T>(), v, n);
+    fill_kernel<<<grid_for(n), kThreads, 0, stream()>>>(y.data<T>(), converted<T>(value), n);
   });
   check_launch("fill");
 }
