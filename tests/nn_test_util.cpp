@@ -77,39 +77,6 @@ HostArray dropout_mask(std::int64_t rows, std::int64_t cols, float drop_prob, st
       dropout(tape.constant(Tensor::full({rows, cols}, 1.0f)), drop_prob, rng).value());
 }
 
-namespace {
-
-bool close(double actual, double expected, double abs_tol, double rel_tol) {
-  return std::abs(actual - expected) <= abs_tol + rel_tol * std::abs(expected);
-}
-
-double weighted_sum(const HostArray& y, const std::vector<double>& weights) {
-  double total = 0;
-  for (std::size_t i = 0; i < y.size(); ++i) total += y[i] * weights[i];
-  return total;
-}
-
-// Every gradient entry of argument `k` (inputs first, then parameters) against central
-// differences of sum(cotangent * reference).
-void check_gradient(const std::string& what, const HostArray& analytic, std::vector<HostArray>& in,
-                    std::vector<HostArray>& params, HostArray& arg, const LayerReference& reference,
-                    const std::vector<double>& cotangent, const Tolerance& tol) {
-  for (std::size_t j = 0; j < arg.size(); ++j) {
-    const double saved = arg[j];
-    arg[j] = saved + tol.fd_step;
-    const double up = weighted_sum(reference(in, params), cotangent);
-    arg[j] = saved - tol.fd_step;
-    const double down = weighted_sum(reference(in, params), cotangent);
-    arg[j] = saved;
-    const double numeric = (up - down) / (2 * tol.fd_step);
-    EXPECT_TRUE(close(analytic[j], numeric, tol.grad_abs, tol.grad_rel))
-        << "gradient of " << what << " element " << j << ": backward " << analytic[j]
-        << " vs finite difference " << numeric;
-  }
-}
-
-}  // namespace
-
 void check_layer(const std::vector<Parameter>& params, const OpUnderTest& forward,
                  const LayerReference& reference, const std::vector<Tensor>& inputs,
                  const Tolerance& tol) {
@@ -126,30 +93,23 @@ void check_layer(const std::vector<Parameter>& params, const OpUnderTest& forwar
     host_params.emplace_back(p.value());
   }
   Var y = forward(vars);
-  HostArray expected = reference(host_in, host_params);
-  ASSERT_EQ(y.shape(), expected.shape) << "output shape differs from the reference's";
-  HostArray actual(y.value());
-  for (std::size_t i = 0; i < actual.size(); ++i)
-    EXPECT_TRUE(close(actual[i], expected[i], tol.forward_abs, tol.forward_rel))
-        << "forward element " << i << ": layer " << actual[i] << " vs reference " << expected[i];
+  const HostArray actual(y.value());
+  expect_matches_reference(actual, reference(host_in, host_params), tol, "layer");
+  if (::testing::Test::HasFatalFailure()) return;
 
-  Rng rng(0xBEEF);
-  std::vector<double> cotangent(actual.size());
-  std::vector<float> cotangent_f(actual.size());
-  for (std::size_t i = 0; i < cotangent.size(); ++i) {
-    cotangent_f[i] = rng.uniform(-1.0f, 1.0f);
-    cotangent[i] = cotangent_f[i];
-  }
-  tape.backward(y, Tensor::from_vector(y.shape(), cotangent_f));
-
+  const std::vector<float> cotangent = random_cotangent(actual.size(), 0xBEEF);
+  tape.backward(y, Tensor::from_vector(y.shape(), cotangent));
+  const auto loss = [&] { return weighted_sum(reference(host_in, host_params), cotangent); };
   for (std::size_t k = 0; k < inputs.size(); ++k) {
     ASSERT_TRUE(vars[k].grad().defined()) << "no gradient reached input " << k;
-    check_gradient("input " + std::to_string(k), HostArray(vars[k].grad()), host_in, host_params,
-                   host_in[k], reference, cotangent, tol);
+    check_finite_differences("input " + std::to_string(k), std::span(host_in[k].values),
+                             HostArray(vars[k].grad()).values, loss, tol.fd_step, tol.grad_abs,
+                             tol.grad_rel);
   }
   for (std::size_t p = 0; p < params.size(); ++p)
-    check_gradient("parameter '" + params[p].name() + "'", HostArray(params[p].grad()), host_in,
-                   host_params, host_params[p], reference, cotangent, tol);
+    check_finite_differences("parameter '" + params[p].name() + "'",
+                             std::span(host_params[p].values), HostArray(params[p].grad()).values,
+                             loss, tol.fd_step, tol.grad_abs, tol.grad_rel);
 }
 
 }  // namespace weft::testing

@@ -1,7 +1,7 @@
 // Test helpers for the nn layers: float64 building blocks for hand-written references
-// (affine maps, column slices, activations) and check_layer, which extends op_test_util's
-// check_op to layers: the forward against the reference, then the gradients of the inputs
-// AND of the layer's parameters against central finite differences of the reference.
+// (affine maps, column slices, activations) and check_layer, check_op for layers: the forward
+// against the reference, then the gradients of the inputs AND of the layer's parameters
+// against op_test_util's one finite-difference check of the reference.
 #pragma once
 
 #include <functional>

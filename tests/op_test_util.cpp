@@ -41,19 +41,31 @@ Tensor int_tensor(const Shape& shape, const std::vector<std::int32_t>& values) {
   return Tensor::from_vector(shape, values);
 }
 
-namespace {
-
 bool close(double actual, double expected, double abs_tol, double rel_tol) {
   return std::abs(actual - expected) <= abs_tol + rel_tol * std::abs(expected);
 }
 
-double weighted_sum(const HostArray& y, const std::vector<double>& weights) {
+std::vector<float> random_cotangent(std::size_t size, std::uint64_t seed) {
+  Rng rng(seed);
+  std::vector<float> cotangent(size);
+  for (float& c : cotangent) c = rng.uniform(-1.0f, 1.0f);
+  return cotangent;
+}
+
+double weighted_sum(const HostArray& y, std::span<const float> weights) {
   double total = 0;
-  for (std::size_t i = 0; i < y.size(); ++i) total += y[i] * weights[i];
+  for (std::size_t i = 0; i < y.size(); ++i) total += y[i] * double(weights[i]);
   return total;
 }
 
-}  // namespace
+void expect_matches_reference(const HostArray& actual, const HostArray& expected,
+                              const Tolerance& tol, const char* who) {
+  ASSERT_EQ(actual.shape, expected.shape) << "output shape differs from the reference's";
+  for (std::size_t i = 0; i < actual.size(); ++i)
+    EXPECT_TRUE(close(actual[i], expected[i], tol.forward_abs, tol.forward_rel))
+        << "forward element " << i << ": " << who << " " << actual[i] << " vs reference "
+        << expected[i];
+}
 
 void check_op(const OpUnderTest& op, const Reference& reference, const std::vector<Tensor>& inputs,
               const Tolerance& tol) {
@@ -65,39 +77,18 @@ void check_op(const OpUnderTest& op, const Reference& reference, const std::vect
     host.emplace_back(t);
   }
   Var y = op(vars);
-  HostArray expected = reference(host);
-  ASSERT_EQ(y.shape(), expected.shape) << "output shape differs from the reference's";
-  HostArray actual(y.value());
-  for (std::size_t i = 0; i < actual.size(); ++i)
-    EXPECT_TRUE(close(actual[i], expected[i], tol.forward_abs, tol.forward_rel))
-        << "forward element " << i << ": op " << actual[i] << " vs reference " << expected[i];
+  const HostArray actual(y.value());
+  expect_matches_reference(actual, reference(host), tol, "op");
+  if (::testing::Test::HasFatalFailure()) return;
 
-  // A random cotangent: gradients of sum(c * y), which a transposed or mis-broadcast
-  // backward gets wrong even where sum(y) would not notice.
-  Rng rng(0xC0FFEE);
-  std::vector<double> cotangent(actual.size());
-  std::vector<float> cotangent_f(actual.size());
-  for (std::size_t i = 0; i < cotangent.size(); ++i) {
-    cotangent_f[i] = rng.uniform(-1.0f, 1.0f);
-    cotangent[i] = cotangent_f[i];
-  }
-  tape.backward(y, Tensor::from_vector(y.shape(), cotangent_f));
-
+  const std::vector<float> cotangent = random_cotangent(actual.size(), 0xC0FFEE);
+  tape.backward(y, Tensor::from_vector(y.shape(), cotangent));
+  const auto loss = [&] { return weighted_sum(reference(host), cotangent); };
   for (std::size_t k = 0; k < inputs.size(); ++k) {
-    const Tensor& grad = vars[k].grad();
-    ASSERT_TRUE(grad.defined()) << "no gradient reached input " << k;
-    HostArray analytic(grad);
-    for (std::size_t j = 0; j < host[k].size(); ++j) {
-      std::vector<HostArray> plus = host, minus = host;
-      plus[k][j] += tol.fd_step;
-      minus[k][j] -= tol.fd_step;
-      double numeric =
-          (weighted_sum(reference(plus), cotangent) - weighted_sum(reference(minus), cotangent)) /
-          (2 * tol.fd_step);
-      EXPECT_TRUE(close(analytic[j], numeric, tol.grad_abs, tol.grad_rel))
-          << "gradient of input " << k << " element " << j << ": backward " << analytic[j]
-          << " vs finite difference " << numeric;
-    }
+    ASSERT_TRUE(vars[k].grad().defined()) << "no gradient reached input " << k;
+    check_finite_differences("input " + std::to_string(k), std::span(host[k].values),
+                             HostArray(vars[k].grad()).values, loss, tol.fd_step, tol.grad_abs,
+                             tol.grad_rel);
   }
 }
 

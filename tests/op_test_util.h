@@ -7,7 +7,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -56,6 +59,44 @@ struct Tolerance {
 // Uniform values in [low, high), deterministic from the seed.
 Tensor random_tensor(const Shape& shape, std::uint64_t seed, float low = -1.0f, float high = 1.0f);
 Tensor int_tensor(const Shape& shape, const std::vector<std::int32_t>& values);
+
+// |actual - expected| <= abs_tol + rel_tol |expected|.
+bool close(double actual, double expected, double abs_tol, double rel_tol);
+
+// The one finite-difference check every gradient test uses: for each `stride`-th entry j of
+// `values` (float64 reference inputs, or a parameter's float32 storage), analytic[j] against
+// the central difference (loss(values + step e_j) - loss(values - step e_j)) / (2 step), within
+// abs_tol + rel_tol |difference|; each entry is restored exactly. `what` names the argument
+// in failures ("gradient of input 1 element 4: backward ... vs finite difference ...").
+template <typename Value, typename Analytic>
+void check_finite_differences(const std::string& what, std::span<Value> values,
+                              const Analytic& analytic, const std::function<double()>& loss,
+                              double step, double abs_tol, double rel_tol, std::size_t stride = 1) {
+  ASSERT_EQ(std::size(analytic), values.size()) << "gradient of " << what << ": wrong size";
+  for (std::size_t j = 0; j < values.size(); j += stride) {
+    const Value saved = values[j];
+    values[j] = Value(saved + step);
+    const double up = loss();
+    values[j] = Value(saved - step);
+    const double down = loss();
+    values[j] = saved;
+    const double numeric = (up - down) / (2 * step);
+    EXPECT_TRUE(close(double(analytic[j]), numeric, abs_tol, rel_tol))
+        << "gradient of " << what << " element " << j << ": backward " << analytic[j]
+        << " vs finite difference " << numeric;
+  }
+}
+
+// A random cotangent for an output of `size` elements (float32 values, as backward takes them),
+// deterministic from the seed: gradients of sum(c * y), which a transposed or mis-broadcast
+// backward gets wrong even where sum(y) would not notice.
+std::vector<float> random_cotangent(std::size_t size, std::uint64_t seed);
+// sum(weights * y), in float64.
+double weighted_sum(const HostArray& y, std::span<const float> weights);
+// Every element of `actual` against `expected` within the forward tolerances; `who` names the
+// computation in failures ("op", "layer").
+void expect_matches_reference(const HostArray& actual, const HostArray& expected,
+                              const Tolerance& tolerance, const char* who);
 
 // Forward against the reference, then every input's gradient against finite differences
 // of the reference under a random cotangent. Reports mismatches with indices via gtest.
