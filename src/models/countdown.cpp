@@ -15,6 +15,7 @@
 #include "weft/core/rng.h"
 #include "weft/models/decoding.h"
 #include "weft/models/iterative_decoding.h"
+#include "weft/models/registry.h"
 
 namespace weft::models {
 namespace {
@@ -218,8 +219,6 @@ std::vector<std::unique_ptr<DecodeJob>> CountdownModel::encode(flow::Engine& eng
   return jobs;
 }
 
-}  // namespace
-
 ModelEntry countdown_entry() {
   ModelEntry entry;
   entry.name = "countdown";
@@ -246,6 +245,8 @@ ModelEntry countdown_entry() {
   };
   return entry;
 }
+
+}  // namespace
 
 void register_countdown_model() {
   static std::once_flag once;

@@ -8,15 +8,12 @@
 #pragma once
 
 #include "weft/core/export.h"
-#include "weft/models/registry.h"
 
 WEFT_API_BEGIN
 namespace weft::models {
 
-// The registry entry (options: max_count, words, and the runtime beam and max_steps that
-// predict() decodes with).
-ModelEntry countdown_entry();
-// Registers `countdown` unless it is registered already.
+// Registers `countdown` unless it is registered already (options: max_count, words, and the
+// runtime beam and max_steps that predict() decodes with); find_model("countdown") then has it.
 void register_countdown_model();
 
 }  // namespace weft::models
