@@ -9,7 +9,6 @@
 #include "weft/autodiff/ops.h"
 #include "weft/backend/gemm_selection.h"
 #include "weft/core/error.h"
-#include "weft/core/named_enum.h"
 
 namespace weft::treelstm {
 namespace {
@@ -27,32 +26,6 @@ Tensor unit_scaling(std::int64_t fan_in, std::int64_t fan_out, float factor, Rng
 }
 
 }  // namespace
-
-std::string_view tree_type_name(TreeType type) {
-  switch (type) {
-    case TreeType::kRandom:
-      return "random";
-    case TreeType::kBalanced:
-      return "balanced";
-    case TreeType::kSequence:
-      return "sequence";
-  }
-  return "?";
-}
-
-TreeType parse_tree_type(std::string_view name) {
-  return parse_named("tree", "tree type", name,
-                     {TreeType::kRandom, TreeType::kBalanced, TreeType::kSequence}, tree_type_name);
-}
-
-std::string_view cell_name(BenchmarkCell cell) {
-  return cell == BenchmarkCell::kTreeLstm ? "tree-lstm" : "tree-fc";
-}
-
-BenchmarkCell parse_cell(std::string_view name) {
-  return parse_named("model", "model", name, {BenchmarkCell::kTreeLstm, BenchmarkCell::kTreeFc},
-                     cell_name);
-}
 
 int BinaryTree::leaves() const {
   return int(std::count_if(postorder.begin(), postorder.end(), [](int v) { return v >= 0; }));

@@ -11,15 +11,23 @@
 #include <vector>
 
 #include "weft/backend/gemm_ceiling.h"
+#include "weft/core/named_enum.h"
 #include "weft/core/rng.h"
 #include "weft/loom/weaver.h"
 
 namespace weft::treelstm {
 
-enum class TreeType { kRandom, kBalanced, kSequence };
-std::string_view tree_type_name(TreeType type);
-// "random" / "balanced" / "sequence"; throws naming the accepted names otherwise.
-TreeType parse_tree_type(std::string_view name);
+#define WEFT_BENCH_TREE_TYPES(X) \
+  X(kRandom, "random")           \
+  X(kBalanced, "balanced")       \
+  X(kSequence, "sequence")
+enum class TreeType { WEFT_BENCH_TREE_TYPES(WEFT_ENUMERATOR) };
+WEFT_ENUM_NAMES(TreeType, WEFT_BENCH_TREE_TYPES)
+inline std::string_view tree_type_name(TreeType value) { return enum_name(value); }
+// Throws naming the accepted names for any other.
+inline TreeType parse_tree_type(std::string_view name) {
+  return parse_enum<TreeType>("tree", "tree type", name);
+}
 
 // A binary tree in post-order: a leaf is its word id (>= 0); kInternal combines the two
 // subtrees completed just before it.
@@ -37,10 +45,16 @@ struct BinaryTree {
 // (seq(n - 1), leaf). Word ids are uniform in [0, vocab). Built without recursion.
 BinaryTree make_tree(TreeType type, int leaves, int vocab, Rng& rng);
 
-enum class BenchmarkCell { kTreeLstm, kTreeFc };
-std::string_view cell_name(BenchmarkCell cell);
-// "tree-lstm" / "tree-fc"
-BenchmarkCell parse_cell(std::string_view name);
+#define WEFT_BENCH_CELLS(X) \
+  X(kTreeLstm, "tree-lstm") \
+  X(kTreeFc, "tree-fc")
+enum class BenchmarkCell { WEFT_BENCH_CELLS(WEFT_ENUMERATOR) };
+WEFT_ENUM_NAMES(BenchmarkCell, WEFT_BENCH_CELLS)
+inline std::string_view cell_name(BenchmarkCell value) { return enum_name(value); }
+// Throws naming the accepted names for any other.
+inline BenchmarkCell parse_cell(std::string_view name) {
+  return parse_enum<BenchmarkCell>("model", "model", name);
+}
 
 class IclrBenchmarkModel {
  public:

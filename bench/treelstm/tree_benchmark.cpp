@@ -11,7 +11,6 @@
 #include "weft/autodiff/ops.h"
 #include "weft/backend/cuda.h"
 #include "weft/core/error.h"
-#include "weft/core/named_enum.h"
 #include "weft/loom/executor.h"
 #include "weft/train/optimizer.h"
 
@@ -30,27 +29,6 @@ std::vector<std::int32_t> shape_of(const BinaryTree& tree) {
 }
 
 }  // namespace
-
-std::string_view bench_mode_name(BenchMode mode) {
-  switch (mode) {
-    case BenchMode::kUnbatched:
-      return "unbatched";
-    case BenchMode::kManual:
-      return "manual";
-    case BenchMode::kDynamic:
-      return "dynamic";
-    case BenchMode::kFullDynamic:
-      return "full-dynamic";
-  }
-  return "?";
-}
-
-BenchMode parse_bench_mode(std::string_view name) {
-  return parse_named(
-      "bench", "mode", name,
-      {BenchMode::kUnbatched, BenchMode::kManual, BenchMode::kDynamic, BenchMode::kFullDynamic},
-      bench_mode_name);
-}
 
 int timed_batches(int batch_size, int repeats) {
   return batch_size < 32 ? (32 / batch_size) * repeats : repeats;

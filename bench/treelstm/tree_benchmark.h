@@ -17,6 +17,7 @@
 
 #include "treelstm/iclr_benchmark.h"
 #include "weft/backend/counters.h"
+#include "weft/core/named_enum.h"
 #include "weft/loom/batch_plan.h"
 #include "weft/loom/schedule.h"
 
@@ -30,10 +31,18 @@ namespace detail {
 struct ManualPlan;  // manual mode's gathers for one tree shape and batch size
 }
 
-enum class BenchMode { kUnbatched, kManual, kDynamic, kFullDynamic };
-std::string_view bench_mode_name(BenchMode mode);
-// "unbatched" / "manual" / "dynamic" / "full-dynamic"; throws naming the accepted names.
-BenchMode parse_bench_mode(std::string_view name);
+#define WEFT_BENCH_MODES(X)  \
+  X(kUnbatched, "unbatched") \
+  X(kManual, "manual")       \
+  X(kDynamic, "dynamic")     \
+  X(kFullDynamic, "full-dynamic")
+enum class BenchMode { WEFT_BENCH_MODES(WEFT_ENUMERATOR) };
+WEFT_ENUM_NAMES(BenchMode, WEFT_BENCH_MODES)
+inline std::string_view bench_mode_name(BenchMode value) { return enum_name(value); }
+// Throws naming the accepted names for any other.
+inline BenchMode parse_bench_mode(std::string_view name) {
+  return parse_enum<BenchMode>("bench", "mode", name);
+}
 
 struct TreeBenchmarkOptions {
   BenchmarkCell cell = BenchmarkCell::kTreeLstm;

@@ -28,13 +28,6 @@ nlohmann::json kwargs_json(const py::kwargs& kw) {
   return out;
 }
 
-train::Split split_of(const std::string& name) {
-  if (name == "train") return train::Split::kTrain;
-  if (name == "dev") return train::Split::kDev;
-  if (name == "test") return train::Split::kTest;
-  fail("models", "unknown split '", name, "' (train, dev, test)");
-}
-
 models::ModelUse use_of(const std::string& name) {
   if (name == "infer") return models::ModelUse::kInfer;
   if (name == "evaluate" || name == "eval") return models::ModelUse::kEvaluate;
@@ -78,14 +71,14 @@ save(path) writes a self-contained checkpoint.)doc")
       .def(
           "num_examples",
           [](const Model& mdl, const std::string& split) {
-            return mdl.num_examples(split_of(split));
+            return mdl.num_examples(train::parse_split(split));
           },
           py::arg("split") = "train")
       .def(
           "examples",
           [](const Model& mdl, const std::string& split) {
             py::list out;
-            for (const auto& e : mdl.examples(split_of(split))) out.append(from_json(e));
+            for (const auto& e : mdl.examples(train::parse_split(split))) out.append(from_json(e));
             return out;
           },
           py::arg("split") = "train", "A split's examples in the model's Input form.")
@@ -151,7 +144,7 @@ save(path) writes a self-contained checkpoint.)doc")
             {
               py::gil_scoped_release nogil;
               train::Trainer trainer(o);
-              s = trainer.evaluate(mdl, split_of(split));
+              s = trainer.evaluate(mdl, train::parse_split(split));
             }
             py::dict out;
             for (const std::string& n : s.names()) out[py::str(n)] = s.value(n);

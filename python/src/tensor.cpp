@@ -324,12 +324,8 @@ copies and converts.)doc")
            [](const weft::Tensor& t, std::vector<std::int64_t> dims) {
              return t.reshaped(Shape(std::span<const std::int64_t>(dims)));
            })
-      .def("to",
-           [](const weft::Tensor& t, const std::string& device) {
-             if (device != "cpu" && device != "cuda")
-               fail("Tensor.to", "unknown device '", device, "'");
-             return t.to(device == "cpu" ? Device::kCpu : Device::kCuda);
-           })
+      .def("to", [](const weft::Tensor& t,
+                    const std::string& device) { return t.to(parse_device(device)); })
       .def(
           "__dlpack__", [](const weft::Tensor& t, py::object /*stream*/) { return to_dlpack(t); },
           py::arg("stream") = py::none(), "A DLPack capsule sharing this tensor's memory.")

@@ -110,13 +110,6 @@ std::vector<nlohmann::json> examples_of(py::handle examples) {
   return out;
 }
 
-Split parse_split(const std::string& name) {
-  if (name == "train") return Split::kTrain;
-  if (name == "dev") return Split::kDev;
-  if (name == "test") return Split::kTest;
-  fail("train", "unknown split '", name, "' (train, dev, test)");
-}
-
 py::dict metrics_dict(const MetricSet& set) {
   py::dict out;
   for (const std::string& n : set.names()) out[py::str(n)] = set.value(n);
@@ -162,7 +155,7 @@ void init_train(py::module_& parent) {
       .value("train", Split::kTrain)
       .value("dev", Split::kDev)
       .value("test", Split::kTest);
-  m.def("split", &parse_split);
+  m.def("split", [](const std::string& name) { return parse_split(name); });
 
   py::class_<OptimizerSpec>(m, "OptimizerSpec",
                             "sgd (momentum, nesterov), adagrad or adam, with weight decay.")

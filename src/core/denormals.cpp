@@ -8,7 +8,6 @@
 #include <string>
 
 #include "weft/core/error.h"
-#include "weft/core/named_enum.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <xmmintrin.h>
@@ -76,15 +75,6 @@ DenormalMode current_mode() {
 }
 
 }  // namespace
-
-std::string_view denormal_mode_name(DenormalMode mode) {
-  return mode == DenormalMode::kFlush ? "flush" : "keep";
-}
-
-DenormalMode parse_denormal_mode(std::string_view name) {
-  return parse_named("denormals", "denormal mode", name,
-                     {DenormalMode::kFlush, DenormalMode::kKeep}, denormal_mode_name);
-}
 
 DenormalMode denormal_mode() { return current_mode(); }
 

@@ -7,29 +7,8 @@
 #include <sstream>
 
 #include "weft/core/error.h"
-#include "weft/core/named_enum.h"
 
 namespace weft::loom {
-
-std::string_view strategy_name(Strategy strategy) {
-  switch (strategy) {
-    case Strategy::kByDepth:
-      return "by_depth";
-    case Strategy::kSinksLast:
-      return "sinks_last";
-    case Strategy::kAgenda:
-      return "agenda";
-    case Strategy::kNone:
-      return "none";
-  }
-  return "?";
-}
-
-Strategy parse_strategy(std::string_view name) {
-  return parse_named("schedule", "strategy", name,
-                     {Strategy::kByDepth, Strategy::kSinksLast, Strategy::kAgenda, Strategy::kNone},
-                     strategy_name);
-}
 
 namespace {
 

@@ -31,18 +31,11 @@ std::vector<Tensor> copied_values(const blocks::BatchResult& result,
   return values;
 }
 
-Device device_option(const OptionValues& options) {
-  const std::string& device = options.text("device");
-  if (device == "cpu") return Device::kCpu;
-  if (device == "cuda") return Device::kCuda;
-  fail(options.owner(), "option 'device' must be cpu or cuda, got '", device, "'");
-}
-
 }  // namespace
 
 BlockModel::BlockModel(OptionValues options, const ModelInit& init)
     : options_(std::move(options)),
-      store_(std::uint64_t(options_.integer("seed")), device_option(options_)) {
+      store_(std::uint64_t(options_.integer("seed")), parse_device(options_.text("device"))) {
   if (init.max_parameter_elements > 0)
     store_.set_element_budget(init.max_parameter_elements, init.parameter_budget_reason);
 }

@@ -15,16 +15,6 @@ namespace weft::models {
 
 using nlohmann::json;
 
-MoleculeTask parse_molecule_task(std::string_view name) {
-  if (name == "esol") return MoleculeTask::kEsol;
-  if (name == "tox21") return MoleculeTask::kTox21;
-  fail("molecules", "unknown task '", name, "' (known: esol, tox21)");
-}
-
-std::string_view molecule_task_name(MoleculeTask task) {
-  return task == MoleculeTask::kEsol ? "esol" : "tox21";
-}
-
 namespace {
 
 // The rows of a float [n, k] tensor as JSON arrays of integers where the value is whole (the

@@ -5,7 +5,6 @@
 #include "layer_util.h"
 #include "weft/autodiff/ops.h"
 #include "weft/core/error.h"
-#include "weft/core/named_enum.h"
 #include "weft/nn/mode.h"
 
 namespace weft::nn {
@@ -26,27 +25,6 @@ Initializer default_weight_init(Activation activation) {
 }
 
 }  // namespace
-
-std::string_view activation_name(Activation activation) {
-  switch (activation) {
-    case Activation::kNone:
-      return "none";
-    case Activation::kRelu:
-      return "relu";
-    case Activation::kTanh:
-      return "tanh";
-    case Activation::kSigmoid:
-      return "sigmoid";
-  }
-  return "?";
-}
-
-Activation parse_activation(std::string_view name) {
-  return parse_named(
-      "activation", "activation", name,
-      {Activation::kNone, Activation::kRelu, Activation::kTanh, Activation::kSigmoid},
-      activation_name);
-}
 
 Var apply_activation(Activation activation, Var x) {
   switch (activation) {

@@ -14,45 +14,8 @@
 #include "tensor_match.h"
 #include "weft/backend/tensor_ops.h"
 #include "weft/core/error.h"
-#include "weft/core/named_enum.h"
 
 namespace weft::train {
-
-std::string_view optimizer_kind_name(OptimizerKind kind) {
-  switch (kind) {
-    case OptimizerKind::kSgd:
-      return "sgd";
-    case OptimizerKind::kAdagrad:
-      return "adagrad";
-    case OptimizerKind::kAdam:
-      return "adam";
-  }
-  return "?";
-}
-
-OptimizerKind parse_optimizer_kind(std::string_view name) {
-  return parse_named("optimizer", "optimizer", name,
-                     {OptimizerKind::kSgd, OptimizerKind::kAdagrad, OptimizerKind::kAdam},
-                     optimizer_kind_name);
-}
-
-std::string_view weight_decay_mode_name(WeightDecayMode mode) {
-  return mode == WeightDecayMode::kL2 ? "l2" : "decoupled";
-}
-
-WeightDecayMode parse_weight_decay_mode(std::string_view name) {
-  return parse_named("optimizer", "weight decay mode", name,
-                     {WeightDecayMode::kL2, WeightDecayMode::kDecoupled}, weight_decay_mode_name);
-}
-
-std::string_view sparse_update_name(SparseUpdate mode) {
-  return mode == SparseUpdate::kLazy ? "lazy" : "dense";
-}
-
-SparseUpdate parse_sparse_update(std::string_view name) {
-  return parse_named("optimizer", "sparse update", name,
-                     {SparseUpdate::kLazy, SparseUpdate::kDense}, sparse_update_name);
-}
 
 void OptimizerSpec::validate() const {
   auto check = [](bool ok, const char* field, double value, const char* rule) {

@@ -8,30 +8,8 @@
 #include <numbers>
 
 #include "weft/core/error.h"
-#include "weft/core/named_enum.h"
 
 namespace weft::train {
-
-std::string_view schedule_kind_name(ScheduleKind kind) {
-  switch (kind) {
-    case ScheduleKind::kConstant:
-      return "constant";
-    case ScheduleKind::kStep:
-      return "step";
-    case ScheduleKind::kExponential:
-      return "exponential";
-    case ScheduleKind::kCosine:
-      return "cosine";
-  }
-  return "?";
-}
-
-ScheduleKind parse_schedule_kind(std::string_view name) {
-  return parse_named("schedule", "learning-rate schedule", name,
-                     {ScheduleKind::kConstant, ScheduleKind::kStep, ScheduleKind::kExponential,
-                      ScheduleKind::kCosine},
-                     schedule_kind_name);
-}
 
 void LrSchedule::validate() const {
   if (!(learning_rate > 0) || !std::isfinite(learning_rate))

@@ -240,18 +240,6 @@ detail::TrainerSettings detail::settings_of(const TrainerOptions& options) {
   return s;
 }
 
-std::string_view split_name(Split split) {
-  switch (split) {
-    case Split::kTrain:
-      return "train";
-    case Split::kDev:
-      return "dev";
-    case Split::kTest:
-      return "test";
-  }
-  return "?";
-}
-
 std::string EpochRecord::to_json() const {
   nlohmann::json j = {{"epoch", epoch},
                       {"step", step},

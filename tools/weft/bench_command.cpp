@@ -67,7 +67,7 @@ treelstm::TreeBenchmarkOptions to_options(const BenchTreeOptions& o) {
   options.max_step_rows = o.max_step_rows;
   options.weave_ahead = o.weave_ahead == "on";
   options.weave_threads = o.weave_threads;
-  options.device = o.device == "cuda" ? Device::kCuda : Device::kCpu;
+  options.device = parse_device(o.device);
   return options;
 }
 

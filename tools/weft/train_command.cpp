@@ -31,13 +31,6 @@
 namespace weft::tool {
 namespace {
 
-train::Split parse_split(const std::string& name) {
-  if (name == "train") return train::Split::kTrain;
-  if (name == "dev") return train::Split::kDev;
-  if (name == "test") return train::Split::kTest;
-  fail("weft", "unknown split '", name, "' (expected train, dev or test)");
-}
-
 void print_notes(const std::vector<std::string>& notes, std::FILE* stream) {
   for (const std::string& line : notes) fmt::print(stream, "{}\n", line);
 }
@@ -270,7 +263,7 @@ CLI::App* add_eval(CLI::App& app, EvalOptions& o, ModelFlags& models) {
 int run_eval(const EvalOptions& options) {
   set_num_threads(options.threads);
   std::vector<train::Split> splits;
-  for (const std::string& split : options.splits) splits.push_back(parse_split(split));
+  for (const std::string& split : options.splits) splits.push_back(train::parse_split(split));
   std::unique_ptr<models::Model> model = models::load_ensemble(
       options.checkpoints, models::ModelUse::kEvaluate, options.model.options, options.model.name);
   train::TrainerOptions recipe;

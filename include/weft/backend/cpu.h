@@ -11,13 +11,18 @@
 #include <string_view>
 
 #include "weft/core/export.h"
+#include "weft/core/named_enum.h"
 
 WEFT_API_BEGIN
 namespace weft {
 
-enum class GemmProvider { kOneDnn, kOpenBlas };
+#define WEFT_GEMM_PROVIDERS(X) \
+  X(kOneDnn, "onednn")         \
+  X(kOpenBlas, "openblas")
+enum class GemmProvider { WEFT_GEMM_PROVIDERS(WEFT_ENUMERATOR) };
+WEFT_ENUM_NAMES(GemmProvider, WEFT_GEMM_PROVIDERS)
 
-std::string_view gemm_provider_name(GemmProvider provider);
+inline std::string_view gemm_provider_name(GemmProvider value) { return enum_name(value); }
 // Parses "onednn" / "openblas"; throws weft::Error naming the accepted names otherwise.
 GemmProvider parse_gemm_provider(std::string_view name);
 // The providers this build links (oneDNN first when built in).

@@ -13,15 +13,22 @@
 #include <string_view>
 
 #include "weft/core/export.h"
+#include "weft/core/named_enum.h"
 
 WEFT_API_BEGIN
 namespace weft {
 
-enum class DenormalMode { kFlush, kKeep };
+#define WEFT_DENORMAL_MODES(X) \
+  X(kFlush, "flush")           \
+  X(kKeep, "keep")
+enum class DenormalMode { WEFT_DENORMAL_MODES(WEFT_ENUMERATOR) };
+WEFT_ENUM_NAMES(DenormalMode, WEFT_DENORMAL_MODES)
 
-std::string_view denormal_mode_name(DenormalMode mode);  // "flush" | "keep"
-// Parses "flush" / "keep"; throws weft::Error naming the accepted names otherwise.
-DenormalMode parse_denormal_mode(std::string_view name);
+inline std::string_view denormal_mode_name(DenormalMode value) { return enum_name(value); }
+// Throws naming the accepted names for any other.
+inline DenormalMode parse_denormal_mode(std::string_view name) {
+  return parse_enum<DenormalMode>("denormals", "denormal mode", name);
+}
 
 // The process's setting: WEFT_DENORMALS when the first kernel runs (default flush), or the
 // last set_denormal_mode. A bad WEFT_DENORMALS throws weft::Error at that first use.

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "weft/core/export.h"
+#include "weft/core/named_enum.h"
 #include "weft/loom/weaver.h"
 
 WEFT_API_BEGIN
@@ -23,11 +24,19 @@ namespace weft::loom {
 // except that every call whose output no call consumes (a per-node classifier, a loss term)
 // runs at the last depth, so such an operation is one step however deep its calls are.
 // kAgenda: DyNet's (below). kNone: one call per step.
-enum class Strategy { kByDepth, kSinksLast, kAgenda, kNone };
+#define WEFT_LOOM_STRATEGIES(X) \
+  X(kByDepth, "by_depth")       \
+  X(kSinksLast, "sinks_last")   \
+  X(kAgenda, "agenda")          \
+  X(kNone, "none")
+enum class Strategy { WEFT_LOOM_STRATEGIES(WEFT_ENUMERATOR) };
+WEFT_ENUM_NAMES(Strategy, WEFT_LOOM_STRATEGIES)
 
-std::string_view strategy_name(Strategy strategy);
-// "by_depth" / "sinks_last" / "agenda" / "none"; throws naming the accepted names otherwise.
-Strategy parse_strategy(std::string_view name);
+inline std::string_view strategy_name(Strategy value) { return enum_name(value); }
+// Throws naming the accepted names for any other.
+inline Strategy parse_strategy(std::string_view name) {
+  return parse_enum<Strategy>("schedule", "strategy", name);
+}
 
 struct ScheduleStep {
   OpId op;

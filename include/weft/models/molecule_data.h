@@ -13,16 +13,23 @@
 #include <nlohmann/json.hpp>
 
 #include "weft/core/export.h"
+#include "weft/core/named_enum.h"
 #include "weft/io/molecule_graph.h"
 #include "weft/io/molecules.h"
 
 WEFT_API_BEGIN
 namespace weft::models {
 
-enum class MoleculeTask { kEsol, kTox21 };
-// "esol" / "tox21"; parse throws listing the known names.
-MoleculeTask parse_molecule_task(std::string_view name);
-std::string_view molecule_task_name(MoleculeTask task);
+#define WEFT_MOLECULE_TASKS(X) \
+  X(kEsol, "esol")             \
+  X(kTox21, "tox21")
+enum class MoleculeTask { WEFT_MOLECULE_TASKS(WEFT_ENUMERATOR) };
+WEFT_ENUM_NAMES(MoleculeTask, WEFT_MOLECULE_TASKS)
+inline std::string_view molecule_task_name(MoleculeTask value) { return enum_name(value); }
+// Throws naming the accepted names for any other.
+inline MoleculeTask parse_molecule_task(std::string_view name) {
+  return parse_enum<MoleculeTask>("molecules", "task", name);
+}
 
 // A molecule as the model's Input. Pairs are the BONDED atom pairs, each bond once:
 //   {"atoms":      [[36 atom features] per heavy atom],

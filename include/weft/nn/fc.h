@@ -12,17 +12,25 @@
 
 #include "weft/autodiff/tape.h"
 #include "weft/core/export.h"
+#include "weft/core/named_enum.h"
 #include "weft/nn/initializers.h"
 #include "weft/nn/parameter_store.h"
 
 WEFT_API_BEGIN
 namespace weft::nn {
 
-enum class Activation { kNone, kRelu, kTanh, kSigmoid };
-// "none" / "relu" / "tanh" / "sigmoid"
-std::string_view activation_name(Activation activation);
-// Parses those names; throws listing the accepted ones.
-Activation parse_activation(std::string_view name);
+#define WEFT_NN_ACTIVATIONS(X) \
+  X(kNone, "none")             \
+  X(kRelu, "relu")             \
+  X(kTanh, "tanh")             \
+  X(kSigmoid, "sigmoid")
+enum class Activation { WEFT_NN_ACTIVATIONS(WEFT_ENUMERATOR) };
+WEFT_ENUM_NAMES(Activation, WEFT_NN_ACTIVATIONS)
+inline std::string_view activation_name(Activation value) { return enum_name(value); }
+// Throws naming the accepted names for any other.
+inline Activation parse_activation(std::string_view name) {
+  return parse_enum<Activation>("activation", "activation", name);
+}
 // act(x); kNone returns x.
 Var apply_activation(Activation activation, Var x);
 

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "weft/core/export.h"
+#include "weft/core/named_enum.h"
 
 WEFT_API_BEGIN
 namespace weft {
@@ -92,10 +93,16 @@ decltype(auto) visit_dtype(DType dtype, Fn&& fn) {
   }
 }
 
-enum class Device : std::uint8_t { kCpu, kCuda };
+#define WEFT_DEVICES(X) \
+  X(kCpu, "cpu")        \
+  X(kCuda, "cuda")
+enum class Device : std::uint8_t { WEFT_DEVICES(WEFT_ENUMERATOR) };
+WEFT_ENUM_NAMES(Device, WEFT_DEVICES)
 
-constexpr std::string_view device_name(Device device) {
-  return device == Device::kCpu ? "cpu" : "cuda";
+constexpr std::string_view device_name(Device device) { return enum_name(device); }
+// "cpu" or "cuda"; throws naming them for any other.
+inline Device parse_device(std::string_view name) {
+  return parse_enum<Device>("device", "device", name);
 }
 
 }  // namespace weft

@@ -33,24 +33,47 @@
 #include "weft/autodiff/tape.h"
 #include "weft/backend/tensor_ops.h"
 #include "weft/core/export.h"
+#include "weft/core/named_enum.h"
 #include "weft/io/safetensors.h"
 
 WEFT_API_BEGIN
 namespace weft::train {
 
-enum class OptimizerKind { kSgd, kAdagrad, kAdam };
+#define WEFT_OPTIMIZER_KINDS(X) \
+  X(kSgd, "sgd")                \
+  X(kAdagrad, "adagrad")        \
+  X(kAdam, "adam")
+enum class OptimizerKind { WEFT_OPTIMIZER_KINDS(WEFT_ENUMERATOR) };
+WEFT_ENUM_NAMES(OptimizerKind, WEFT_OPTIMIZER_KINDS)
 // kL2: g += decay * value before the update. kDecoupled: value -= lr * decay * value.
-enum class WeightDecayMode { kL2, kDecoupled };
+#define WEFT_WEIGHT_DECAY_MODES(X) \
+  X(kL2, "l2")                     \
+  X(kDecoupled, "decoupled")
+enum class WeightDecayMode { WEFT_WEIGHT_DECAY_MODES(WEFT_ENUMERATOR) };
+WEFT_ENUM_NAMES(WeightDecayMode, WEFT_WEIGHT_DECAY_MODES)
 // How a row-sparse gradient updates its parameter: kLazy, only the touched rows (the rows and
 // their state, see above); kDense, every row, exactly as a dense gradient would.
-enum class SparseUpdate { kLazy, kDense };
+#define WEFT_SPARSE_UPDATES(X) \
+  X(kLazy, "lazy")             \
+  X(kDense, "dense")
+enum class SparseUpdate { WEFT_SPARSE_UPDATES(WEFT_ENUMERATOR) };
+WEFT_ENUM_NAMES(SparseUpdate, WEFT_SPARSE_UPDATES)
 
-std::string_view optimizer_kind_name(OptimizerKind kind);  // "sgd", "adagrad", "adam"
-OptimizerKind parse_optimizer_kind(std::string_view name);
-std::string_view weight_decay_mode_name(WeightDecayMode mode);  // "l2", "decoupled"
-WeightDecayMode parse_weight_decay_mode(std::string_view name);
-std::string_view sparse_update_name(SparseUpdate mode);  // "lazy", "dense"
-SparseUpdate parse_sparse_update(std::string_view name);
+inline std::string_view optimizer_kind_name(OptimizerKind value) { return enum_name(value); }
+// Throws naming the accepted names for any other.
+inline OptimizerKind parse_optimizer_kind(std::string_view name) {
+  return parse_enum<OptimizerKind>("optimizer", "optimizer", name);
+}
+inline std::string_view weight_decay_mode_name(WeightDecayMode value) { return enum_name(value); }
+// Throws naming the accepted names for any other.
+inline WeightDecayMode parse_weight_decay_mode(std::string_view name) {
+  return parse_enum<WeightDecayMode>("optimizer", "weight decay mode", name);
+}
+inline std::string_view sparse_update_name(SparseUpdate value) { return enum_name(value); }
+// Throws naming the accepted names for any other.
+inline SparseUpdate parse_sparse_update(std::string_view name) {
+  return parse_enum<SparseUpdate>("optimizer", "sparse update", name);
+}
 
 struct OptimizerSpec {
   OptimizerKind kind = OptimizerKind::kSgd;

@@ -9,20 +9,27 @@
 #include <string_view>
 
 #include "weft/core/export.h"
+#include "weft/core/named_enum.h"
 
 WEFT_API_BEGIN
 namespace weft::train {
 
-enum class ScheduleKind {
-  kConstant,     // lr
-  kStep,         // lr * gamma ^ floor(t / step_size)
-  kExponential,  // lr * gamma ^ (t / step_size)  (continuous decay)
-  kCosine,       // min_lr + (lr - min_lr) * (1 + cos(pi * min(t, T) / T)) / 2, T = total - warm-up
-};
+// kConstant: lr. kStep: lr * gamma ^ floor(t / step_size). kExponential: lr * gamma ^
+// (t / step_size) (continuous decay). kCosine: min_lr + (lr - min_lr) * (1 + cos(pi * min(t, T)
+// / T)) / 2, T = total - warm-up.
+#define WEFT_SCHEDULE_KINDS(X)   \
+  X(kConstant, "constant")       \
+  X(kStep, "step")               \
+  X(kExponential, "exponential") \
+  X(kCosine, "cosine")
+enum class ScheduleKind { WEFT_SCHEDULE_KINDS(WEFT_ENUMERATOR) };
+WEFT_ENUM_NAMES(ScheduleKind, WEFT_SCHEDULE_KINDS)
 
-std::string_view schedule_kind_name(ScheduleKind kind);
-// "constant", "step", "exponential", "cosine"; throws listing the accepted names otherwise.
-ScheduleKind parse_schedule_kind(std::string_view name);
+inline std::string_view schedule_kind_name(ScheduleKind value) { return enum_name(value); }
+// Throws naming the accepted names for any other.
+inline ScheduleKind parse_schedule_kind(std::string_view name) {
+  return parse_enum<ScheduleKind>("schedule", "learning-rate schedule", name);
+}
 
 struct LrSchedule {
   ScheduleKind kind = ScheduleKind::kConstant;

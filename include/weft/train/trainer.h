@@ -19,6 +19,7 @@
 
 #include "weft/autodiff/tape.h"
 #include "weft/core/export.h"
+#include "weft/core/named_enum.h"
 #include "weft/core/rng.h"
 #include "weft/train/checkpoint.h"
 #include "weft/train/metrics.h"
@@ -39,8 +40,15 @@ class Communicator;
 
 namespace weft::train {
 
-enum class Split { kTrain, kDev, kTest };
-std::string_view split_name(Split split);  // "train", "dev", "test"
+#define WEFT_SPLITS(X) \
+  X(kTrain, "train")   \
+  X(kDev, "dev")       \
+  X(kTest, "test")
+enum class Split { WEFT_SPLITS(WEFT_ENUMERATOR) };
+WEFT_ENUM_NAMES(Split, WEFT_SPLITS)
+inline std::string_view split_name(Split split) { return enum_name(split); }
+// "train", "dev" or "test"; throws naming them for any other.
+inline Split parse_split(std::string_view name) { return parse_enum<Split>("weft", "split", name); }
 
 // Work done for a batch ahead of time (a weave, tensors of its inputs), owned by the trainer
 // between prepare_batch and train_batch / eval_batch. Models derive their own.

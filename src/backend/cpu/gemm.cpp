@@ -114,17 +114,12 @@ CpuSettings& settings() {
 
 }  // namespace
 
-std::string_view gemm_provider_name(GemmProvider provider) {
-  return provider == GemmProvider::kOneDnn ? "onednn" : "openblas";
-}
-
 GemmProvider parse_gemm_provider(std::string_view name) {
   if (name == "auto")
     fail("gemm",
          "'auto' is not a provider: it means no forced provider (WEFT_GEMM=auto, or "
          "use_calibrated_gemm())");
-  return parse_named("gemm", "GEMM provider", name,
-                     {GemmProvider::kOneDnn, GemmProvider::kOpenBlas}, gemm_provider_name);
+  return parse_enum<GemmProvider>("gemm", "GEMM provider", name);
 }
 
 std::span<const GemmProvider> available_gemm_providers() { return kProviders; }
