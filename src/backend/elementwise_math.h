@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "kernels.h"
+#include "weft/core/error.h"
 
 #if defined(__CUDACC__)
 #define WEFT_HOST_DEVICE __host__ __device__
@@ -238,6 +239,18 @@ WEFT_HOST_DEVICE inline To converted(From v) {
 // The index of element i in an operand of `size` elements used periodically over n.
 WEFT_HOST_DEVICE inline std::int64_t periodic(std::int64_t i, std::int64_t size, std::int64_t n) {
   return size == n ? i : i % size;
+}
+
+// The LSTM cell kernels' layout (host side): rows, hidden size n, children k, and the gates' row
+// stride (at least (k + 2) n: gates row = [f_1..f_K | i | g | ...], children row = [x_1..x_K]).
+struct LstmCellShape {
+  std::int64_t rows, n, k, stride;
+};
+inline LstmCellShape lstm_cell_shape(const Tensor& gates, const Tensor& children, std::int64_t n) {
+  WEFT_ASSERT(n > 0 && children.row_size() % n == 0 && gates.rows() == children.rows());
+  const std::int64_t k = children.row_size() / n;
+  WEFT_ASSERT(gates.row_size() >= (k + 2) * n);
+  return {gates.rows(), n, k, gates.row_size()};
 }
 
 // The LSTM cell's gradients (kernels.def: lstm_cell_state, lstm_hidden), per unit, on floats

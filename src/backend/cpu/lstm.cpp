@@ -22,18 +22,6 @@ namespace {
 using ArrayMap = Eigen::Map<Eigen::ArrayXf>;
 using ConstArrayMap = Eigen::Map<const Eigen::ArrayXf>;
 
-// rows, hidden size n, children k, and the gates' row stride (at least (k + 2) n).
-struct CellShape {
-  std::int64_t rows, n, k, stride;
-};
-
-CellShape cell_shape(const Tensor& gates, const Tensor& children, std::int64_t n) {
-  WEFT_ASSERT(n > 0 && children.row_size() % n == 0 && gates.rows() == children.rows());
-  const std::int64_t k = children.row_size() / n;
-  WEFT_ASSERT(gates.row_size() >= (k + 2) * n);
-  return {gates.rows(), n, k, gates.row_size()};
-}
-
 // dst = value for a fresh gradient buffer (not zero-filled), dst += value otherwise.
 template <typename Value>
 void store(ArrayMap dst, const Value& value, bool fresh) {
@@ -48,7 +36,7 @@ void store(ArrayMap dst, const Value& value, bool fresh) {
 // (lstm_cell_state_activating).
 void cell_state(const Tensor& gates, Tensor* activated, const Tensor& children,
                 const Tensor* candidate_mask, Tensor& c) {
-  const auto [rows, n, k, stride] = cell_shape(gates, children, c.row_size());
+  const auto [rows, n, k, stride] = math::lstm_cell_shape(gates, children, c.row_size());
   const float* g = gates.data<float>();
   float* in_place = activated ? activated->data<float>() : nullptr;
   const float* x = children.data<float>();
@@ -91,7 +79,7 @@ template <bool kActivated>
 void cell_state_backward(const Tensor& gates, const Tensor& children, const Tensor* candidate_mask,
                          const Tensor& dc, Tensor* dgates, bool dgates_fresh, Tensor* dchildren,
                          bool dchildren_fresh) {
-  const auto [rows, n, k, stride] = cell_shape(gates, children, dc.row_size());
+  const auto [rows, n, k, stride] = math::lstm_cell_shape(gates, children, dc.row_size());
   const float* g = gates.data<float>();
   const float* x = children.data<float>();
   const float* m = candidate_mask ? candidate_mask->data<float>() : nullptr;

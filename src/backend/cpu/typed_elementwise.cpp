@@ -12,12 +12,7 @@
 
 namespace weft::backend::cpu {
 
-using math::binary_of;
-using math::compare_of;
-using math::converted;
-using math::kIsInteger;
-using math::periodic;
-using math::unary_of;
+using namespace math;  // the per-element functions (../elementwise_math.h)
 
 namespace typed {
 

@@ -306,21 +306,12 @@ void dropout_mask(float keep_prob, std::uint64_t seed, Tensor& mask) {
 }
 
 namespace {
-struct CellShape {
-  std::int64_t rows, n, k, stride;
-};
-CellShape cell_shape(const Tensor& gates, const Tensor& children, std::int64_t n) {
-  WEFT_ASSERT(n > 0 && children.row_size() % n == 0 && gates.rows() == children.rows());
-  const std::int64_t k = children.row_size() / n;
-  WEFT_ASSERT(gates.row_size() >= (k + 2) * n);
-  return {gates.rows(), n, k, gates.row_size()};
-}
 const float* data_or_null(const Tensor* t) { return t ? t->data<float>() : nullptr; }
 float* data_or_null(Tensor* t) { return t ? t->data<float>() : nullptr; }
 
 void cell_state(const Tensor& gates, Tensor* activated, const Tensor& children,
                 const Tensor* candidate_mask, Tensor& c, const char* name) {
-  const auto [rows, n, k, stride] = cell_shape(gates, children, c.row_size());
+  const auto [rows, n, k, stride] = math::lstm_cell_shape(gates, children, c.row_size());
   if (rows == 0) return;
   lstm_cell_state_kernel<<<grid_for(rows * n), kThreads, 0, stream()>>>(
       gates.data<float>(), data_or_null(activated), children.data<float>(),
@@ -345,7 +336,7 @@ namespace {
 void cell_state_backward(const Tensor& gates, const Tensor& children, const Tensor* candidate_mask,
                          const Tensor& dc, Tensor* dgates, bool dgates_fresh, Tensor* dchildren,
                          bool dchildren_fresh, bool activated, const char* name) {
-  const auto [rows, n, k, stride] = cell_shape(gates, children, dc.row_size());
+  const auto [rows, n, k, stride] = math::lstm_cell_shape(gates, children, dc.row_size());
   if (rows == 0 || (!dgates && !dchildren)) return;
   // Fresh buffers are cleared, then added into, as the others are.
   if (dgates && dgates_fresh) fill(*dgates, 0.0f);

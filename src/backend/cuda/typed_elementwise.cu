@@ -13,13 +13,7 @@
 namespace weft::backend::cuda {
 namespace {
 
-using math::add_of;
-using math::binary_of;
-using math::compare_of;
-using math::converted;
-using math::kIsInteger;
-using math::periodic;
-using math::unary_of;
+using namespace math;  // the per-element functions (../elementwise_math.h)
 
 template <typename T>
 __global__ void fill_kernel(T* y, T value, std::int64_t n) {
