@@ -22,12 +22,8 @@ namespace weft::treelstm {
   X(kBalanced, "balanced")       \
   X(kSequence, "sequence")
 enum class TreeType { WEFT_BENCH_TREE_TYPES(WEFT_ENUMERATOR) };
-WEFT_ENUM_NAMES(TreeType, WEFT_BENCH_TREE_TYPES)
-inline std::string_view tree_type_name(TreeType value) { return enum_name(value); }
-// Throws naming the accepted names for any other.
-inline TreeType parse_tree_type(std::string_view name) {
-  return parse_enum<TreeType>("tree", "tree type", name);
-}
+WEFT_ENUM_NAMES(TreeType, WEFT_BENCH_TREE_TYPES, tree_type_name, parse_tree_type, "tree",
+                "tree type")
 
 // A binary tree in post-order: a leaf is its word id (>= 0); kInternal combines the two
 // subtrees completed just before it.
@@ -49,12 +45,7 @@ BinaryTree make_tree(TreeType type, int leaves, int vocab, Rng& rng);
   X(kTreeLstm, "tree-lstm") \
   X(kTreeFc, "tree-fc")
 enum class BenchmarkCell { WEFT_BENCH_CELLS(WEFT_ENUMERATOR) };
-WEFT_ENUM_NAMES(BenchmarkCell, WEFT_BENCH_CELLS)
-inline std::string_view cell_name(BenchmarkCell value) { return enum_name(value); }
-// Throws naming the accepted names for any other.
-inline BenchmarkCell parse_cell(std::string_view name) {
-  return parse_enum<BenchmarkCell>("model", "model", name);
-}
+WEFT_ENUM_NAMES(BenchmarkCell, WEFT_BENCH_CELLS, cell_name, parse_cell, "model", "model")
 
 class IclrBenchmarkModel {
  public:

@@ -37,12 +37,7 @@ struct ManualPlan;  // manual mode's gathers for one tree shape and batch size
   X(kDynamic, "dynamic")     \
   X(kFullDynamic, "full-dynamic")
 enum class BenchMode { WEFT_BENCH_MODES(WEFT_ENUMERATOR) };
-WEFT_ENUM_NAMES(BenchMode, WEFT_BENCH_MODES)
-inline std::string_view bench_mode_name(BenchMode value) { return enum_name(value); }
-// Throws naming the accepted names for any other.
-inline BenchMode parse_bench_mode(std::string_view name) {
-  return parse_enum<BenchMode>("bench", "mode", name);
-}
+WEFT_ENUM_NAMES(BenchMode, WEFT_BENCH_MODES, bench_mode_name, parse_bench_mode, "bench", "mode")
 
 struct TreeBenchmarkOptions {
   BenchmarkCell cell = BenchmarkCell::kTreeLstm;

@@ -20,9 +20,9 @@ namespace weft {
   X(kOneDnn, "onednn")         \
   X(kOpenBlas, "openblas")
 enum class GemmProvider { WEFT_GEMM_PROVIDERS(WEFT_ENUMERATOR) };
-WEFT_ENUM_NAMES(GemmProvider, WEFT_GEMM_PROVIDERS)
+WEFT_ENUM_TABLE(GemmProvider, WEFT_GEMM_PROVIDERS)
 
-inline std::string_view gemm_provider_name(GemmProvider value) { return enum_name(value); }
+constexpr std::string_view gemm_provider_name(GemmProvider value) { return enum_name(value); }
 // Parses "onednn" / "openblas"; throws weft::Error naming the accepted names otherwise.
 GemmProvider parse_gemm_provider(std::string_view name);
 // The providers this build links (oneDNN first when built in).

@@ -22,13 +22,8 @@ namespace weft {
   X(kFlush, "flush")           \
   X(kKeep, "keep")
 enum class DenormalMode { WEFT_DENORMAL_MODES(WEFT_ENUMERATOR) };
-WEFT_ENUM_NAMES(DenormalMode, WEFT_DENORMAL_MODES)
-
-inline std::string_view denormal_mode_name(DenormalMode value) { return enum_name(value); }
-// Throws naming the accepted names for any other.
-inline DenormalMode parse_denormal_mode(std::string_view name) {
-  return parse_enum<DenormalMode>("denormals", "denormal mode", name);
-}
+WEFT_ENUM_NAMES(DenormalMode, WEFT_DENORMAL_MODES, denormal_mode_name, parse_denormal_mode,
+                "denormals", "denormal mode")
 
 // The process's setting: WEFT_DENORMALS when the first kernel runs (default flush), or the
 // last set_denormal_mode. A bad WEFT_DENORMALS throws weft::Error at that first use.

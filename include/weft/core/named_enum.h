@@ -3,12 +3,14 @@
 //
 //   #define WEFT_ACTIVATIONS(X) X(kNone, "none") X(kRelu, "relu") X(kTanh, "tanh")
 //   enum class Activation { WEFT_ACTIVATIONS(WEFT_ENUMERATOR) };
-//   WEFT_ENUM_NAMES(Activation, WEFT_ACTIVATIONS)
+//   WEFT_ENUM_NAMES(Activation, WEFT_ACTIVATIONS, activation_name, parse_activation,
+//                   "activation", "activation")
 //
-// declares the enum and its names together, so a value cannot go without its name; then
-// enum_name(value) is a value's name, parse_enum<Activation>(where, what, text) the value of a
-// name (failing with "[where] unknown <what> 'x'; expected none, relu or tanh", listed from
-// the table so the message cannot drift from the enum), and enum_names<Activation>() them all.
+// declares the enum and its names together, so a value cannot go without its name, and defines
+// activation_name(value) and parse_activation(text), which fails with "[activation] unknown
+// activation 'x'; expected none, relu or tanh" (listed from the table, so the message cannot
+// drift from the enum). enum_name(value), parse_enum<Activation>(where, what, text) and
+// enum_names<Activation>() do the same for any such enum.
 #pragma once
 
 #include <array>
@@ -33,10 +35,17 @@ struct NamedValue {
 #define WEFT_NAMED_VALUE(enumerator, name) {weft_enum::enumerator, name},
 // Defines weft_enum_names(Enum), the table, next to the enum (found by argument-dependent
 // look-up from enum_name and parse_enum).
-#define WEFT_ENUM_NAMES(Enum, LIST)                                           \
+#define WEFT_ENUM_TABLE(Enum, LIST)                                           \
   constexpr auto weft_enum_names(Enum) {                                      \
     using weft_enum = Enum;                                                   \
     return std::to_array<::weft::NamedValue<Enum>>({LIST(WEFT_NAMED_VALUE)}); \
+  }
+// The table and the enum's name and parse functions over it.
+#define WEFT_ENUM_NAMES(Enum, LIST, name_function, parse_function, where, what)             \
+  WEFT_ENUM_TABLE(Enum, LIST)                                                               \
+  constexpr std::string_view name_function(Enum value) { return ::weft::enum_name(value); } \
+  inline Enum parse_function(std::string_view name) {                                       \
+    return ::weft::parse_enum<Enum>(where, what, name);                                     \
   }
 
 template <typename Enum>

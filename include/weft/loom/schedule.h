@@ -30,13 +30,8 @@ namespace weft::loom {
   X(kAgenda, "agenda")          \
   X(kNone, "none")
 enum class Strategy { WEFT_LOOM_STRATEGIES(WEFT_ENUMERATOR) };
-WEFT_ENUM_NAMES(Strategy, WEFT_LOOM_STRATEGIES)
-
-inline std::string_view strategy_name(Strategy value) { return enum_name(value); }
-// Throws naming the accepted names for any other.
-inline Strategy parse_strategy(std::string_view name) {
-  return parse_enum<Strategy>("schedule", "strategy", name);
-}
+WEFT_ENUM_NAMES(Strategy, WEFT_LOOM_STRATEGIES, strategy_name, parse_strategy, "schedule",
+                "strategy")
 
 struct ScheduleStep {
   OpId op;

@@ -24,12 +24,8 @@ namespace weft::models {
   X(kEsol, "esol")             \
   X(kTox21, "tox21")
 enum class MoleculeTask { WEFT_MOLECULE_TASKS(WEFT_ENUMERATOR) };
-WEFT_ENUM_NAMES(MoleculeTask, WEFT_MOLECULE_TASKS)
-inline std::string_view molecule_task_name(MoleculeTask value) { return enum_name(value); }
-// Throws naming the accepted names for any other.
-inline MoleculeTask parse_molecule_task(std::string_view name) {
-  return parse_enum<MoleculeTask>("molecules", "task", name);
-}
+WEFT_ENUM_NAMES(MoleculeTask, WEFT_MOLECULE_TASKS, molecule_task_name, parse_molecule_task,
+                "molecules", "task")
 
 // A molecule as the model's Input. Pairs are the BONDED atom pairs, each bond once:
 //   {"atoms":      [[36 atom features] per heavy atom],

@@ -25,12 +25,8 @@ namespace weft::nn {
   X(kTanh, "tanh")             \
   X(kSigmoid, "sigmoid")
 enum class Activation { WEFT_NN_ACTIVATIONS(WEFT_ENUMERATOR) };
-WEFT_ENUM_NAMES(Activation, WEFT_NN_ACTIVATIONS)
-inline std::string_view activation_name(Activation value) { return enum_name(value); }
-// Throws naming the accepted names for any other.
-inline Activation parse_activation(std::string_view name) {
-  return parse_enum<Activation>("activation", "activation", name);
-}
+WEFT_ENUM_NAMES(Activation, WEFT_NN_ACTIVATIONS, activation_name, parse_activation, "activation",
+                "activation")
 // act(x); kNone returns x.
 Var apply_activation(Activation activation, Var x);
 

@@ -97,13 +97,7 @@ decltype(auto) visit_dtype(DType dtype, Fn&& fn) {
   X(kCpu, "cpu")        \
   X(kCuda, "cuda")
 enum class Device : std::uint8_t { WEFT_DEVICES(WEFT_ENUMERATOR) };
-WEFT_ENUM_NAMES(Device, WEFT_DEVICES)
-
-constexpr std::string_view device_name(Device device) { return enum_name(device); }
-// "cpu" or "cuda"; throws naming them for any other.
-inline Device parse_device(std::string_view name) {
-  return parse_enum<Device>("device", "device", name);
-}
+WEFT_ENUM_NAMES(Device, WEFT_DEVICES, device_name, parse_device, "device", "device")
 
 }  // namespace weft
 WEFT_API_END

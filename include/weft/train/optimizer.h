@@ -44,36 +44,23 @@ namespace weft::train {
   X(kAdagrad, "adagrad")        \
   X(kAdam, "adam")
 enum class OptimizerKind { WEFT_OPTIMIZER_KINDS(WEFT_ENUMERATOR) };
-WEFT_ENUM_NAMES(OptimizerKind, WEFT_OPTIMIZER_KINDS)
+WEFT_ENUM_NAMES(OptimizerKind, WEFT_OPTIMIZER_KINDS, optimizer_kind_name, parse_optimizer_kind,
+                "optimizer", "optimizer")
 // kL2: g += decay * value before the update. kDecoupled: value -= lr * decay * value.
 #define WEFT_WEIGHT_DECAY_MODES(X) \
   X(kL2, "l2")                     \
   X(kDecoupled, "decoupled")
 enum class WeightDecayMode { WEFT_WEIGHT_DECAY_MODES(WEFT_ENUMERATOR) };
-WEFT_ENUM_NAMES(WeightDecayMode, WEFT_WEIGHT_DECAY_MODES)
+WEFT_ENUM_NAMES(WeightDecayMode, WEFT_WEIGHT_DECAY_MODES, weight_decay_mode_name,
+                parse_weight_decay_mode, "optimizer", "weight decay mode")
 // How a row-sparse gradient updates its parameter: kLazy, only the touched rows (the rows and
 // their state, see above); kDense, every row, exactly as a dense gradient would.
 #define WEFT_SPARSE_UPDATES(X) \
   X(kLazy, "lazy")             \
   X(kDense, "dense")
 enum class SparseUpdate { WEFT_SPARSE_UPDATES(WEFT_ENUMERATOR) };
-WEFT_ENUM_NAMES(SparseUpdate, WEFT_SPARSE_UPDATES)
-
-inline std::string_view optimizer_kind_name(OptimizerKind value) { return enum_name(value); }
-// Throws naming the accepted names for any other.
-inline OptimizerKind parse_optimizer_kind(std::string_view name) {
-  return parse_enum<OptimizerKind>("optimizer", "optimizer", name);
-}
-inline std::string_view weight_decay_mode_name(WeightDecayMode value) { return enum_name(value); }
-// Throws naming the accepted names for any other.
-inline WeightDecayMode parse_weight_decay_mode(std::string_view name) {
-  return parse_enum<WeightDecayMode>("optimizer", "weight decay mode", name);
-}
-inline std::string_view sparse_update_name(SparseUpdate value) { return enum_name(value); }
-// Throws naming the accepted names for any other.
-inline SparseUpdate parse_sparse_update(std::string_view name) {
-  return parse_enum<SparseUpdate>("optimizer", "sparse update", name);
-}
+WEFT_ENUM_NAMES(SparseUpdate, WEFT_SPARSE_UPDATES, sparse_update_name, parse_sparse_update,
+                "optimizer", "sparse update")
 
 struct OptimizerSpec {
   OptimizerKind kind = OptimizerKind::kSgd;

@@ -23,13 +23,8 @@ namespace weft::train {
   X(kExponential, "exponential") \
   X(kCosine, "cosine")
 enum class ScheduleKind { WEFT_SCHEDULE_KINDS(WEFT_ENUMERATOR) };
-WEFT_ENUM_NAMES(ScheduleKind, WEFT_SCHEDULE_KINDS)
-
-inline std::string_view schedule_kind_name(ScheduleKind value) { return enum_name(value); }
-// Throws naming the accepted names for any other.
-inline ScheduleKind parse_schedule_kind(std::string_view name) {
-  return parse_enum<ScheduleKind>("schedule", "learning-rate schedule", name);
-}
+WEFT_ENUM_NAMES(ScheduleKind, WEFT_SCHEDULE_KINDS, schedule_kind_name, parse_schedule_kind,
+                "schedule", "learning-rate schedule")
 
 struct LrSchedule {
   ScheduleKind kind = ScheduleKind::kConstant;

@@ -45,10 +45,7 @@ namespace weft::train {
   X(kDev, "dev")       \
   X(kTest, "test")
 enum class Split { WEFT_SPLITS(WEFT_ENUMERATOR) };
-WEFT_ENUM_NAMES(Split, WEFT_SPLITS)
-inline std::string_view split_name(Split split) { return enum_name(split); }
-// "train", "dev" or "test"; throws naming them for any other.
-inline Split parse_split(std::string_view name) { return parse_enum<Split>("weft", "split", name); }
+WEFT_ENUM_NAMES(Split, WEFT_SPLITS, split_name, parse_split, "weft", "split")
 
 // Work done for a batch ahead of time (a weave, tensors of its inputs), owned by the trainer
 // between prepare_batch and train_batch / eval_batch. Models derive their own.
