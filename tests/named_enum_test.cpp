@@ -51,8 +51,7 @@ TEST(NamedEnums, EveryVocabularyRoundTripsAndListsItsNames) {
   expect_vocabulary(nn::parse_activation, nn::activation_name, {"none", "relu", "tanh", "sigmoid"},
                     "activation");
   expect_vocabulary(parse_denormal_mode, denormal_mode_name, {"flush", "keep"}, "denormal mode");
-  expect_vocabulary(
-      parse_device, [](Device d) { return device_name(d); }, {"cpu", "cuda"}, "device");
+  expect_vocabulary(parse_device, device_name, {"cpu", "cuda"}, "device");
   expect_vocabulary(train::parse_split, train::split_name, {"train", "dev", "test"}, "split");
   expect_vocabulary(train::parse_optimizer_kind, train::optimizer_kind_name,
                     {"sgd", "adagrad", "adam"}, "optimizer");
