@@ -167,7 +167,7 @@ TEST(CalculatorModel, ShortTrainingRunBeatsTheMajorityClass) {
 TEST(CalculatorModel, PreparingAheadChangesNoBit) {
   // Batches woven, scheduled and planned on a helper thread while the one before trains, or in
   // turn: the same losses, figures and weights, to the last bit (dropout draws included).
-  OptionValues options = calculator_entry().default_options();
+  OptionValues options = find_model("calculator").default_options();
   options.update({{"hidden", 16}, {"max_train", 400}, {"max_eval", 100}}, "test");
   std::vector<train::TrainResult> results;
   std::vector<std::vector<std::vector<float>>> weights;
