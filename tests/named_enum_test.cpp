@@ -61,6 +61,9 @@ TEST(NamedEnums, EveryVocabularyRoundTripsAndListsItsNames) {
                     "sparse update");
   expect_vocabulary(train::parse_schedule_kind, train::schedule_kind_name,
                     {"constant", "step", "exponential", "cosine"}, "learning-rate schedule");
+  expect_vocabulary(train::parse_best_mode, train::best_mode_name, {"max", "min"}, "best mode");
+  expect_vocabulary(train::parse_progress_mode, train::progress_mode_name,
+                    {"auto", "bar", "lines", "off"}, "progress mode");
   expect_vocabulary(models::parse_molecule_task, models::molecule_task_name, {"esol", "tox21"},
                     "task");
   expect_vocabulary(treelstm::parse_tree_type, treelstm::tree_type_name,

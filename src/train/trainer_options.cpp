@@ -40,7 +40,7 @@ std::vector<OptionSpec> fitting_options() {
       training("seed", K::kInt, 0, "Seed of the shuffling and of the dropout draws", 0),
       training("shuffle", K::kBool, true, "Shuffle the training examples every epoch"),
       training("optimizer", K::kString, "sgd", "The update rule", -kUnbounded, kUnbounded,
-               {"sgd", "adagrad", "adam"}),
+               enum_names<OptimizerKind>()),
       training("learning_rate", K::kFloat, 0.01, "Step size (the schedule's peak)", 0),
       training("momentum", K::kFloat, 0.0, "SGD momentum, in [0, 1)", 0, 1),
       training("nesterov", K::kBool, false, "SGD with Nesterov momentum"),
@@ -51,7 +51,7 @@ std::vector<OptionSpec> fitting_options() {
       training("weight_decay", K::kFloat, 0.0, "Weight decay", 0),
       training("weight_decay_mode", K::kString, "l2",
                "l2: added to the gradient; decoupled: the value shrinks by rate x decay (AdamW)",
-               -kUnbounded, kUnbounded, {"l2", "decoupled"}),
+               -kUnbounded, kUnbounded, enum_names<WeightDecayMode>()),
       training("embedding_lr_scale", K::kFloat, 1.0,
                "Learning rate of the word vectors (the parameters named embedding_prefix...) "
                "relative to the rest",
@@ -61,7 +61,7 @@ std::vector<OptionSpec> fitting_options() {
       training("sparse_updates", K::kString, "lazy",
                "Row-sparse gradients (word vectors): lazy, only the rows a batch used, or dense, "
                "every row as a dense gradient would",
-               -kUnbounded, kUnbounded, {"lazy", "dense"}),
+               -kUnbounded, kUnbounded, enum_names<SparseUpdate>()),
   };
 }
 
@@ -69,7 +69,7 @@ std::vector<OptionSpec> schedule_and_selection_options() {
   using K = OptionKind;
   return {
       training("schedule", K::kString, "constant", "Learning-rate schedule", -kUnbounded,
-               kUnbounded, {"constant", "step", "exponential", "cosine"}),
+               kUnbounded, enum_names<ScheduleKind>()),
       training("warmup_steps", K::kInt, 0, "Linear warm-up updates", 0),
       training("gamma", K::kFloat, 0.1, "Decay factor per step_size updates (step, exponential)",
                0),
@@ -83,7 +83,7 @@ std::vector<OptionSpec> schedule_and_selection_options() {
                "The dev figure that selects the best epoch: loss or one the model reports "
                "(empty: no selection)"),
       training("best_mode", K::kString, "max", "Whether the best epoch's figure is the highest",
-               -kUnbounded, kUnbounded, {"max", "min"}),
+               -kUnbounded, kUnbounded, enum_names<BestMode>()),
       training("restore_best", K::kBool, true, "End with the best epoch's parameters"),
       training("keep_best_in_memory", K::kBool, true,
                "Keep the best epoch's parameters in memory and in the epoch checkpoints (off: "
@@ -109,18 +109,11 @@ std::vector<OptionSpec> runtime_options() {
           "progress", K::kString, "auto",
           "How training reports: a bar redrawn in place, a line per epoch, nothing, or auto "
           "(a bar on a terminal, lines elsewhere)",
-          -kUnbounded, kUnbounded, {"auto", "bar", "lines", "off"})),
+          -kUnbounded, kUnbounded, enum_names<ProgressMode>())),
       runtime(training("threads", K::kInt, 0, "GEMM threads (0: leave as they are)", 0, 1024)),
       runtime(training("prepare_ahead", K::kBool, true,
                        "Prepare (weave) the next batch on a background thread")),
   };
-}
-
-ProgressMode progress_mode(const std::string& name) {
-  if (name == "bar") return ProgressMode::kBar;
-  if (name == "lines") return ProgressMode::kLines;
-  if (name == "off") return ProgressMode::kOff;
-  return ProgressMode::kAuto;  // the schema admits only these four
 }
 
 OptimizerSpec optimizer_of(const OptionValues& v) {
@@ -217,7 +210,7 @@ detail::TrainerSettings detail::settings_of(const TrainerOptions& options) {
   s.clip_norm = v.number("clip_norm");
   s.clip_value = v.number("clip_value");
   s.best_metric = v.text("best_metric");
-  s.best_mode = v.text("best_mode") == "min" ? BestMode::kMin : BestMode::kMax;
+  s.best_mode = parse_best_mode(v.text("best_mode"));
   s.restore_best = v.flag("restore_best");
   s.average_decay = v.number("average_weights");
   s.average_every = int(v.integer("average_every"));
@@ -228,7 +221,7 @@ detail::TrainerSettings detail::settings_of(const TrainerOptions& options) {
   s.log_path = v.text("log");
   s.prepare_ahead = v.flag("prepare_ahead");
   s.threads = int(v.integer("threads"));
-  s.progress = progress_mode(v.text("progress"));
+  s.progress = parse_progress_mode(v.text("progress"));
   s.progress_stream = options.progress_stream;
   s.communicator = options.communicator;
   s.on_step = options.on_step;

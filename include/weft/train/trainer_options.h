@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "weft/core/export.h"
+#include "weft/core/named_enum.h"
 #include "weft/core/options.h"
 
 WEFT_API_BEGIN
@@ -24,8 +25,20 @@ class Communicator;
 
 namespace weft::train {
 
-enum class BestMode { kMax, kMin };
-enum class ProgressMode { kAuto, kBar, kLines, kOff };  // kAuto: a bar on a terminal
+#define WEFT_BEST_MODES(X) \
+  X(kMax, "max")           \
+  X(kMin, "min")
+enum class BestMode { WEFT_BEST_MODES(WEFT_ENUMERATOR) };
+WEFT_ENUM_NAMES(BestMode, WEFT_BEST_MODES, best_mode_name, parse_best_mode, "trainer", "best mode")
+// kAuto: a bar on a terminal, lines elsewhere.
+#define WEFT_PROGRESS_MODES(X) \
+  X(kAuto, "auto")             \
+  X(kBar, "bar")               \
+  X(kLines, "lines")           \
+  X(kOff, "off")
+enum class ProgressMode { WEFT_PROGRESS_MODES(WEFT_ENUMERATOR) };
+WEFT_ENUM_NAMES(ProgressMode, WEFT_PROGRESS_MODES, progress_mode_name, parse_progress_mode,
+                "trainer", "progress mode")
 
 // Every option of the Trainer: epochs, batch_size, seed, shuffle, the optimizer's (optimizer,
 // learning_rate, momentum, weight_decay, ...), the schedule's (schedule, warmup_steps, ...),
