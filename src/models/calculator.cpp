@@ -49,6 +49,23 @@ ModelEntry calculator_entry() {
       "\"right\": ...}";
   entry.options = {
       {.name = "hidden", .default_value = 128, .help = "Hidden size", .min = 1, .max = 65536},
+  };
+  for (OptionSpec& spec : expression_data_options()) entry.options.push_back(std::move(spec));
+  entry.recipe = [](const OptionValues&) {
+    return json{{"epochs", 8},
+                {"batch_size", 64},
+                {"optimizer", "adam"},
+                {"learning_rate", 0.003},
+                {"best_metric", "accuracy"}};
+  };
+  entry.create = [](const OptionValues& options, const ModelInit& init) {
+    return std::make_unique<CalculatorModel>(options, init);
+  };
+  return entry;
+}
+
+std::vector<OptionSpec> expression_data_options() {
+  return {
       {.name = "max_depth",
        .default_value = 4,
        .help = "Deepest operator nesting of the generated expressions",
@@ -63,17 +80,28 @@ ModelEntry calculator_entry() {
        .min = 0,
        .max = 1},
   };
-  entry.recipe = [](const OptionValues&) {
-    return json{{"epochs", 8},
-                {"batch_size", 64},
-                {"optimizer", "adam"},
-                {"learning_rate", 0.003},
-                {"best_metric", "accuracy"}};
-  };
-  entry.create = [](const OptionValues& options, const ModelInit& init) {
-    return std::make_unique<CalculatorModel>(options, init);
-  };
-  return entry;
+}
+
+void generate_expression_splits(
+    const OptionValues& options, ModelUse use, std::int64_t default_train,
+    std::int64_t default_eval,
+    const std::function<void(train::Split, const CalculatorExample&)>& add) {
+  if (use == ModelUse::kInfer) return;
+  const CalculatorDataOptions data{.max_depth = int(options.integer("max_depth")),
+                                   .leaf_probability = float(options.number("leaf_probability"))};
+  const std::uint64_t seed = std::uint64_t(options.integer("seed"));
+  const std::int64_t max_train = options.integer("max_train");
+  const std::int64_t max_eval = options.integer("max_eval");
+  const train::Split splits[] = {train::Split::kTrain, train::Split::kDev, train::Split::kTest};
+  for (std::uint64_t stream = 0; stream < 3; ++stream) {
+    const train::Split split = splits[stream];
+    if (split == train::Split::kTrain && use == ModelUse::kEvaluate) continue;
+    Rng rng(mix64(seed, stream));
+    const std::int64_t count = split == train::Split::kTrain
+                                   ? (max_train > 0 ? max_train : default_train)
+                                   : (max_eval > 0 ? max_eval : default_eval);
+    for (const CalculatorExample& e : make_calculator_examples(count, rng, data)) add(split, e);
+  }
 }
 
 struct CalculatorModel::Layers {
@@ -84,25 +112,10 @@ struct CalculatorModel::Layers {
 
 CalculatorModel::CalculatorModel(const OptionValues& options, const ModelInit& init)
     : BlockModel(options, init), layers_(std::make_unique<Layers>()) {
-  const std::uint64_t seed = std::uint64_t(options.integer("seed"));
-  const CalculatorDataOptions data{.max_depth = int(options.integer("max_depth")),
-                                   .leaf_probability = float(options.number("leaf_probability"))};
-  const std::int64_t max_train = options.integer("max_train");
-  const std::int64_t max_eval = options.integer("max_eval");
-  // One random stream per split, so dev and test do not depend on the training set's size.
-  const train::Split splits[] = {train::Split::kTrain, train::Split::kDev, train::Split::kTest};
-  for (std::uint64_t stream = 0; stream < 3; ++stream) {
-    const train::Split split = splits[stream];
-    if (init.use == ModelUse::kInfer) break;
-    if (split == train::Split::kTrain && init.use == ModelUse::kEvaluate) continue;
-    Rng rng(mix64(seed, stream));
-    const std::int64_t count = split == train::Split::kTrain
-                                   ? (max_train > 0 ? max_train : kDefaultTrainExamples)
-                                   : (max_eval > 0 ? max_eval : kDefaultEvalExamples);
-    for (const CalculatorExample& e : make_calculator_examples(count, rng, data)) {
-      split_examples(split).push_back(make_example(e));
-    }
-  }
+  generate_expression_splits(options, init.use, kDefaultTrainExamples, kDefaultEvalExamples,
+                             [this](train::Split split, const CalculatorExample& e) {
+                               split_examples(split).push_back(make_example(e));
+                             });
   const std::int64_t n = options.integer("hidden");
   Layers& l = *layers_;
   l.digits = std::make_unique<nn::Embedding>(store(), "digit", 10, n);

@@ -10,21 +10,10 @@
 #include "weft/autodiff/ops.h"
 #include "weft/core/error.h"
 #include "weft/core/rng.h"
-#include "weft/models/calculator_data.h"
+#include "weft/models/calculator.h"
 #include "weft/nn/mode.h"
 
 namespace weft::models {
-namespace {
-
-Device device_option(const OptionValues& options) {
-  const std::string& device = options.text("device");
-  if (device == "cpu") return Device::kCpu;
-  if (device == "cuda") return Device::kCuda;
-  fail(options.owner(), "option 'device' must be cpu or cuda, got '", device, "'");
-}
-
-}  // namespace
-
 std::vector<OptionSpec> decoding_options() {
   return {
       {.name = "beam",
@@ -45,33 +34,22 @@ std::vector<OptionSpec> decoding_options() {
 std::vector<OptionSpec> expression_model_options() {
   std::vector<OptionSpec> options = {
       {.name = "hidden", .default_value = 64, .help = "Hidden size", .min = 1, .max = 4096},
-      {.name = "max_depth",
-       .default_value = 4,
-       .help = "Deepest operator nesting of the generated expressions",
-       .role = OptionRole::kData,
-       .min = 0,
-       .max = 5},
-      {.name = "leaf_probability",
-       .kind = OptionKind::kFloat,
-       .default_value = 0.3,
-       .help = "Chance that a generated node below the root is a digit",
-       .role = OptionRole::kData,
-       .min = 0,
-       .max = 1},
   };
+  for (OptionSpec& spec : expression_data_options()) options.push_back(std::move(spec));
   for (OptionSpec& spec : decoding_options()) options.push_back(std::move(spec));
   return options;
 }
 
 nlohmann::json expression_model_recipe(const OptionValues& /*options*/) {
-  return nlohmann::json{{"epochs", 6},         {"batch_size", 64},
-                        {"optimizer", "adam"}, {"learning_rate", 0.003},
-                        {"clip_norm", 5.0},    {"best_metric", "exact_match"}};
+  return nlohmann::json{{"epochs", 8},          {"batch_size", 64},
+                        {"optimizer", "adam"},  {"learning_rate", 0.003},
+                        {"schedule", "cosine"},  // to 0 over the run
+                        {"clip_norm", 5.0},     {"best_metric", "exact_match"}};
 }
 
 FlowModel::FlowModel(OptionValues options, const ModelInit& init)
     : options_(std::move(options)),
-      store_(std::uint64_t(options_.integer("seed")), device_option(options_)) {
+      store_(std::uint64_t(options_.integer("seed")), parse_device(options_.text("device"))) {
   if (init.max_parameter_elements > 0)
     store_.set_element_budget(init.max_parameter_elements, init.parameter_budget_reason);
 }
@@ -93,23 +71,10 @@ std::vector<nlohmann::json>& FlowModel::split_examples(train::Split split) {
 void FlowModel::generate_splits(const ModelInit& init,
                                 const std::function<nlohmann::json(const nlohmann::json&)>& make,
                                 std::int64_t default_train, std::int64_t default_eval) {
-  if (init.use == ModelUse::kInfer) return;
-  const CalculatorDataOptions data{.max_depth = int(options_.integer("max_depth")),
-                                   .leaf_probability = float(options_.number("leaf_probability"))};
-  const std::uint64_t seed = std::uint64_t(options_.integer("seed"));
-  const std::int64_t max_train = options_.integer("max_train");
-  const std::int64_t max_eval = options_.integer("max_eval");
-  const train::Split splits[] = {train::Split::kTrain, train::Split::kDev, train::Split::kTest};
-  for (std::uint64_t stream = 0; stream < 3; ++stream) {
-    const train::Split split = splits[stream];
-    if (split == train::Split::kTrain && init.use == ModelUse::kEvaluate) continue;
-    Rng rng(mix64(seed, stream));
-    const std::int64_t count = split == train::Split::kTrain
-                                   ? (max_train > 0 ? max_train : default_train)
-                                   : (max_eval > 0 ? max_eval : default_eval);
-    for (const CalculatorExample& e : make_calculator_examples(count, rng, data))
-      split_examples(split).push_back(make(e.expression));
-  }
+  generate_expression_splits(options_, init.use, default_train, default_eval,
+                             [&](train::Split split, const CalculatorExample& e) {
+                               split_examples(split).push_back(make(e.expression));
+                             });
 }
 
 DecodeSettings FlowModel::decode_settings() const {

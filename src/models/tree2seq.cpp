@@ -56,7 +56,7 @@ ModelEntry tree2seq_entry() {
 }
 
 struct Tree2SeqModel::Layers {
-  std::unique_ptr<nn::Embedding> digits, operators;
+  std::unique_ptr<nn::Embedding> digits, operators, positions;
   std::unique_ptr<nn::NaryTreeLSTMCell> cell;
   std::unique_ptr<AttentionDecoder> decoder;
   loom::OpId leaf = 0, node = 0;
@@ -64,25 +64,36 @@ struct Tree2SeqModel::Layers {
 
 namespace {
 
-// One expression's Tree-LSTM calls, children first; its nodes' values are appended to `nodes`
-// and their indices to `rows` (the root last).
-loom::Value weave_tree(loom::Weaver& weaver, const json& node, loom::OpId leaf, loom::OpId inner,
-                       loom::TypeId id, std::vector<loom::Value>& nodes,
-                       std::vector<std::int64_t>& rows) {
-  loom::Value value;
-  if (node.contains("number")) {
-    const std::int32_t digit = node["number"].get<std::int32_t>();
-    value = weaver.call(leaf, {weaver.constant(id, std::span(&digit, 1))})[0];
-  } else {
-    const loom::Value left = weave_tree(weaver, node["left"], leaf, inner, id, nodes, rows);
-    const loom::Value right = weave_tree(weaver, node["right"], leaf, inner, id, nodes, rows);
-    const std::int32_t op = tokens::operator_symbol(node["op"].get<std::string>()) - tokens::kPlus;
-    value = weaver.call(inner, {weaver.constant(id, std::span(&op, 1)), left, right})[0];
+// A batch's Tree-LSTM calls, children first: every node's value, its example's node indices
+// (the root last) and its position in the text's order of nodes (in-order).
+struct TreeWeave {
+  loom::Weaver& weaver;
+  loom::OpId leaf, inner;
+  loom::TypeId id;
+  std::vector<loom::Value> nodes;
+  std::vector<std::int32_t> positions;
+
+  loom::Value add(const json& node, std::vector<std::int64_t>& rows, std::int32_t& next) {
+    loom::Value value;
+    std::int32_t position = 0;
+    if (node.contains("number")) {
+      const std::int32_t digit = node["number"].get<std::int32_t>();
+      position = next++;
+      value = weaver.call(leaf, {weaver.constant(id, std::span(&digit, 1))})[0];
+    } else {
+      const loom::Value left = add(node["left"], rows, next);
+      position = next++;
+      const loom::Value right = add(node["right"], rows, next);
+      const std::int32_t op =
+          tokens::operator_symbol(node["op"].get<std::string>()) - tokens::kPlus;
+      value = weaver.call(inner, {weaver.constant(id, std::span(&op, 1)), left, right})[0];
+    }
+    rows.push_back(std::int64_t(nodes.size()));
+    nodes.push_back(value);
+    positions.push_back(position);
+    return value;
   }
-  rows.push_back(std::int64_t(nodes.size()));
-  nodes.push_back(value);
-  return value;
-}
+};
 
 }  // namespace
 
@@ -99,6 +110,8 @@ Tree2SeqModel::Tree2SeqModel(const OptionValues& options, const ModelInit& init)
   l.digits = std::make_unique<nn::Embedding>(store(), "encoder/digits", 10, n);
   l.operators = std::make_unique<nn::Embedding>(store(), "encoder/operators", 3, n);
   l.cell = std::make_unique<nn::NaryTreeLSTMCell>(store(), "encoder/cell", n, n, 2);
+  l.positions = std::make_unique<nn::Embedding>(store(), "encoder/positions",
+                                                AttentionDecoder::kMemorySizes.back(), n);
   l.decoder = std::make_unique<AttentionDecoder>(store(), loom(), n, kInputs, kOutputs, false);
   const loom::TypeShape state = loom().type(l.decoder->state_type());
   const loom::TypeShape id = loom().type(l.decoder->id_type());
@@ -131,17 +144,21 @@ std::vector<std::unique_ptr<FlowModel::Encoding>> Tree2SeqModel::encode_batch(
     flow::Engine& engine, std::span<const json> examples) {
   const Layers& l = *layers_;
   loom::Weaver weaver(loom());
-  std::vector<loom::Value> nodes;
+  TreeWeave trees{weaver, l.leaf, l.node, l.decoder->id_type(), {}, {}};
   std::vector<std::vector<std::int64_t>> rows(examples.size());
   for (std::size_t e = 0; e < examples.size(); ++e) {
     const json& expression = expression_of(examples[e]);
     tokens::check_expression(expression, "tree2seq", "example " + std::to_string(e));
-    weave_tree(weaver, expression, l.leaf, l.node, l.decoder->id_type(), nodes, rows[e]);
+    std::int32_t next = 0;
+    trees.add(expression, rows[e], next);
   }
   loom::Executor executor(loom(), Tape::current(), decoding_device());
   const loom::LoomResult result = executor.run(weaver);
-  const std::vector<flow::Val> states = engine.import(result, nodes);
-  const Var all = l.decoder->hidden_half(engine.gather(states));
+  const std::vector<flow::Val> states = engine.import(result, trees.nodes);
+  // Equal digits have equal leaf states: their positions in the text tell them apart.
+  const Tensor positions = Tensor::from_vector({std::int64_t(trees.positions.size())},
+                                               trees.positions, decoding_device());
+  const Var all = l.decoder->hidden_half(engine.gather(states)) + (*l.positions)(positions);
   const std::vector<AttentionDecoder::Memory> memories =
       l.decoder->memories(engine, all, rows, "tree2seq");
   std::vector<std::unique_ptr<Encoding>> out;

@@ -5,7 +5,9 @@
 // ForwardDeclaration for the recursion, OneOf on the operator, Record for the operands.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <vector>
 
 #include "weft/core/export.h"
 #include "weft/models/block_model.h"
@@ -13,6 +15,18 @@
 
 WEFT_API_BEGIN
 namespace weft::models {
+
+// The options of the generated expressions (max_depth, leaf_probability), which every model
+// over them shares.
+std::vector<OptionSpec> expression_data_options();
+// The splits of a model over generated expressions, from its options (seed, max_depth,
+// leaf_probability; max_train and max_eval, 0 meaning `default_train` / `default_eval`): one
+// random stream per split, so dev and test do not depend on the training set's size. None for
+// inference, no training split for evaluation. `add` receives each example in order.
+void generate_expression_splits(
+    const OptionValues& options, ModelUse use, std::int64_t default_train,
+    std::int64_t default_eval,
+    const std::function<void(train::Split, const CalculatorExample&)>& add);
 
 class CalculatorModel : public BlockModel {
  public:

@@ -28,7 +28,8 @@ std::vector<OptionSpec> decoding_options();
 // The options of the models over calculator expressions: hidden, then max_depth and
 // leaf_probability of the generated expressions (the calculator's), then decoding_options().
 std::vector<OptionSpec> expression_model_options();
-// Their recipe: Adam, gradients clipped, the best epoch by dev exact match.
+// Their recipe: 8 epochs of Adam under a cosine schedule, gradients clipped, the best epoch by
+// dev exact match.
 nlohmann::json expression_model_recipe(const OptionValues& options);
 // Their splits' sizes when max_train / max_eval are 0.
 constexpr std::int64_t kDefaultTrainExpressions = 20000, kDefaultEvalExpressions = 1000;

@@ -1,10 +1,11 @@
 // tree2seq: reads a calculator expression tree with a Tree-LSTM (one static weave per batch)
 // and writes the expression as infix text, a token at a time until its end token, attending
-// to the tree's nodes: a decoder whose length the model decides (flow programs; greedy or beam
-// search). Trained by teacher forcing on text generated from a seed. A prediction is
-// {"text": "((3 + 4) * 2)", "length": tokens written (the end token included), "log_prob",
-// "score" (length-normalised), "ended": chose the end token}, and with a beam "beams": every
-// kept hypothesis so, best first (the prediction is the first).
+// to the tree's nodes (their states plus an embedding of their place in the text's order of
+// nodes, since equal digits have equal states): a decoder whose length the model decides (flow
+// programs; greedy or beam search). Trained by teacher forcing on text generated from a seed.
+// A prediction is {"text": "((3 + 4) * 2)", "length": tokens written (the end token included),
+// "log_prob", "score" (length-normalised), "ended": chose the end token}, and with a beam
+// "beams": every kept hypothesis so, best first (the prediction is the first).
 #pragma once
 
 #include <memory>
