@@ -102,6 +102,17 @@ def test_python_checkpoints_load_in_the_cli_and_back(data_dir, weft_cli, tmp_pat
     assert loaded.predict([line])[0] == json.loads(infer.stdout.splitlines()[0])
 
 
+def approx_floats(value):
+    """`value` with every float inside it compared with a relative tolerance of 1e-5."""
+    if isinstance(value, float):
+        return pytest.approx(value, rel=1e-5, abs=1e-6)
+    if isinstance(value, dict):
+        return {key: approx_floats(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [approx_floats(item) for item in value]
+    return value
+
+
 @pytest.mark.parametrize("name", ["tree2seq", "seq2tree"])
 def test_decoding_models_answer_in_python_as_weft_infer_does(name, data_dir, weft_cli, tmp_path):
     model = small_model(name, data_dir)
@@ -114,7 +125,9 @@ def test_decoding_models_answer_in_python_as_weft_infer_does(name, data_dir, wef
         infer = subprocess.run([weft_cli, "infer", name, "--checkpoint", str(path), "--beam", str(beam)],
                                input="\n".join(lines) + "\n", capture_output=True, text=True, check=True)
         answers = [json.loads(line) for line in infer.stdout.splitlines()]
-        assert answers == model.predict(lines, beam=beam)
+        # Equal but for the last bits of the log-probabilities: the two processes may batch, and
+        # so sum, in different orders (and the GEMM calibration may pick another provider).
+        assert answers == approx_floats(model.predict(lines, beam=beam))
         assert all(("beams" in a) == (beam > 0) for a in answers)
         if beam:
             assert all(1 <= len(a["beams"]) <= beam for a in answers)
