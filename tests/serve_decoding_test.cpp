@@ -22,6 +22,7 @@
 #include "weft/core/error.h"
 #include "weft/core/rng.h"
 #include "weft/models/countdown.h"
+#include "weft/models/registry.h"
 #include "weft/models/saved_model.h"
 #include "weft/serve/client.h"
 #include "weft/serve/server.h"
