@@ -165,36 +165,41 @@ WEFT_HOST_DEVICE inline T unary_of(UnaryOp op, T x) {
   return T(0);
 }
 
-// The derivatives of the smooth unary functions, from their output y (or input x) as the
-// backward passes have them; on a float or an Eigen array.
-template <typename Y>
-WEFT_HOST_DEVICE inline auto sigmoid_derivative(const Y& y) {
-  return y * (1 - y);
+// The backward of the smooth unary functions from their output y: dy f'(x), multiplied in the
+// order the CPU always has (results stay bit-identical to the fused kernels' on the CPU); on a
+// float or an Eigen array.
+template <typename D, typename Y>
+WEFT_HOST_DEVICE inline auto sigmoid_backward(const D& dy, const Y& y) {
+  return dy * y * (1 - y);
 }
 template <typename Y>
 WEFT_HOST_DEVICE inline auto tanh_derivative(const Y& y) {
   return 1 - y * y;
 }
+template <typename D, typename Y>
+WEFT_HOST_DEVICE inline auto tanh_backward(const D& dy, const Y& y) {
+  return dy * tanh_derivative(y);
+}
 
-// f'(x) of each unary op from x and y = f(x), whichever is cheaper (0 for |x| at 0).
-WEFT_HOST_DEVICE inline float unary_derivative(UnaryOp op, float x, float y) {
+// dy f'(x) of each unary op from x and y = f(x), whichever is cheaper (0 for |x| at 0).
+WEFT_HOST_DEVICE inline float unary_backward_of(UnaryOp op, float x, float y, float dy) {
   switch (op) {
     case UnaryOp::kNeg:
-      return -1.0f;
+      return -dy;
     case UnaryOp::kRelu:
-      return x > 0.0f ? 1.0f : 0.0f;
+      return x > 0.0f ? dy : 0.0f;
     case UnaryOp::kSigmoid:
-      return sigmoid_derivative(y);
+      return sigmoid_backward(dy, y);
     case UnaryOp::kTanh:
-      return tanh_derivative(y);
+      return tanh_backward(dy, y);
     case UnaryOp::kExp:
-      return y;
+      return dy * y;
     case UnaryOp::kLog:
-      return 1.0f / x;
+      return dy / x;
     case UnaryOp::kSoftplus:
-      return sigmoid_of(x);
+      return dy * sigmoid_of(x);
     case UnaryOp::kAbs:
-      return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : 0.0f);
+      return x > 0.0f ? dy : (x < 0.0f ? -dy : 0.0f);
   }
   return 0.0f;
 }

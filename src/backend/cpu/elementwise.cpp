@@ -99,10 +99,10 @@ void unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& 
       grad_in += (in > 0.0f).select(grad_out, 0.0f);
       break;
     case UnaryOp::kSigmoid:
-      grad_in += grad_out * math::sigmoid_derivative(out);
+      grad_in += math::sigmoid_backward(grad_out, out);
       break;
     case UnaryOp::kTanh:
-      grad_in += grad_out * math::tanh_derivative(out);
+      grad_in += math::tanh_backward(grad_out, out);
       break;
     case UnaryOp::kExp:
       grad_in += grad_out * out;

@@ -18,7 +18,7 @@ namespace weft::backend::cuda {
 namespace {
 
 using math::sigmoid_of;
-using math::unary_derivative;
+using math::unary_backward_of;
 using math::unary_of;
 
 __global__ void fill_kernel(std::uint32_t* y, std::int64_t n, std::uint32_t bits) {
@@ -35,7 +35,7 @@ __global__ void unary_kernel(UnaryOp op, const float* x, float* y, std::int64_t 
 
 __global__ void unary_backward_kernel(UnaryOp op, const float* x, const float* y, const float* dy,
                                       float* dx, std::int64_t n) {
-  WEFT_GRID_STRIDE(i, n) dx[i] += dy[i] * unary_derivative(op, x[i], y[i]);
+  WEFT_GRID_STRIDE(i, n) dx[i] += unary_backward_of(op, x[i], y[i], dy[i]);
 }
 
 __device__ inline float binary_of(BinaryOp op, float u, float v) {
