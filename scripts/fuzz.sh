@@ -14,10 +14,10 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 seconds=${1:-30}
 shift || true
 scripts/install_deps.sh
-# -O1 with line tables only, as OSS-Fuzz builds: a tenth quicker to compile than -O2 -g, and
-# the sanitizers' reports keep their file and line.
+# RelWithDebInfo's -O2 -g. (Not -O1 -gline-tables-only, as OSS-Fuzz builds: clang 14 fails on
+# the flow layer's coroutines there with "Cannot represent a difference across sections".)
 CC=clang-14 CXX=clang++-14 cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g -DNDEBUG" \
   -DWEFT_BUILD_FUZZERS=ON -DWEFT_SANITIZE=ON -DWEFT_WERROR=OFF \
   -DWEFT_BUILD_TESTS=OFF -DWEFT_BUILD_BENCHMARKS=OFF -DWEFT_BUILD_TOOLS=OFF \
   -DWEFT_BUILD_EXAMPLES=OFF -DWEFT_BUILD_PYTHON=OFF -DBUILD_SHARED_LIBS=OFF
