@@ -27,3 +27,12 @@ if(WEFT_BUILD_FUZZERS)
   # Coverage feedback for the fuzzers from every library the inputs pass through.
   target_compile_options(weft_project_options INTERFACE "$<${weft_cxx}:-fsanitize=fuzzer-no-link>")
 endif()
+# clang 14 fails on coroutines compiled with UBSan and the fuzzers' coverage together ("Cannot
+# represent a difference across sections"), so in the fuzz build the sources that define
+# coroutines (the flow programs) keep ASan and UBSan but give no coverage feedback. Call it from
+# the CMakeLists.txt of the sources' own folder (source properties are per folder).
+function(weft_without_fuzzer_coverage)
+  if(WEFT_BUILD_FUZZERS)
+    set_source_files_properties(${ARGN} PROPERTIES COMPILE_OPTIONS "-fno-sanitize=fuzzer-no-link")
+  endif()
+endfunction()
