@@ -18,7 +18,10 @@ namespace weft::models {
 
 // How one request wants its examples decoded.
 struct DecodeSettings {
-  int beam = 1;                // 1: greedy decoding; k > 1: beam search of width k
+  // Beam width. tree2seq and seq2tree: 0 runs greedy decoding's own program, k >= 1 beam
+  // search of width k (1 gives greedy's answers, with "beams"). decode_program (countdown):
+  // 0 or 1 greedy, k > 1 beam search. (Two conventions: see the 2026-11-26 closing note.)
+  int beam = 1;
   std::int32_t max_steps = 0;  // tokens at most (the end token included); 0: the model's bound
 };
 
