@@ -49,7 +49,7 @@ GATES = ("f1", "f2", "i", "g", "o")  # the composer's column blocks in Weft's or
 
 
 sys.path.insert(0, HERE)
-from peer_threads import pin_gemm_threads  # noqa: E402
+from peer_threads import pin_gemm_threads, start_torch  # noqa: E402
 
 pin_gemm_threads()  # before torch loads
 from torch_treelstm import load_safetensors, torch  # noqa: E402
@@ -593,15 +593,11 @@ def parse_args():
 
 def main():
     args = parse_args()
-    if torch is None:
-        print("SKIPPED: PyTorch is missing (Debian: apt-get install python3-torch python3-numpy, "
-              "then run with /usr/bin/python3)")
+    if not start_torch(torch, args.threads):
         return 77
     if args.device == "cuda" and not torch.cuda.is_available():
         print("SKIPPED: --device cuda but torch sees no CUDA device")
         return 77
-    torch.set_num_threads(args.threads)
-    torch.set_num_interop_threads(1)
     if args.check:
         return check(args)
     if args.check_step:

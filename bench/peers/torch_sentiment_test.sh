@@ -9,17 +9,8 @@ weft=$1
 data=${WEFT_DATA_DIR:-$3}
 peer="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/torch_sentiment.py"
 
-python=""
-for candidate in "$2" /usr/bin/python3; do
-  if [[ -x "$candidate" ]] && "$candidate" -c "import numpy, torch" 2>/dev/null; then
-    python=$candidate
-    break
-  fi
-done
-if [[ -z "$python" ]]; then
-  echo "SKIPPED: no Python with torch and numpy ($2, /usr/bin/python3; Debian: python3-torch)"
-  exit 77
-fi
+source "$(dirname "${BASH_SOURCE[0]}")/torch_python.sh"
+find_torch_python "$2"
 if [[ ! -f "$data/sst/train.txt" || ! -f "$data/glove-sst/glove.6B.100d.sst.txt" ]]; then
   echo "SKIPPED: no SST / GloVe data in $data (set WEFT_DATA_DIR)"
   exit 77

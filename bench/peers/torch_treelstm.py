@@ -28,7 +28,7 @@ def load_safetensors(path):
     (length,) = struct.unpack("<Q", raw[:8])
     header = json.loads(raw[8 : 8 + length])
     metadata = header.pop("__metadata__", {})
-    dtypes = {"F32": "<f4", "I32": "<i4"}
+    dtypes = {"F32": "<f4", "I32": "<i4", "F64": "<f8", "I64": "<i8", "BOOL": "|b1"}
     tensors = {}
     for name, info in header.items():
         begin, end = info["data_offsets"]

@@ -1,0 +1,330 @@
+#!/usr/bin/env python3
+"""PyTorch peers of Weft's decoding models (issue 32, item 5c): tree2seq and seq2tree.
+
+Both models re-implemented in PyTorch on a Weft checkpoint's weights (torch_decode_models.py:
+every tensor by name, its shape checked), decoded the two ways PyTorch users write it
+(torch_decode_search.py): `loop`, one example at a time (greedy, or the example's beams as the
+rows of a step), and `batch`, a padded batch of 64 with finished rows masked (beams batched
+over examples x beams; seq2tree with a padded frontier of pending children per row).
+
+First the check, on the checkpoint's test expressions, for both arms: greedy answers identical
+to Weft's (`weft.models.load(...).predict(examples, beam=0)`) with summed log-probabilities
+within --tolerance, beam-k answers identical with equal log-probabilities (or, where two
+hypotheses' scores are within the tolerance, the same scores in another order, counted as
+ties), and the teacher-forced loss of the dev split equal to `Model.evaluate`'s (relative
+1e-4). Any other difference fails (exit 1) and nothing is timed.
+
+Then (--time) interleaved rounds on one thread (torch.set_num_threads(1), OPENBLAS/OMP to 1
+before torch loads, WEFT_NUM_THREADS=1, WEFT_GEMM=openblas unless set): decoding sequences/s,
+greedy and beam k, of Weft's batch of 64, Weft one at a time, the PyTorch loop and the PyTorch
+padded batch of 64; training examples/s (teacher forcing, forward + backward + Adam, batch 64,
+gradients clipped at 5 as Weft's recipe) of Weft's `Model.fit` (one epoch on --train-examples
+generated expressions) and of both PyTorch arms on the same expressions. Medians of the rounds;
+every round goes to --out PREFIX.json and PREFIX.csv.
+
+Usage: PYTHONPATH=build/test/python /usr/bin/python3 bench/peers/torch_decode.py \\
+           tree2seq.safetensors seq2tree.safetensors [--time --rounds 5 --out DIR/decode_peers]
+Needs Debian's python3-torch and python3-numpy and Weft's Python module (PYTHONPATH or
+--weft-python); exits 77 (a skip for ctest) without torch.
+"""
+
+import argparse
+import csv
+import json
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+from peer_threads import pin_gemm_threads, start_torch  # noqa: E402
+
+pin_gemm_threads()  # before torch loads
+os.environ.setdefault("WEFT_NUM_THREADS", "1")
+os.environ.setdefault("WEFT_GEMM", "openblas")  # EXPERIMENTS.md "Decoders"
+import torch_decode_models as models  # noqa: E402
+import torch_decode_search as search  # noqa: E402
+from torch_decode_models import T2S_END, torch  # noqa: E402
+
+DECODE_ARMS = ("weft_batch64", "weft_one_at_a_time", "torch_loop", "torch_batch64")
+TRAIN_ARMS = ("weft_fit", "torch_loop", "torch_batch64")
+
+
+# ---------------------------------------------------------------------------- answers
+
+
+def answer_text(name, decisions):
+    """The text Weft's prediction gives for these decisions."""
+    if name == "tree2seq":
+        ended = bool(decisions) and decisions[-1] == T2S_END
+        return models.tokens_text(decisions[:-1] if ended else decisions)
+    pending = 1
+    for d in decisions:
+        pending += 1 if d >= models.PLUS else -1
+    return models.tree_text(decisions) if decisions and pending == 0 else ""
+
+
+def weft_inputs(name, examples):
+    """Examples in the form Weft's predict reads: the expression, or the text alone."""
+    if name == "tree2seq":
+        return [{"expression": models.expression_of(e)} for e in examples]
+    return [{"text": e["text"]} for e in examples]
+
+
+def chunks(items, size):
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+def weft_decode(model, inputs, beam, batch):
+    out = []
+    for part in chunks(inputs, batch):
+        out += model.predict(part, beam=beam)
+    return out
+
+
+def torch_decode(name, peer, examples, beam, arm, batch):
+    """Per example, [(text, log_prob)] best first: one for greedy (beam 0), up to `beam`."""
+    finder = search.search_for(peer)
+    if arm == "loop":
+        if beam == 0:
+            raw = [[search.greedy_one(finder, e)] for e in examples]
+        else:
+            raw = [search.beam_one(finder, e, beam) for e in examples]
+    else:
+        raw = []
+        for part in chunks(examples, batch):
+            if beam == 0:
+                raw += [[a] for a in search.greedy_batch(finder, part)]
+            else:
+                raw += search.beam_batch(finder, part, beam)
+    return [[(answer_text(name, d), lp) for d, lp in hyps] for hyps in raw]
+
+
+def weft_answers(prediction, beam):
+    hyps = [prediction] if beam == 0 else prediction["beams"]
+    return [(h["text"], float(h["log_prob"])) for h in hyps]
+
+
+# ---------------------------------------------------------------------------- the check
+
+
+def compare(weft, peer, tolerance, strict):
+    """Per-example answer lists: (ties, differing example indices, largest |log_prob| gap of
+    hypotheses at the same rank)."""
+    ties, differ, gap = 0, [], 0.0
+    for e, (w, p) in enumerate(zip(weft, peer)):
+        gaps = [abs(a[1] - b[1]) for a, b in zip(w, p)]
+        gap = max([gap] + gaps)
+        same_scores = len(w) == len(p) and max(gaps, default=0.0) <= tolerance
+        if same_scores and [a[0] for a in w] == [b[0] for b in p]:
+            continue
+        if same_scores and not strict:
+            ties += 1
+        else:
+            differ.append(e)
+    return ties, differ, gap
+
+
+def check_model(args, path, weft):
+    """The check for one checkpoint; returns (ok, figures)."""
+    name, hidden, weights = models.read_checkpoint(path)
+    if args.perturb:
+        if args.perturb not in weights:
+            sys.exit(f"torch_decode: --perturb {args.perturb}: no such tensor in {path}")
+        # A pattern, not a constant: log-softmax does not see a constant added to every score.
+        w = weights[args.perturb]
+        weights = {**weights, args.perturb: w + 0.01 * np.cos(np.arange(w.size)).reshape(w.shape)}
+    loaded = weft.models.load(path, use="evaluate", max_eval=args.examples)
+    examples = loaded.examples("test")[: args.examples]
+    peer = models.build_model(name, weights)
+    inputs = weft_inputs(name, examples)
+    print(f"check {name} (hidden {hidden}, {path}): {len(examples)} test expressions, "
+          f"greedy and beam {args.beam}; tolerance {args.tolerance:g}", flush=True)
+    ok, figures = True, {"model": name, "hidden": hidden, "examples": len(examples)}
+    for beam in (0, args.beam):
+        theirs = [weft_answers(p, beam) for p in weft_decode(loaded, inputs, beam, args.batch)]
+        for arm in ("loop", "batch"):
+            with torch.no_grad():
+                ours = torch_decode(name, peer, examples, beam, arm, args.batch)
+            ties, differ, gap = compare(theirs, ours, args.tolerance, strict=beam == 0)
+            ok &= not differ
+            label = "greedy" if beam == 0 else f"beam {beam}"
+            figures[f"{arm}_{label}"] = {"ties": ties, "differ": differ, "max_gap": gap}
+            print(f"  {arm:<5} {label:<7} {len(examples) - len(differ)} of {len(examples)} "
+                  f"the same ({ties} ties), largest log_prob gap {gap:.2g}", flush=True)
+            for e in differ[:3]:
+                print(f"    example {e}: weft {theirs[e]}\n    {' ' * len(str(e))}          "
+                      f"torch {ours[e]}")
+    ok &= check_loss(loaded, peer, args, figures)
+    print(f"check {name}: " + ("same" if ok else "DIFFERENT"), flush=True)
+    return ok, figures
+
+
+def check_loss(loaded, peer, args, figures):
+    """Teacher forcing on the dev split: Weft's evaluate loss (mean summed NLL per example)."""
+    dev = loaded.examples("dev")
+    theirs = loaded.evaluate("dev", batch_size=args.batch)["loss"]
+    ok = True
+    with torch.no_grad():
+        losses = {
+            "loop": sum(float(peer.loss_one(e)) for e in dev) / len(dev),
+            "batch": sum(float(peer.loss_batch(p)) for p in chunks(dev, args.batch)) / len(dev),
+        }
+    for arm, ours in losses.items():
+        rel = abs(ours - theirs) / max(abs(theirs), 1e-12)
+        ok &= rel <= 1e-4
+        figures[f"{arm}_dev_loss"] = {"weft": theirs, "torch": ours, "relative": rel}
+        print(f"  {arm:<5} dev loss ({len(dev)} expressions) weft {theirs:.7g} torch {ours:.7g} "
+              f"relative {rel:.2g}")
+    return ok
+
+
+# ---------------------------------------------------------------------------- timing
+
+
+def timed(work, count):
+    start = time.perf_counter()
+    work()
+    return count / (time.perf_counter() - start)
+
+
+def decode_arms(name, loaded, peer, examples, beam, batch):
+    inputs = weft_inputs(name, examples)
+    finder = search.search_for(peer)
+    one = (lambda e: search.greedy_one(finder, e)) if beam == 0 else (
+        lambda e: search.beam_one(finder, e, beam))
+    many = (lambda p: search.greedy_batch(finder, p)) if beam == 0 else (
+        lambda p: search.beam_batch(finder, p, beam))
+    return {
+        "weft_batch64": lambda: weft_decode(loaded, inputs, beam, batch),
+        "weft_one_at_a_time": lambda: weft_decode(loaded, inputs, beam, 1),
+        "torch_loop": lambda: [one(e) for e in examples],
+        "torch_batch64": lambda: [many(p) for p in chunks(examples, batch)],
+    }
+
+
+def torch_trainer(name, weights, examples, batch, arm):
+    """One epoch of teacher forcing over `examples` on a fresh copy of the weights."""
+    peer = models.build_model(name, weights)
+    optimizer = torch.optim.Adam(peer.parameters(), lr=0.003)
+
+    def epoch():
+        for part in chunks(examples, batch):
+            optimizer.zero_grad(set_to_none=True)
+            if arm == "torch_loop":
+                loss = sum(peer.loss_one(e) for e in part)
+            else:
+                loss = peer.loss_batch(part)
+            (loss / len(part)).backward()
+            torch.nn.utils.clip_grad_norm_(peer.parameters(), 5.0)
+            optimizer.step()
+
+    return epoch
+
+
+def time_model(args, path, weft):
+    name, hidden, weights = models.read_checkpoint(path)
+    loaded = weft.models.load(path, use="evaluate", max_eval=args.examples)
+    examples = loaded.examples("test")[: args.examples]
+    peer = models.build_model(name, weights)
+    fresh = weft.models.create(name, hidden=hidden, seed=args.seed, max_train=args.train_examples,
+                               max_eval=1, eval_beam=0)
+    train = fresh.examples("train")
+    runs = {f"beam{b}": {a: [] for a in DECODE_ARMS} for b in (0, args.beam)}
+    runs["train"] = {a: [] for a in TRAIN_ARMS}
+    for r in range(args.rounds):
+        for beam in (0, args.beam):
+            arms = decode_arms(name, loaded, peer, examples, beam, args.batch)
+            with torch.no_grad():
+                for arm in DECODE_ARMS:
+                    runs[f"beam{beam}"][arm].append(timed(arms[arm], len(examples)))
+        epoch = fresh.fit(epochs=1, batch_size=args.batch, progress="off")[-1]
+        runs["train"]["weft_fit"].append(epoch["examples_per_second"])
+        for arm in TRAIN_ARMS[1:]:
+            work = torch_trainer(name, weights, train, args.batch, arm)
+            runs["train"][arm].append(timed(work, len(train)))
+        print(f"  {name} round {r + 1}: " + "; ".join(
+            f"{task} " + " ".join(f"{a} {v[-1]:.0f}" for a, v in arms_.items())
+            for task, arms_ in runs.items()), flush=True)
+    return {"model": name, "hidden": hidden, "decode_examples": len(examples),
+            "train_examples": len(train), "runs": runs}
+
+
+def report(results, args):
+    rows = []
+    for result in results:
+        for task, arms in result["runs"].items():
+            medians = {a: statistics.median(v) for a, v in arms.items()}
+            for arm, values in arms.items():
+                rows.append({
+                    "model": result["model"], "task": task, "arm": arm,
+                    "median": round(medians[arm], 1),
+                    "over_torch_batch64": round(medians[arm] / medians["torch_batch64"], 2),
+                    "rounds": " ".join(f"{v:.1f}" for v in values),
+                })
+    print(f"{'model':<9} {'task':<6} {'arm':<19} {'median/s':>9} {'/ torch batch':>13}  rounds")
+    for row in rows:
+        print(f"{row['model']:<9} {row['task']:<6} {row['arm']:<19} {row['median']:>9.1f} "
+              f"{row['over_torch_batch64']:>12.2f}x  {row['rounds']}")
+    if args.out:
+        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+        with open(args.out + ".json", "w") as f:
+            json.dump({"settings": vars(args), "torch": torch.__version__, "results": results},
+                      f, indent=1)
+        with open(args.out + ".csv", "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+        print(f"torch_decode: wrote {args.out}.json and {args.out}.csv")
+
+
+# ---------------------------------------------------------------------------- main
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("checkpoints", nargs="+", help="Weft tree2seq / seq2tree checkpoints")
+    p.add_argument("--time", action="store_true", help="after the check, time the arms")
+    p.add_argument("--examples", type=int, default=128, help="test (and dev) expressions")
+    p.add_argument("--beam", type=int, default=4)
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--tolerance", type=float, default=1e-4, help="on summed log-probabilities")
+    p.add_argument("--perturb", metavar="TENSOR",
+                   help="add 0.01 cos(i) to this tensor's element i first (the check must fail)")
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--train-examples", type=int, default=640)
+    p.add_argument("--seed", type=int, default=1, help="of the training expressions")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--weft-python", default=os.path.join(REPO, "build", "test", "python"),
+                   help="where `import weft` is found (unless PYTHONPATH has it)")
+    p.add_argument("--out", help="--time: write PREFIX.json and PREFIX.csv")
+    return p.parse_args()
+
+
+def main():
+    args = parse_args()
+    if not start_torch(torch, args.threads):
+        return 77
+    sys.path.append(args.weft_python)
+    import weft
+
+    weft.train.set_num_threads(args.threads)
+    try:
+        checks = [check_model(args, path, weft) for path in args.checkpoints]
+    except models.CheckpointError as e:
+        print(f"torch_decode: {e}")
+        return 2
+    if not all(ok for ok, _ in checks):
+        print("torch_decode: DIFFERENT from Weft: nothing timed")
+        return 1
+    if args.time:
+        report([time_model(args, path, weft) for path in args.checkpoints], args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
