@@ -19,8 +19,11 @@ before torch loads, WEFT_NUM_THREADS=1, WEFT_GEMM=openblas unless set): decoding
 greedy and beam k, of Weft's batch of 64, Weft one at a time, the PyTorch loop and the PyTorch
 padded batch of 64; training examples/s (teacher forcing, forward + backward + Adam, batch 64,
 gradients clipped at 5 as Weft's recipe) of Weft's `Model.fit` (one epoch on --train-examples
-generated expressions) and of both PyTorch arms on the same expressions. Medians of the rounds;
-every round goes to --out PREFIX.json and PREFIX.csv.
+generated expressions) and of both PyTorch arms on the same expressions. Every arm runs once
+untimed first (Weft's first training epoch is several times slower than the next). Medians of
+the rounds; every round goes to --out PREFIX.json and PREFIX.csv. With --dynet, the DyNet peer
+of tree2seq greedy decoding (dynet_tree2seq.cpp, built by build_dynet.sh) is checked and timed
+too: autobatched batches of 64 and one at a time.
 
 Usage: PYTHONPATH=build/test/python /usr/bin/python3 bench/peers/torch_decode.py \\
            tree2seq.safetensors seq2tree.safetensors [--time --rounds 5 --out DIR/decode_peers]
@@ -33,7 +36,9 @@ import csv
 import json
 import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -109,6 +114,19 @@ def weft_answers(prediction, beam):
     return [(h["text"], float(h["log_prob"])) for h in hyps]
 
 
+def run_dynet(args, path, examples, rounds):
+    """The DyNet peer (dynet_tree2seq.cpp, built by build_dynet.sh) on these expressions: its
+    greedy answers and sequences/s per round, autobatched in batches and one at a time."""
+    with tempfile.TemporaryDirectory(prefix="torch_decode_") as work:
+        lines = os.path.join(work, "examples.jsonl")
+        with open(lines, "w") as f:
+            for e in examples:
+                f.write(json.dumps({"expression": models.expression_of(e)}) + "\n")
+        done = subprocess.run([args.dynet, path, lines, str(rounds), str(args.batch)],
+                              check=True, capture_output=True, text=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 # ---------------------------------------------------------------------------- the check
 
 
@@ -129,6 +147,19 @@ def compare(weft, peer, tolerance, strict):
     return ties, differ, gap
 
 
+def report_arm(label, theirs, ours, tolerance, figures):
+    """Compares one arm's answers with Weft's (greedy strictly), prints and records how many
+    are the same; whether all are."""
+    ties, differ, gap = compare(theirs, ours, tolerance, strict=label.endswith("greedy"))
+    figures[label] = {"ties": ties, "differ": differ, "max_gap": gap}
+    print(f"  {label:<12} {len(theirs) - len(differ)} of {len(theirs)} the same ({ties} ties), "
+          f"largest log_prob gap {gap:.2g}", flush=True)
+    for e in differ[:3]:
+        print(f"    example {e}: weft {theirs[e]}\n    {' ' * len(str(e))}          "
+              f"peer {ours[e]}")
+    return not differ
+
+
 def check_model(args, path, weft):
     """The check for one checkpoint; returns (ok, figures)."""
     name, hidden, weights = models.read_checkpoint(path)
@@ -147,18 +178,15 @@ def check_model(args, path, weft):
     ok, figures = True, {"model": name, "hidden": hidden, "examples": len(examples)}
     for beam in (0, args.beam):
         theirs = [weft_answers(p, beam) for p in weft_decode(loaded, inputs, beam, args.batch)]
+        label = "greedy" if beam == 0 else f"beam {beam}"
         for arm in ("loop", "batch"):
             with torch.no_grad():
                 ours = torch_decode(name, peer, examples, beam, arm, args.batch)
-            ties, differ, gap = compare(theirs, ours, args.tolerance, strict=beam == 0)
-            ok &= not differ
-            label = "greedy" if beam == 0 else f"beam {beam}"
-            figures[f"{arm}_{label}"] = {"ties": ties, "differ": differ, "max_gap": gap}
-            print(f"  {arm:<5} {label:<7} {len(examples) - len(differ)} of {len(examples)} "
-                  f"the same ({ties} ties), largest log_prob gap {gap:.2g}", flush=True)
-            for e in differ[:3]:
-                print(f"    example {e}: weft {theirs[e]}\n    {' ' * len(str(e))}          "
-                      f"torch {ours[e]}")
+            ok &= report_arm(f"{arm}_{label}", theirs, ours, args.tolerance, figures)
+        if beam == 0 and args.dynet and name == "tree2seq":
+            dynet = run_dynet(args, path, examples, 1)["answers"]
+            ours = [[(a["text"], float(a["log_prob"]))] for a in dynet]
+            ok &= report_arm("dynet_greedy", theirs, ours, args.tolerance, figures)
     ok &= check_loss(loaded, peer, args, figures)
     print(f"check {name}: " + ("same" if ok else "DIFFERENT"), flush=True)
     return ok, figures
@@ -178,8 +206,8 @@ def check_loss(loaded, peer, args, figures):
         rel = abs(ours - theirs) / max(abs(theirs), 1e-12)
         ok &= rel <= 1e-4
         figures[f"{arm}_dev_loss"] = {"weft": theirs, "torch": ours, "relative": rel}
-        print(f"  {arm:<5} dev loss ({len(dev)} expressions) weft {theirs:.7g} torch {ours:.7g} "
-              f"relative {rel:.2g}")
+        print(f"  {arm + '_dev_loss':<12} ({len(dev)} expressions) weft {theirs:.7g} "
+              f"torch {ours:.7g} relative {rel:.2g}")
     return ok
 
 
@@ -226,32 +254,63 @@ def torch_trainer(name, weights, examples, batch, arm):
     return epoch
 
 
-def time_model(args, path, weft):
-    name, hidden, weights = models.read_checkpoint(path)
-    loaded = weft.models.load(path, use="evaluate", max_eval=args.examples)
-    examples = loaded.examples("test")[: args.examples]
-    peer = models.build_model(name, weights)
-    fresh = weft.models.create(name, hidden=hidden, seed=args.seed, max_train=args.train_examples,
-                               max_eval=1, eval_beam=0)
-    train = fresh.examples("train")
-    runs = {f"beam{b}": {a: [] for a in DECODE_ARMS} for b in (0, args.beam)}
-    runs["train"] = {a: [] for a in TRAIN_ARMS}
-    for r in range(args.rounds):
+class Arms:
+    """One checkpoint's timed work: Weft's loaded model and a fresh one to train, the PyTorch
+    peer, the test expressions decoded and the generated training expressions."""
+
+    def __init__(self, args, path, weft):
+        self.args, self.path = args, path
+        self.name, self.hidden, self.weights = models.read_checkpoint(path)
+        self.loaded = weft.models.load(path, use="evaluate", max_eval=args.examples)
+        self.examples = self.loaded.examples("test")[: args.examples]
+        self.peer = models.build_model(self.name, self.weights)
+        self.fresh = weft.models.create(self.name, hidden=self.hidden, seed=args.seed,
+                                        max_train=args.train_examples, max_eval=1, eval_beam=0)
+        self.train = self.fresh.examples("train")
+
+    def warm_up(self):
+        """Every arm once on a few examples, not timed, and one Weft training epoch (its first
+        is several times slower than the next)."""
+        with torch.no_grad():
+            for beam in (0, self.args.beam):
+                for work in decode_arms(self.name, self.loaded, self.peer, self.examples[:8], beam,
+                                        self.args.batch).values():
+                    work()
+        self.fresh.fit(epochs=1, batch_size=self.args.batch, progress="off")
+        for arm in TRAIN_ARMS[1:]:
+            torch_trainer(self.name, self.weights, self.train[: self.args.batch],
+                          self.args.batch, arm)()
+
+    def round(self, runs):
+        """One round of every arm, each appending its rate to runs[task][arm]."""
+        args, count = self.args, len(self.examples)
         for beam in (0, args.beam):
-            arms = decode_arms(name, loaded, peer, examples, beam, args.batch)
+            arms = decode_arms(self.name, self.loaded, self.peer, self.examples, beam, args.batch)
             with torch.no_grad():
                 for arm in DECODE_ARMS:
-                    runs[f"beam{beam}"][arm].append(timed(arms[arm], len(examples)))
-        epoch = fresh.fit(epochs=1, batch_size=args.batch, progress="off")[-1]
-        runs["train"]["weft_fit"].append(epoch["examples_per_second"])
+                    runs[f"beam{beam}"].setdefault(arm, []).append(timed(arms[arm], count))
+        if args.dynet and self.name == "tree2seq":
+            dynet = run_dynet(args, self.path, self.examples, 1)
+            for arm in ("autobatch_batch", "one_at_a_time"):
+                runs["beam0"].setdefault("dynet_" + arm, []).append(dynet[arm][0])
+        epoch = self.fresh.fit(epochs=1, batch_size=args.batch, progress="off")[-1]
+        runs["train"].setdefault("weft_fit", []).append(epoch["examples_per_second"])
         for arm in TRAIN_ARMS[1:]:
-            work = torch_trainer(name, weights, train, args.batch, arm)
-            runs["train"][arm].append(timed(work, len(train)))
-        print(f"  {name} round {r + 1}: " + "; ".join(
-            f"{task} " + " ".join(f"{a} {v[-1]:.0f}" for a, v in arms_.items())
-            for task, arms_ in runs.items()), flush=True)
-    return {"model": name, "hidden": hidden, "decode_examples": len(examples),
-            "train_examples": len(train), "runs": runs}
+            work = torch_trainer(self.name, self.weights, self.train, args.batch, arm)
+            runs["train"].setdefault(arm, []).append(timed(work, len(self.train)))
+
+
+def time_model(args, path, weft):
+    arms = Arms(args, path, weft)
+    arms.warm_up()
+    runs = {"beam0": {}, f"beam{args.beam}": {}, "train": {}}
+    for r in range(args.rounds):
+        arms.round(runs)
+        print(f"  {arms.name} round {r + 1}: " + "; ".join(
+            f"{task} " + " ".join(f"{a} {v[-1]:.0f}" for a, v in by_arm.items())
+            for task, by_arm in runs.items()), flush=True)
+    return {"model": arms.name, "hidden": arms.hidden, "decode_examples": len(arms.examples),
+            "train_examples": len(arms.train), "runs": runs}
 
 
 def report(results, args):
@@ -302,6 +361,9 @@ def parse_args():
     p.add_argument("--weft-python", default=os.path.join(REPO, "build", "test", "python"),
                    help="where `import weft` is found (unless PYTHONPATH has it)")
     p.add_argument("--out", help="--time: write PREFIX.json and PREFIX.csv")
+    p.add_argument("--dynet", metavar="BINARY",
+                   help="tree2seq greedy: also check and time DyNet (build_dynet.sh's "
+                        "dynet_tree2seq; autobatched batches and one at a time)")
     return p.parse_args()
 
 
