@@ -19,26 +19,33 @@ using weft::testing::random_tensor;
 constexpr std::int32_t kVocabulary = 3;  // token 0 ends; 1 and 2 are words
 constexpr std::int32_t kStart = 1;
 
+constexpr std::size_t kGroup = 3;  // beams per call of TinyDecoder's step_beams
+
 // A tiny recurrent decoder: state' = tanh(state·w + onehot(token)·u), log_softmax(state'·o).
+// With `grouped`, it also steps beams kGroup at a time (the last group padded with copies of
+// its last beam), as a model's decoder does to share one call and one read among beams.
 struct TinyDecoder {
   Parameter w{"w", random_tensor({4, 4}, 61, -1.5f, 1.5f)};
   Parameter u{"u", random_tensor({kVocabulary, 4}, 62, -1.5f, 1.5f)};
   Parameter o{"o", random_tensor({4, kVocabulary}, 63, -2.0f, 2.0f)};
   loom::Loom loom;
-  TypeId state = 0, token = 0;
-  OpId step_op = 0;
+  TypeId state = 0, token = 0, tokens = 0;
+  OpId step_op = 0, group_op = 0;
   Decoder decoder;
 
-  explicit TinyDecoder(std::int32_t max_length) {
+  // [rows, 4] states and [rows, kVocabulary] one-hot tokens -> next states, log-probabilities.
+  std::vector<Var> cell(Var s, Var onehot) const {
+    Tape& t = Tape::current();
+    Var next = tanh(matmul(s, t.parameter(w)) + matmul(onehot, t.parameter(u)));
+    return {next, log_softmax(matmul(next, t.parameter(o)))};
+  }
+
+  explicit TinyDecoder(std::int32_t max_length, bool grouped = false) {
     const loom::TypeShape state_type{DType::kFloat32, {4}, "state"};
     const loom::TypeShape token_type{DType::kFloat32, {kVocabulary}, "token"};
     const loom::TypeShape log_probs_type{DType::kFloat32, {kVocabulary}, "log_probs"};
-    step_op = loom.add_operation(
-        "step", {state_type, token_type}, {state_type, log_probs_type}, [this](auto in) {
-          Tape& t = Tape::current();
-          Var s = tanh(matmul(in[0], t.parameter(w)) + matmul(in[1], t.parameter(u)));
-          return std::vector<Var>{s, log_softmax(matmul(s, t.parameter(o)))};
-        });
+    step_op = loom.add_operation("step", {state_type, token_type}, {state_type, log_probs_type},
+                                 [this](auto in) { return cell(in[0], in[1]); });
     state = loom.type_id(state_type);
     token = loom.type_id(token_type);
     decoder.step = [this](Context& ctx, Val s, std::int32_t previous) {
@@ -50,6 +57,46 @@ struct TinyDecoder {
     decoder.start_token = kStart;
     decoder.end_token = 0;
     decoder.max_length = max_length;
+    if (grouped) add_grouped_step(state_type);
+  }
+
+  void add_grouped_step(const loom::TypeShape& state_type) {
+    const std::int64_t g = std::int64_t(kGroup);
+    const loom::TypeShape tokens_type{DType::kFloat32, {g, kVocabulary}, "tokens"};
+    std::vector<loom::TypeShape> in_types(kGroup, state_type), out_types(kGroup, state_type);
+    in_types.push_back(tokens_type);
+    out_types.push_back(loom::TypeShape{DType::kFloat32, {g, kVocabulary}, "group_log_probs"});
+    group_op =
+        loom.add_operation("group_step", in_types, out_types, [this](std::span<const Var> x) {
+          const std::int64_t n = x[0].shape()[0], rows = std::int64_t(kGroup);
+          const std::vector<Var> y = cell(reshape(concat(x.first(kGroup)), {n * rows, 4}),
+                                          reshape(x[kGroup], {n * rows, kVocabulary}));
+          const Var states = reshape(y[0], {n, rows * 4});
+          std::vector<Var> outs;
+          for (std::int64_t b = 0; b < rows; ++b) outs.push_back(slice(states, 1, 4 * b, 4));
+          outs.push_back(reshape(y[1], {n, rows, kVocabulary}));
+          return outs;
+        });
+    tokens = loom.type_id(tokens_type);
+    decoder.step_beams = [this](Context& ctx, std::span<const Val> states,
+                                std::span<const std::int32_t> previous) {
+      BeamStep step;
+      for (std::size_t first = 0; first < states.size(); first += kGroup) {
+        std::vector<Val> args;
+        std::vector<float> onehot(kGroup * kVocabulary, 0.f);
+        for (std::size_t b = 0; b < kGroup; ++b) {
+          const std::size_t beam = std::min(first + b, states.size() - 1);  // padding repeats
+          args.push_back(states[beam]);
+          onehot[b * kVocabulary + std::size_t(previous[beam])] = 1;
+        }
+        args.push_back(ctx.constant(tokens, onehot));
+        const auto outs = ctx.call(group_op, args);
+        for (std::size_t b = 0; b < kGroup && first + b < states.size(); ++b)
+          step.states.push_back(outs[b]);
+        step.log_probs.push_back(outs[kGroup]);
+      }
+      return step;
+    };
   }
 };
 
@@ -120,12 +167,16 @@ void expect_same(const Hypothesis& got, const Hypothesis& want, const std::strin
   EXPECT_EQ(got.ended, want.ended) << where;
 }
 
-TEST(FlowSearch, AWideBeamEqualsExhaustiveSearch) {
-  TinyDecoder m(4);
+// Each search test runs with the decoder stepping beam by beam and with it stepping them in
+// groups (Decoder::step_beams).
+class FlowSearch : public ::testing::TestWithParam<bool> {};
+
+TEST_P(FlowSearch, AWideBeamEqualsExhaustiveSearch) {
+  TinyDecoder m(4, GetParam());
   const Tensor initial = random_tensor({6, 4}, 64, -2.0f, 2.0f);
   const std::size_t count = every_sequence(4).size();  // 15 ended, 16 at max_length
   ASSERT_EQ(count, 31u);
-  for (double penalty : {0.0, 0.7}) {
+  for (double penalty : {0.0, 0.7, 1.0}) {
     const auto want = exhaustive(m, initial, penalty);
     Tape tape;
     Engine engine(m.loom, tape);
@@ -143,8 +194,8 @@ TEST(FlowSearch, AWideBeamEqualsExhaustiveSearch) {
   }
 }
 
-TEST(FlowSearch, ANarrowBeamReturnsTrueScoresAndFindsNoBetterThanExhaustive) {
-  TinyDecoder m(5);
+TEST_P(FlowSearch, ANarrowBeamReturnsTrueScoresAndFindsNoBetterThanExhaustive) {
+  TinyDecoder m(5, GetParam());
   const Tensor initial = random_tensor({8, 4}, 65, -2.0f, 2.0f);
   const auto want = exhaustive(m, initial, 0.0);
   Tape tape;
@@ -160,11 +211,15 @@ TEST(FlowSearch, ANarrowBeamReturnsTrueScoresAndFindsNoBetterThanExhaustive) {
     for (const Hypothesis& h : got[e]) EXPECT_NEAR(h.log_prob, truth.at(h.tokens), 1e-5);
   }
   EXPECT_LE(engine.stats().steps, 5);
-  EXPECT_GT(engine.stats().mean_calls_per_step(), 8.0);  // beams of every example share steps
+  // Beams of every example share steps: 8 examples' 3 beams, one call each or one for all.
+  if (GetParam())
+    EXPECT_LE(engine.stats().calls, 8 * engine.stats().steps);
+  else
+    EXPECT_GT(engine.stats().mean_calls_per_step(), 8.0);
 }
 
-TEST(FlowSearch, WidthOneIsGreedyDecoding) {
-  TinyDecoder m(6);
+TEST_P(FlowSearch, WidthOneIsGreedyDecoding) {
+  TinyDecoder m(6, GetParam());
   const Tensor initial = random_tensor({40, 4}, 66, -2.0f, 2.0f);
   std::vector<Hypothesis> greedy;
   std::vector<std::vector<Hypothesis>> beam;
@@ -189,7 +244,67 @@ TEST(FlowSearch, WidthOneIsGreedyDecoding) {
   EXPECT_LT(ended, greedy.size());
 }
 
-TEST(FlowSearch, BadOptionsFailTheirProgramsByMessage) {
+INSTANTIATE_TEST_SUITE_P(StepByBeamAndGrouped, FlowSearch, ::testing::Bool());
+
+// A decoder whose log-probabilities depend only on the position (the state is its one-hot):
+// "end" at once has probability 0.5; "a a end" 0.5 * 0.8 * 0.8 = 0.32; "a end" 0.5 * 0.2.
+struct PositionDecoder {
+  static constexpr float kTable[3][2] = {{0.5f, 0.5f}, {0.2f, 0.8f}, {0.8f, 0.2f}};
+  loom::Loom loom;
+  TypeId state = 0;
+  OpId step_op = 0;
+  Decoder decoder;
+
+  PositionDecoder() {
+    const loom::TypeShape state_type{DType::kFloat32, {4}, "position"};
+    const loom::TypeShape log_probs_type{DType::kFloat32, {2}, "log_probs"};
+    step_op = loom.add_operation(
+        "step", {state_type}, {state_type, log_probs_type}, [](std::span<const Var> in) {
+          std::vector<float> table(8, 0.f), shift(16, 0.f);
+          for (std::size_t p = 0; p < 3; ++p)
+            for (std::size_t t = 0; t < 2; ++t) table[p * 2 + t] = std::log(kTable[p][t]);
+          for (std::size_t p = 0; p + 1 < 4; ++p) shift[p * 4 + p + 1] = 1.f;
+          Tape& tape = Tape::current();
+          const Var log_probs = matmul(in[0], tape.constant(Tensor::from_vector({4, 2}, table)));
+          return std::vector<Var>{matmul(in[0], tape.constant(Tensor::from_vector({4, 4}, shift))),
+                                  log_probs};
+        });
+    state = loom.type_id(state_type);
+    decoder.step = [this](Context& ctx, Val s, std::int32_t) {
+      const auto outs = ctx.call(step_op, {s});
+      return DecoderStep{outs[0], outs[1]};
+    };
+    decoder.end_token = 0;
+    decoder.max_length = 3;
+  }
+};
+
+TEST(FlowSearchLengthPenalty, ChangesTheRankingAsTheFormulaSays) {
+  PositionDecoder m;
+  const auto best = [&](double penalty) {
+    Tape tape;
+    Engine engine(m.loom, tape);
+    const Tensor start = Tensor::from_vector({1, 4}, std::vector<float>{1, 0, 0, 0});
+    const auto got = beam_search(engine, m.decoder, engine.import(tape.variable(start), m.state),
+                                 BeamOptions{3, penalty});
+    EXPECT_EQ(got[0].size(), 3u) << engine.error(0);
+    for (const Hypothesis& h : got[0])
+      EXPECT_NEAR(h.score, h.log_prob / std::pow(double(h.tokens.size()), penalty), 1e-9);
+    for (std::size_t k = 1; k < got[0].size(); ++k) EXPECT_GE(got[0][k - 1].score, got[0][k].score);
+    return got[0].empty() ? Hypothesis{} : got[0][0];
+  };
+  // The plain sum prefers the short hypothesis: log 0.5 > log 0.32.
+  const Hypothesis plain = best(0.0);
+  EXPECT_EQ(plain.tokens, (std::vector<std::int32_t>{0}));
+  EXPECT_NEAR(plain.score, std::log(0.5), 1e-6);
+  // Penalty 1 ranks by the mean log-probability per token: log(0.32) / 3 > log(0.5) / 1.
+  const Hypothesis mean = best(1.0);
+  EXPECT_EQ(mean.tokens, (std::vector<std::int32_t>{1, 1, 0}));
+  EXPECT_NEAR(mean.log_prob, std::log(0.32), 1e-6);
+  EXPECT_NEAR(mean.score, std::log(0.32) / 3, 1e-6);
+}
+
+TEST(FlowSearchErrors, BadOptionsFailTheirProgramsByMessage) {
   TinyDecoder m(3);
   Tape tape;
   Engine engine(m.loom, tape);
@@ -204,6 +319,22 @@ TEST(FlowSearch, BadOptionsFailTheirProgramsByMessage) {
   EXPECT_NE(engine.error(1).find("[greedy] the decoder's max_length must be positive"),
             std::string::npos)
       << engine.error(1);
+  // A step_beams whose log-probabilities cover fewer beams than it was given.
+  Decoder short_rows = m.decoder;
+  short_rows.step_beams = [&](Context& ctx, std::span<const Val> s,
+                              std::span<const std::int32_t> tokens) {
+    BeamStep step;
+    for (std::size_t b = 0; b < s.size(); ++b) {
+      const DecoderStep one = m.decoder.step(ctx, s[b], tokens[b]);
+      step.states.push_back(one.state);
+      if (b == 0) step.log_probs.push_back(one.log_probs);
+    }
+    return step;
+  };
+  EXPECT_TRUE(beam_search(engine, short_rows, states, BeamOptions{2, 0.0})[0].empty());
+  EXPECT_NE(engine.error(2).find("[beam] the step's log_probs have rows for 1 of 2 beams"),
+            std::string::npos)
+      << engine.error(2);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <memory>
 #include <set>
 
+#include "models/attention_decoder.h"
 #include "op_test_util.h"
 #include "weft/core/error.h"
 #include "weft/models/flow_model.h"
@@ -121,6 +122,126 @@ TEST_P(DecodingModels, BeamWidthOneGivesGreedyAnswers) {
   for (std::size_t e = 0; e < examples.size(); ++e) {
     ASSERT_EQ(beam[e]["beams"].size(), 1u);
     expect_same_answer(beam[e], greedy[e], "example " + std::to_string(e));
+  }
+}
+
+// What AttentionDecoder::step_beams issued for some beams, and what step() issued for each.
+struct BothWays {
+  flow::BeamStep together;
+  std::vector<flow::DecoderStep> alone;
+};
+
+flow::Program issue_both_ways(flow::Context& ctx, const AttentionDecoder& decoder,
+                              AttentionDecoder::Memory memory, std::vector<flow::Val> states,
+                              std::vector<std::int32_t> inputs, std::vector<flow::Val> parents,
+                              BothWays& out) {
+  out.together = decoder.step_beams(ctx, memory, states, inputs, parents);
+  for (std::size_t b = 0; b < states.size(); ++b)
+    out.alone.push_back(decoder.step(ctx, memory, states[b], inputs[b],
+                                     parents.empty() ? flow::Val{} : parents[b]));
+  co_return;
+}
+
+void expect_near_values(const Tensor& got, const Tensor& want, const std::string& where) {
+  const std::vector<double> a = got.to_double_vector(), b = want.to_double_vector();
+  ASSERT_EQ(a.size(), b.size()) << where;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    EXPECT_NEAR(a[i], b[i], 1e-5) << where << " [" << i << "]";
+}
+
+// Beam search steps an example's beams together (one call per 8 beams, attending to the memory
+// once); that must compute what stepping each beam alone computes, with and without the parent
+// feed, for every group size and past one group.
+TEST(AttentionDecoderBeams, SteppedTogetherEqualsOneBeamAtATime) {
+  for (const bool parent_feed : {false, true}) {
+    nn::ParameterStore store(7);
+    loom::Loom loom;
+    const AttentionDecoder decoder(store, loom, 6, 5, 4, parent_feed);
+    for (Parameter p : store.parameters())
+      p.value() = weft::testing::random_tensor(p.value().shape(), 40 + p.value().numel(), -1, 1);
+    Tape tape;
+    tape.set_grad_enabled(false);
+    TapeScope scope(tape);
+    flow::Engine engine(loom, tape);
+    const Var encoded = tape.constant(weft::testing::random_tensor({8, 6}, 3));
+    const auto memories = decoder.memories(engine, encoded, {{0, 1, 2}, {3, 4, 5, 6, 7}}, "test");
+    const std::vector<flow::Val> states = engine.import(
+        tape.constant(weft::testing::random_tensor({10, 12}, 4)), decoder.state_type());
+    const std::vector<flow::Val> parents = engine.import(
+        tape.constant(weft::testing::random_tensor({10, 12}, 5)), decoder.state_type());
+    const std::vector<std::size_t> counts{1, 2, 3, 8, 10};  // 10: a group of 8 and one of 2
+    std::vector<BothWays> issued(2 * counts.size());
+    for (std::size_t e = 0; e < 2; ++e)
+      for (std::size_t c = 0; c < counts.size(); ++c) {
+        const std::size_t n = counts[c];
+        std::vector<std::int32_t> inputs;
+        for (std::size_t b = 0; b < n; ++b) inputs.push_back(std::int32_t((b * 3 + e) % 5));
+        std::vector<flow::Val> fed(states.rbegin(), states.rbegin() + std::ptrdiff_t(n));
+        std::vector<flow::Val> fed_parents;
+        if (parent_feed) fed_parents.assign(parents.begin(), parents.begin() + std::ptrdiff_t(n));
+        BothWays& out = issued[e * counts.size() + c];
+        engine.admit([&, e, fed, inputs, fed_parents](flow::Context& ctx) {
+          return issue_both_ways(ctx, decoder, memories[e], fed, inputs, fed_parents, out);
+        });
+      }
+    engine.run();
+    for (std::size_t k = 0; k < issued.size(); ++k) {
+      const std::string where =
+          (parent_feed ? "parent feed, " : "") + std::string("program ") + std::to_string(k);
+      ASSERT_EQ(engine.state(k), flow::ProgramState::kDone) << engine.error(k);
+      const BothWays& both = issued[k];
+      ASSERT_EQ(both.together.states.size(), both.alone.size()) << where;
+      std::vector<Tensor> rows;
+      for (flow::Val v : both.together.log_probs) {
+        const Tensor t = engine.value(v);
+        const std::int64_t r = t.rank() == 1 ? 1 : t.shape()[0];
+        for (std::int64_t i = 0; i < r; ++i) rows.push_back(t.rank() == 1 ? t : t.rows_view(i, 1));
+      }
+      ASSERT_EQ(rows.size(), both.alone.size()) << where;
+      for (std::size_t b = 0; b < both.alone.size(); ++b) {
+        expect_near_values(engine.value(both.together.states[b]), engine.value(both.alone[b].state),
+                           where + " state " + std::to_string(b));
+        expect_near_values(rows[b], engine.value(both.alone[b].log_probs),
+                           where + " log_probs " + std::to_string(b));
+      }
+    }
+  }
+}
+
+// A length penalty p ranks a beam's hypotheses by log_prob / length^p. The search is the same
+// (partial hypotheses rank by their sum either way), so of the hypotheses it finished, the
+// penalty keeps those best by that score: every hypothesis kept without it that scores above
+// the worst kept with it is kept with it too.
+TEST_P(DecodingModels, LengthPenaltyRanksTheBeamsByTheFormula) {
+  std::unique_ptr<Model> model = tiny(GetParam(), {{"hidden", 16}, {"max_depth", 3}});
+  scramble(*model);
+  const std::span<const nlohmann::json> examples = model->examples(train::Split::kDev);
+  const auto plain = model->decoding()->decode(examples, DecodeSettings{.beam = 4});
+  const auto penalised =
+      model->decoding()->decode(examples, DecodeSettings{.beam = 4, .length_penalty = 1.0});
+  for (std::size_t e = 0; e < examples.size(); ++e) {
+    const nlohmann::json& beams = penalised[e]["beams"];
+    std::set<std::pair<std::string, double>> kept;  // text and length
+    for (std::size_t k = 0; k < beams.size(); ++k) {
+      kept.insert({beams[k]["text"].get<std::string>(), beams[k]["length"].get<double>()});
+      const double length = beams[k]["length"].get<double>();
+      EXPECT_NEAR(beams[k]["score"].get<double>(), beams[k]["log_prob"].get<double>() / length,
+                  1e-9)
+          << "example " << e << " beam " << k;
+      if (k > 0) {
+        EXPECT_GE(beams[k - 1]["score"].get<double>(), beams[k]["score"].get<double>());
+      }
+    }
+    ASSERT_EQ(beams.size(), 4u);
+    const double worst = beams[3]["score"].get<double>();
+    for (const auto& h : plain[e]["beams"]) {
+      const double length = h["length"].get<double>();
+      if (h["log_prob"].get<double>() / length > worst + 1e-9) {
+        EXPECT_TRUE(kept.contains({h["text"].get<std::string>(), length}))
+            << "example " << e << ": " << h.dump() << " was dropped";
+      }
+    }
+    EXPECT_EQ(penalised[e]["text"], beams[0]["text"]);
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "weft/core/error.h"
 
@@ -29,34 +30,72 @@ struct Beam {
   double log_prob = 0;
 };
 
-struct Candidate {
-  double log_prob;
-  std::uint32_t beam;
-  std::int32_t token;
-};
-
 Hypothesis finished(const Beam& beam, double length_penalty, bool ended) {
   Hypothesis h{beam.tokens, beam.log_prob, 0.0, ended};
   h.score = normalised_score(h.log_prob, h.tokens.size(), length_penalty);
   return h;
 }
 
-// Picks the next beams from the ranked candidates (see beam_program).
-std::vector<Beam> next_beams(const std::vector<Candidate>& ranked, const std::vector<Beam>& beams,
-                             const std::vector<DecoderStep>& steps, const Decoder& decoder,
-                             const BeamOptions& options, std::vector<Hypothesis>& ended) {
+// Ranks expansions best first; ties by beam, then token (what a stable sort by score of the
+// expansions in beam-major order gives). A type rather than a function, so the sort inlines it.
+struct Better {
+  bool operator()(const RankedExpansions::Expansion& x,
+                  const RankedExpansions::Expansion& y) const {
+    if (x.log_prob != y.log_prob) return x.log_prob > y.log_prob;
+    return x.beam != y.beam ? x.beam < y.beam : x.token < y.token;
+  }
+};
+
+// What one step of every live beam needs from the search: their states and last tokens.
+struct StepInputs {
+  std::vector<Val> states;
+  std::vector<std::int32_t> tokens;
+  std::vector<double> log_probs;
+};
+
+// Issues one step of every live beam: through step_beams when the decoder has it, else one
+// step per beam.
+BeamStep issue_step(Context& ctx, const Decoder& decoder, const std::vector<Beam>& beams,
+                    StepInputs& in) {
+  in.states.clear();
+  in.tokens.clear();
+  in.log_probs.clear();
+  for (const Beam& beam : beams) {
+    in.states.push_back(beam.state);
+    in.tokens.push_back(beam.tokens.empty() ? decoder.start_token : beam.tokens.back());
+    in.log_probs.push_back(beam.log_prob);
+  }
+  BeamStep step;
+  if (decoder.step_beams) {
+    step = decoder.step_beams(ctx, in.states, in.tokens);
+    if (step.states.size() != beams.size())
+      fail("beam", "step_beams returned ", step.states.size(), " states for ", beams.size(),
+           " beams");
+    return step;
+  }
+  for (std::size_t b = 0; b < beams.size(); ++b) {
+    const DecoderStep one = decoder.step(ctx, in.states[b], in.tokens[b]);
+    step.states.push_back(one.state);
+    step.log_probs.push_back(one.log_probs);
+  }
+  return step;
+}
+
+// Picks the next beams from the ranked expansions into `next` (see beam_program).
+void next_beams(RankedExpansions& ranked, const std::vector<Beam>& beams,
+                std::span<const Val> states, const Decoder& decoder, const BeamOptions& options,
+                std::vector<Hypothesis>& ended, std::vector<Beam>& next) {
   const std::size_t width = std::size_t(options.width);
-  std::vector<Beam> next;
+  next.clear();
   for (std::size_t rank = 0; rank < ranked.size() && next.size() < width; ++rank) {
-    const Candidate& c = ranked[rank];
-    Beam beam{steps[c.beam].state, beams[c.beam].tokens, c.log_prob};
+    const RankedExpansions::Expansion c = ranked[rank];
+    Beam beam{states[c.beam], beams[c.beam].tokens, c.log_prob};
     beam.tokens.push_back(c.token);
     if (c.token != decoder.end_token)
       next.push_back(std::move(beam));
     else if (rank < width)
       ended.push_back(finished(beam, options.length_penalty, true));
   }
-  return next;
 }
 
 }  // namespace
@@ -64,6 +103,47 @@ std::vector<Beam> next_beams(const std::vector<Candidate>& ranked, const std::ve
 double normalised_score(double log_prob, std::size_t length, double length_penalty) {
   if (length_penalty == 0.0 || length == 0) return log_prob;
   return log_prob / std::pow(double(length), length_penalty);
+}
+
+void RankedExpansions::clear() {
+  all_.clear();
+  sorted_ = 0;
+  vocabulary_ = 0;
+}
+
+std::uint32_t RankedExpansions::add(std::uint32_t first, const Tensor& rows,
+                                    std::span<const double> beam_log_probs, const char* where) {
+  if (rows.dtype() != DType::kFloat32 || (rows.rank() != 1 && rows.rank() != 2) ||
+      rows.numel() == 0)
+    fail(where, "log_probs must be float32 [vocabulary] or [beams, vocabulary], got ",
+         rows.describe());
+  const std::int64_t vocabulary = rows.shape()[rows.rank() - 1];
+  if (vocabulary_ != 0 && vocabulary != vocabulary_)
+    fail(where, "log_probs over ", vocabulary, " tokens after ", vocabulary_, " in one step");
+  vocabulary_ = vocabulary;
+  const std::int64_t count = rows.rank() == 1 ? 1 : rows.shape()[0];
+  const float* data = rows.data<float>();
+  std::uint32_t beam = first;
+  for (std::int64_t r = 0; r < count && beam < beam_log_probs.size(); ++r, ++beam)
+    for (std::int64_t t = 0; t < vocabulary; ++t) {
+      const double log_prob = beam_log_probs[beam] + double(data[r * vocabulary + t]);
+      // NaN ranks last: the ranking needs a strict order.
+      all_.push_back({std::isnan(log_prob) ? -std::numeric_limits<double>::infinity() : log_prob,
+                      beam, std::int32_t(t)});
+    }
+  return beam;
+}
+
+const RankedExpansions::Expansion& RankedExpansions::operator[](std::size_t rank) {
+  if (rank >= all_.size()) fail("beam", "expansion ", rank, " asked of ", all_.size());
+  if (rank >= sorted_) {
+    // A few more than asked: a search reads on past its width while expansions end.
+    const std::size_t upto = std::min(all_.size(), std::max<std::size_t>(2 * rank + 2, 8));
+    std::partial_sort(all_.begin() + std::ptrdiff_t(sorted_), all_.begin() + std::ptrdiff_t(upto),
+                      all_.end(), Better{});
+    sorted_ = upto;
+  }
+  return all_[rank];
 }
 
 Program greedy_program(Context& ctx, const Decoder& decoder, Val initial, Hypothesis& out) {
@@ -89,25 +169,22 @@ Program beam_program(Context& ctx, const Decoder& decoder, Val initial, BeamOpti
   check_decoder(decoder, "beam");
   if (options.width <= 0) fail("beam", "the width must be positive, got ", options.width);
   out.clear();
-  std::vector<Beam> beams{Beam{initial, {}, 0.0}};
+  std::vector<Beam> beams{Beam{initial, {}, 0.0}}, next;
+  StepInputs inputs;
+  RankedExpansions ranked;
   for (std::int32_t length = 1; length <= decoder.max_length && !beams.empty(); ++length) {
     // Every beam's step is issued before the first read: one engine step runs them all.
-    std::vector<DecoderStep> steps;
-    for (const Beam& beam : beams) {
-      const std::int32_t last = beam.tokens.empty() ? decoder.start_token : beam.tokens.back();
-      steps.push_back(decoder.step(ctx, beam.state, last));
+    const BeamStep step = issue_step(ctx, decoder, beams, inputs);
+    ranked.clear();
+    std::uint32_t read = 0;
+    for (const Val rows : step.log_probs) {
+      const Tensor value = co_await ctx.read(rows);
+      read = ranked.add(read, value, inputs.log_probs, "beam");
     }
-    std::vector<Candidate> ranked;
-    for (std::uint32_t b = 0; b < steps.size(); ++b) {
-      const std::vector<double> log_probs =
-          log_probs_of(co_await ctx.read(steps[b].log_probs), "beam");
-      for (std::size_t t = 0; t < log_probs.size(); ++t)
-        ranked.push_back({beams[b].log_prob + log_probs[t], b, std::int32_t(t)});
-    }
-    std::stable_sort(ranked.begin(), ranked.end(), [](const Candidate& x, const Candidate& y) {
-      return x.log_prob > y.log_prob;
-    });
-    beams = next_beams(ranked, beams, steps, decoder, options, out);
+    if (read != beams.size())
+      fail("beam", "the step's log_probs have rows for ", read, " of ", beams.size(), " beams");
+    next_beams(ranked, beams, step.states, decoder, options, out, next);
+    std::swap(beams, next);
     if (out.size() >= std::size_t(options.width)) break;
   }
   // Beams still live here stopped at max_length (an early stop leaves `width` ended ones).

@@ -8,7 +8,7 @@ namespace weft::models {
 
 AttentionDecoder::AttentionDecoder(nn::ParameterStore& store, loom::Loom& loom, std::int64_t hidden,
                                    std::int64_t inputs, std::int64_t outputs, bool parent_feed)
-    : hidden_(hidden), parent_feed_(parent_feed) {
+    : hidden_(hidden), outputs_(outputs), parent_feed_(parent_feed) {
   embed_ = std::make_unique<nn::Embedding>(store, "decoder/input", inputs, hidden);
   cell_ = std::make_unique<nn::LSTMCell>(store, "decoder/cell", parent_feed ? 2 * hidden : hidden,
                                          hidden);
@@ -17,41 +17,76 @@ AttentionDecoder::AttentionDecoder(nn::ParameterStore& store, loom::Loom& loom, 
   scores_ = std::make_unique<nn::FC>(store, "decoder/scores", hidden, outputs,
                                      nn::FCOptions{.activation = nn::Activation::kNone});
   const loom::TypeShape state{DType::kFloat32, {2 * hidden}, "state"};
-  const loom::TypeShape id{DType::kInt32, {}, "id"};
-  const loom::TypeShape log_probs{DType::kFloat32, {outputs}, "log_probs"};
   state_ = loom.add_type(state);
-  id_ = loom.add_type(id);
+  id_ = loom.add_type(loom::TypeShape{DType::kInt32, {}, "id"});
   for (std::size_t k = 0; k < kMemorySizes.size(); ++k) {
     const std::int64_t m = kMemorySizes[k];
     const loom::TypeShape memory{DType::kFloat32, {m, hidden}, "memory" + std::to_string(m)};
     const loom::TypeShape mask{DType::kFloat32, {m}, "mask" + std::to_string(m)};
     memory_types_[k] = loom.add_type(memory);
     mask_types_[k] = loom.add_type(mask);
-    std::vector<loom::TypeShape> in{state, id};
-    if (parent_feed) in.push_back(state);
-    in.push_back(memory);
-    in.push_back(mask);
-    step_ops_[k] = loom.add_operation("decode" + std::to_string(m), in, {state, log_probs},
-                                      [this](std::span<const Var> x) { return body(x); });
+    for (std::size_t beams = 1; beams <= kMaxBeamRows; ++beams) {
+      const std::string of = beams == 1 ? "" : "x" + std::to_string(beams);
+      const loom::TypeShape ids =
+          beams == 1 ? loom.type(id_)
+                     : loom::TypeShape{DType::kInt32, {std::int64_t(beams)}, "ids" + of};
+      const loom::TypeShape log_probs{
+          DType::kFloat32, beams == 1 ? Shape{outputs} : Shape{std::int64_t(beams), outputs},
+          "log_probs" + of};
+      beam_ids_[beams] = loom.add_type(ids);
+      std::vector<loom::TypeShape> in(beams, state), out(beams, state);
+      in.push_back(ids);
+      if (parent_feed) in.insert(in.end(), beams, state);
+      in.push_back(memory);
+      in.push_back(mask);
+      out.push_back(log_probs);
+      const std::int64_t rows = std::int64_t(beams);
+      step_ops_[beams][k] =
+          loom.add_operation("decode" + std::to_string(m) + of, in, out,
+                             [this, rows](std::span<const Var> x) { return body(x, rows); });
+    }
   }
 }
 
 Var AttentionDecoder::hidden_half(Var states) const { return slice(states, 1, 0, hidden_); }
 
-// (state, id[, parent], memory, mask) -> (state', log_probs), batched over rows.
-std::vector<Var> AttentionDecoder::body(std::span<const Var> in) const {
-  const std::size_t memory_at = parent_feed_ ? 3 : 2;
-  const Var state = in[0], memory = in[memory_at], mask = in[memory_at + 1];
-  Var x = (*embed_)(in[1]);
-  if (parent_feed_) x = concat({x, hidden_half(in[2])});
+// Batched over n calls of `beams` beams each: the beams' states side by side become n * beams
+// rows; each example's beams attend to its memory together ([beams, hidden] against [size,
+// hidden]), so the memory is read once per example, not once per beam.
+std::vector<Var> AttentionDecoder::body(std::span<const Var> in, std::int64_t beams) const {
+  const std::size_t b = std::size_t(beams);
+  const std::int64_t n = in[0].shape()[0], rows = n * beams, width = 2 * hidden_;
+  const std::size_t memory_at = parent_feed_ ? 2 * b + 1 : b + 1;
+  const Var memory = in[memory_at], mask = in[memory_at + 1];
+  const std::int64_t size = memory.shape()[1];
+  const auto side_by_side = [&](std::size_t first) {
+    return beams == 1 ? in[first] : reshape(concat(in.subspan(first, b)), {rows, width});
+  };
+  const Var state = side_by_side(0);
+  Var x = (*embed_)(reshape(in[b], {rows}));
+  if (parent_feed_) x = concat({x, hidden_half(side_by_side(b + 1))});
   const auto [h, c] = (*cell_)(x, hidden_half(state), slice(state, 1, hidden_, hidden_));
-  const std::int64_t rows = h.shape()[0], size = memory.shape()[1];
   // Dot-product attention over the memory's rows; padding has -1e9 in the mask.
-  const Var scores = reshape(batch_matmul(memory, reshape(h, {rows, hidden_, 1})), {rows, size});
-  const Var weights = reshape(softmax(scores + mask), {rows, 1, size});
+  Var scores =
+      reshape(batch_matmul(reshape(h, {n, beams, hidden_}), memory, false, true), {rows, size});
+  if (beams == 1) {
+    scores = scores + mask;
+  } else {
+    std::vector<std::int32_t> example_of(static_cast<std::size_t>(rows));
+    for (std::int64_t r = 0; r < rows; ++r) example_of[std::size_t(r)] = std::int32_t(r / beams);
+    scores =
+        scores + gather_rows(mask, Tensor::from_vector({rows}, example_of, mask.value().device()));
+  }
+  const Var weights = reshape(softmax(scores), {n, beams, size});
   const Var context = reshape(batch_matmul(weights, memory), {rows, hidden_});
   const Var attended = (*attended_)(concat({h, context}));
-  return {concat({h, c}), log_softmax((*scores_)(attended))};
+  const Var log_probs = log_softmax((*scores_)(attended));
+  if (beams == 1) return {concat({h, c}), log_probs};
+  const Var next = reshape(concat({h, c}), {n, beams * width});
+  std::vector<Var> out;
+  for (std::int64_t j = 0; j < beams; ++j) out.push_back(slice(next, 1, j * width, width));
+  out.push_back(reshape(log_probs, {n, beams, outputs_}));
+  return out;
 }
 
 std::vector<AttentionDecoder::Memory> AttentionDecoder::memories(
@@ -90,13 +125,36 @@ std::vector<AttentionDecoder::Memory> AttentionDecoder::memories(
 
 flow::DecoderStep AttentionDecoder::step(flow::Context& ctx, const Memory& memory, flow::Val state,
                                          std::int32_t input, flow::Val parent) const {
-  const flow::Val id = ctx.constant(id_, std::span<const std::int32_t>(&input, 1));
-  std::span<const flow::Val> outs;
-  if (parent_feed_)
-    outs = ctx.call(step_ops_[memory.size_index], {state, id, parent, memory.states, memory.mask});
-  else
-    outs = ctx.call(step_ops_[memory.size_index], {state, id, memory.states, memory.mask});
-  return flow::DecoderStep{outs[0], outs[1]};
+  const flow::BeamStep one = step_beams(
+      ctx, memory, std::span(&state, 1), std::span(&input, 1),
+      parent_feed_ ? std::span<const flow::Val>(&parent, 1) : std::span<const flow::Val>());
+  return flow::DecoderStep{one.states[0], one.log_probs[0]};
+}
+
+flow::BeamStep AttentionDecoder::step_beams(flow::Context& ctx, const Memory& memory,
+                                            std::span<const flow::Val> states,
+                                            std::span<const std::int32_t> inputs,
+                                            std::span<const flow::Val> parents) const {
+  if (inputs.size() != states.size() || parents.size() != (parent_feed_ ? states.size() : 0))
+    fail("decoder", states.size(), " states with ", inputs.size(), " inputs and ", parents.size(),
+         " parents");
+  flow::BeamStep out;
+  std::array<flow::Val, 2 * kMaxBeamRows + 3> args;
+  for (std::size_t first = 0; first < states.size(); first += kMaxBeamRows) {
+    const std::size_t beams = std::min(kMaxBeamRows, states.size() - first);
+    std::size_t count = 0;
+    for (std::size_t b = 0; b < beams; ++b) args[count++] = states[first + b];
+    args[count++] = ctx.constant(beam_ids_[beams], inputs.subspan(first, beams));
+    if (parent_feed_)
+      for (std::size_t b = 0; b < beams; ++b) args[count++] = parents[first + b];
+    args[count++] = memory.states;
+    args[count++] = memory.mask;
+    const std::span<const flow::Val> outs =
+        ctx.call(step_ops_[beams][memory.size_index], std::span(args.data(), count));
+    out.states.insert(out.states.end(), outs.begin(), outs.begin() + std::ptrdiff_t(beams));
+    out.log_probs.push_back(outs[beams]);
+  }
+  return out;
 }
 
 }  // namespace weft::models

@@ -1,7 +1,9 @@
 // The decoder tree2seq and seq2tree share: an LSTM over an embedded input id (and, for seq2tree,
 // its parent's state fed in beside it), Luong attention over the encoder's states padded to a
 // memory of fixed size, and the log-probabilities of the next decision. One loom operation per
-// memory size, so a batch's steps batch by operation like any weave.
+// memory size, so a batch's steps batch by operation like any weave; and for beam search one per
+// memory size and number of beams (2 to kMaxBeamRows), stepping all of an example's beams in one
+// call that attends to its memory once, instead of once per beam.
 #pragma once
 
 #include <array>
@@ -21,6 +23,8 @@ class AttentionDecoder {
  public:
   // Memory sizes: a batch's memory is padded to the smallest that holds its largest example.
   static constexpr std::array<std::int64_t, 6> kMemorySizes{4, 8, 16, 32, 64, 128};
+  // The most beams one call of step_beams steps (more take several calls).
+  static constexpr std::size_t kMaxBeamRows = 8;
 
   // `inputs` ids are embedded; `outputs` decisions are scored. With `parent_feed`, every step
   // also reads a parent state.
@@ -47,20 +51,30 @@ class AttentionDecoder {
   // parent_feed), attending to `memory`. Nothing is read.
   flow::DecoderStep step(flow::Context& ctx, const Memory& memory, flow::Val state,
                          std::int32_t input, flow::Val parent = {}) const;
+  // Issues one step of several beams of one example (states[b] reading inputs[b], and with
+  // parent_feed parents[b]): what step() gives each, in one call per kMaxBeamRows beams whose
+  // log-probabilities are one value [beams, outputs] (flow::BeamStep). Nothing is read.
+  flow::BeamStep step_beams(flow::Context& ctx, const Memory& memory,
+                            std::span<const flow::Val> states, std::span<const std::int32_t> inputs,
+                            std::span<const flow::Val> parents = {}) const;
   // The h half of states [n, 2 hidden] -> [n, hidden].
   Var hidden_half(Var states) const;
 
  private:
-  std::vector<Var> body(std::span<const Var> in) const;
+  // The operation of `beams` rows per call: (beams states, ids[, beams parents], memory, mask)
+  // -> (beams states, log_probs); one beam takes scalar ids and gives [outputs] log_probs.
+  std::vector<Var> body(std::span<const Var> in, std::int64_t beams) const;
 
-  std::int64_t hidden_;
+  std::int64_t hidden_, outputs_;
   bool parent_feed_;
   std::unique_ptr<nn::Embedding> embed_;
   std::unique_ptr<nn::LSTMCell> cell_;
   std::unique_ptr<nn::FC> attended_, scores_;
   loom::TypeId state_ = 0, id_ = 0;
   std::array<loom::TypeId, kMemorySizes.size()> memory_types_{}, mask_types_{};
-  std::array<loom::OpId, kMemorySizes.size()> step_ops_{};
+  // [beams][memory size index]: beams 1 is step()'s operation.
+  std::array<std::array<loom::OpId, kMemorySizes.size()>, kMaxBeamRows + 1> step_ops_{};
+  std::array<loom::TypeId, kMaxBeamRows + 1> beam_ids_{};  // int32 [beams]
 };
 
 }  // namespace weft::models

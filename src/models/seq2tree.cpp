@@ -58,13 +58,17 @@ TreeHypothesis start_tree(flow::Val initial) {
   return TreeHypothesis{initial, {Pending{initial, kNoParent, kRoot}}, {}, 0.0};
 }
 
+// The input id of the step that decides the hypothesis' next pending child.
+std::int32_t next_input(const TreeHypothesis& h) {
+  const Pending& next = h.stack.back();
+  const std::int32_t previous = h.decisions.empty() ? kNoDecision : h.decisions.back();
+  return input_id(previous, next.parent_op, next.position);
+}
+
 // Issues the step that decides the hypothesis' next pending child.
 flow::DecoderStep issue(flow::Context& ctx, const AttentionDecoder& decoder,
                         const AttentionDecoder::Memory& memory, const TreeHypothesis& h) {
-  const Pending& next = h.stack.back();
-  const std::int32_t previous = h.decisions.empty() ? kNoDecision : h.decisions.back();
-  return decoder.step(ctx, memory, h.state, input_id(previous, next.parent_op, next.position),
-                      next.parent);
+  return decoder.step(ctx, memory, h.state, next_input(h), h.stack.back().parent);
 }
 
 // Takes decision d for the child on top of the stack; an operator's children become pending
@@ -120,47 +124,55 @@ flow::Program greedy_tree(flow::Context& ctx, const AttentionDecoder& decoder,
   }
 }
 
-struct Candidate {
-  double log_prob;
-  std::uint32_t beam;
-  std::int32_t decision;
-};
+// One step of every live tree, all issued at once (AttentionDecoder::step_beams).
+flow::BeamStep issue_all(flow::Context& ctx, const AttentionDecoder& decoder,
+                         const AttentionDecoder::Memory& memory,
+                         const std::vector<TreeHypothesis>& trees, std::vector<double>& log_probs) {
+  std::vector<flow::Val> states, parents;
+  std::vector<std::int32_t> inputs;
+  log_probs.clear();
+  for (const TreeHypothesis& h : trees) {
+    states.push_back(h.state);
+    parents.push_back(h.stack.back().parent);
+    inputs.push_back(next_input(h));
+    log_probs.push_back(h.log_prob);
+  }
+  return decoder.step_beams(ctx, memory, states, inputs, parents);
+}
 
-// Beam search over the decisions in top-down order, ranked as flow::beam_program ranks tokens:
-// every live tree's expansions by summed log-probability (ties by tree, then decision); the
-// best `width` incomplete ones continue, those among the best `width` that complete the tree
-// (or reach max_decisions) are kept; it stops when `width` are kept or none is live. Width 1
-// is greedy decoding.
+// Beam search over the decisions in top-down order, ranked as flow::beam_program ranks tokens
+// (flow::RankedExpansions: summed log-probability, ties by tree, then decision); the best
+// `width` incomplete ones continue, those among the best `width` that complete the tree (or
+// reach max_decisions) are kept; it stops when `width` are kept or none is live. Width 1 is
+// greedy decoding.
 flow::Program beam_tree(flow::Context& ctx, const AttentionDecoder& decoder,
                         const TextEncoding& text, flow::BeamOptions options,
                         std::vector<TreeHypothesis>& kept) {
   const std::size_t width = std::size_t(options.width);
   kept.clear();
-  std::vector<TreeHypothesis> beams{start_tree(text.final_state)};
+  std::vector<TreeHypothesis> beams{start_tree(text.final_state)}, next;
+  std::vector<double> log_probs;
+  flow::RankedExpansions ranked;
   while (!beams.empty() && kept.size() < width) {
-    std::vector<flow::DecoderStep> steps;
-    for (const TreeHypothesis& h : beams) steps.push_back(issue(ctx, decoder, text.memory, h));
-    std::vector<Candidate> ranked;
-    for (std::uint32_t b = 0; b < steps.size(); ++b) {
-      const Tensor row = co_await ctx.read(steps[b].log_probs);
-      const std::vector<double> log_probs = read_log_probs(row);
-      for (std::size_t d = 0; d < log_probs.size(); ++d)
-        ranked.push_back({beams[b].log_prob + log_probs[d], b, std::int32_t(d)});
+    const flow::BeamStep step = issue_all(ctx, decoder, text.memory, beams, log_probs);
+    ranked.clear();
+    std::uint32_t read = 0;
+    for (const flow::Val rows : step.log_probs) {
+      const Tensor value = co_await ctx.read(rows);
+      read = ranked.add(read, value, log_probs, "seq2tree");
     }
-    std::stable_sort(ranked.begin(), ranked.end(), [](const Candidate& x, const Candidate& y) {
-      return x.log_prob > y.log_prob;
-    });
-    std::vector<TreeHypothesis> next;
+    next.clear();
     for (std::size_t rank = 0; rank < ranked.size() && next.size() < width; ++rank) {
-      TreeHypothesis h = beams[ranked[rank].beam];
-      advance(h, steps[ranked[rank].beam].state, ranked[rank].decision);
-      h.log_prob = ranked[rank].log_prob;
+      const flow::RankedExpansions::Expansion e = ranked[rank];
+      TreeHypothesis h = beams[e.beam];
+      advance(h, step.states[e.beam], e.token);
+      h.log_prob = e.log_prob;
       if (!h.complete() && h.decisions.size() < std::size_t(text.max_decisions))
         next.push_back(std::move(h));
       else if (rank < width)
         kept.push_back(std::move(h));
     }
-    beams = std::move(next);
+    std::swap(beams, next);
   }
   const auto score = [&](const TreeHypothesis& h) {
     return flow::normalised_score(h.log_prob, h.decisions.size(), options.length_penalty);
@@ -197,7 +209,8 @@ class TreeJob : public DecodeJob {
   }
   flow::Program program(flow::Context& ctx) override {
     if (settings_.beam == 0) return greedy_tree(ctx, decoder_, *text_, greedy_);
-    return beam_tree(ctx, decoder_, *text_, flow::BeamOptions{settings_.beam, 0.0}, beams_);
+    return beam_tree(ctx, decoder_, *text_,
+                     flow::BeamOptions{settings_.beam, settings_.length_penalty}, beams_);
   }
   json answer() const override {
     if (settings_.beam == 0) {
@@ -205,9 +218,10 @@ class TreeJob : public DecodeJob {
       return tree_json(greedy_, 0.0);
     }
     if (beams_.empty()) fail("seq2tree", "the answer was asked before decoding");
-    json out = tree_json(beams_[0], 0.0);
+    json out = tree_json(beams_[0], settings_.length_penalty);
     out["beams"] = json::array();
-    for (const TreeHypothesis& h : beams_) out["beams"].push_back(tree_json(h, 0.0));
+    for (const TreeHypothesis& h : beams_)
+      out["beams"].push_back(tree_json(h, settings_.length_penalty));
     return out;
   }
 

@@ -210,6 +210,10 @@ class TextJob : public DecodeJob {
     decoder_.step = [&decoder, this](flow::Context& ctx, flow::Val state, std::int32_t token) {
       return decoder.step(ctx, encoding_->memory, state, token);
     };
+    decoder_.step_beams = [&decoder, this](flow::Context& ctx, std::span<const flow::Val> states,
+                                           std::span<const std::int32_t> tokens) {
+      return decoder.step_beams(ctx, encoding_->memory, states, tokens);
+    };
     decoder_.start_token = kStart;
     decoder_.end_token = kEnd;
     decoder_.max_length = settings.max_steps > 0
@@ -219,7 +223,7 @@ class TextJob : public DecodeJob {
   flow::Program program(flow::Context& ctx) override {
     if (settings_.beam == 0) return flow::greedy_program(ctx, decoder_, encoding_->root, greedy_);
     return flow::beam_program(ctx, decoder_, encoding_->root,
-                              flow::BeamOptions{settings_.beam, 0.0}, beams_);
+                              flow::BeamOptions{settings_.beam, settings_.length_penalty}, beams_);
   }
   json answer() const override {
     if (settings_.beam == 0) {

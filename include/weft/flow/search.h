@@ -19,9 +19,24 @@ struct DecoderStep {
   Val log_probs;  // log-probabilities of the next token: float32 [vocabulary]
 };
 
+// One step of several beams of one example, issued together: each beam's next state, and the
+// beams' log-probabilities as values whose rows are the beams in order (float32 [vocabulary]
+// for one beam, [r, vocabulary] for r; rows past the last beam are padding, never read).
+struct BeamStep {
+  std::vector<Val> states;
+  std::vector<Val> log_probs;
+};
+
 struct Decoder {
   // Issues one step from a state and the previous token (no reads: the search reads).
   std::function<DecoderStep(Context& ctx, Val state, std::int32_t token)> step;
+  // Optional: issues one step for all of an example's live beams (states[b] fed tokens[b]) with
+  // fewer calls than `step` once per beam, e.g. one operation over [beams, ...] rows, so the
+  // beams share one read and their memory (attention) is not copied per beam. Must compute
+  // what `step` computes for each beam.
+  std::function<BeamStep(Context& ctx, std::span<const Val> states,
+                         std::span<const std::int32_t> tokens)>
+      step_beams;
   std::int32_t start_token = 0;  // fed at the first step
   std::int32_t end_token = 0;    // ends a hypothesis (and is its last token)
   std::int32_t max_length = 0;   // tokens generated at most, the end token included
@@ -42,6 +57,36 @@ struct BeamOptions {
 };
 
 double normalised_score(double log_prob, std::size_t length, double length_penalty);
+
+// One step's expansions of an example's beams (a beam's summed log-probability plus a token's),
+// ranked best first with ties broken by beam then token (so width 1 is greedy decoding, which
+// takes the lowest argmax). Searches over other structures than token sequences (seq2tree's
+// trees) rank with it too. Only as much of the ranking as is asked for is sorted: a step costs
+// O(beams * vocabulary) plus a sort of the few best, not a sort of every expansion.
+class RankedExpansions {
+ public:
+  struct Expansion {
+    double log_prob;
+    std::uint32_t beam;
+    std::int32_t token;
+  };
+  // Starts a step (the buffers are kept between steps).
+  void clear();
+  // Adds the expansions of beams first, first + 1, ... from `rows` (float32 [vocabulary] or
+  // [r, vocabulary]: a value read from a BeamStep) for as many beams as `beam_log_probs` has
+  // past `first` (padding rows are skipped). Returns the next beam's index. Fails, naming
+  // `where`, on another shape or a vocabulary unlike the earlier rows'.
+  std::uint32_t add(std::uint32_t first, const Tensor& rows, std::span<const double> beam_log_probs,
+                    const char* where);
+  std::size_t size() const { return all_.size(); }
+  // The expansion of rank `rank` (< size()).
+  const Expansion& operator[](std::size_t rank);
+
+ private:
+  std::vector<Expansion> all_;
+  std::size_t sorted_ = 0;  // all_[0, sorted_) are the best, in order
+  std::int64_t vocabulary_ = 0;
+};
 
 // One example's greedy decoding from `initial` into `out` (admit it to an engine).
 Program greedy_program(Context& ctx, const Decoder& decoder, Val initial, Hypothesis& out);
