@@ -264,6 +264,10 @@ TEST_F(DecodingServe, BoundsAnswerByStatusAndMessage) {
              R"(\"max_steps\": 51 is more than this server allows (50; --max-decode-steps))");
   expect_400({{"instances", {one}}, {"beam", "wide"}}, R"(\"beam\" must be a positive integer)");
   expect_400({{"instances", {one}}, {"max_steps", 0}}, "must be a positive integer, got 0");
+  expect_400({{"instances", {one}}, {"length_penalty", -0.5}},
+             R"(\"length_penalty\" must be a number in [0, 4], got -0.5)");
+  expect_400({{"instances", {one}}, {"length_penalty", 4.5}}, "in [0, 4], got 4.5");
+  expect_400({{"instances", {one}}, {"length_penalty", "long"}}, R"(got \"long\")");
   expect_400({{"instances", {{{"count", 100001}}}}}, "count must be an integer in [0, 100000]");
   // A program that reaches its step bound answers with what it has, and says so.
   const serve::HttpResult bounded = post({{"instances", {{{"count", 9}}}}, {"max_steps", 4}});
@@ -377,14 +381,17 @@ TEST_F(DecodingServe, Tree2SeqAndSeq2TreeAnswerAsInferUnderConcurrentClients) {
     const std::string path = (dir_ / (name + ".safetensors")).string();
     save_model(path, *model);
     const json& instances = name == "tree2seq" ? trees : texts;
-    std::map<int, std::vector<json>> expected;
-    for (const int beam : {1, 2}) {
-      std::unique_ptr<Model> infer = load_model(path, ModelUse::kInfer, json{{"beam", beam}});
+    // Beam 1, beam 2 and beam 2 ranked with a length penalty of 1.
+    const std::vector<json> searches = {
+        {{"beam", 1}}, {{"beam", 2}}, {{"beam", 2}, {"length_penalty", 1.0}}};
+    std::vector<std::vector<json>> expected;
+    for (const json& search : searches) {
+      std::unique_ptr<Model> infer = load_model(path, ModelUse::kInfer, search);
       std::vector<json> parsed;
       for (const json& i : instances)
         parsed.push_back(
             infer->parse_example(i.is_string() ? i.get<std::string>() : i.dump(), "t"));
-      expected[beam] = infer->predict(parsed);
+      expected.push_back(infer->predict(parsed));
     }
     serve::ServerOptions options;
     options.models.push_back({name, path});
@@ -393,15 +400,17 @@ TEST_F(DecodingServe, Tree2SeqAndSeq2TreeAnswerAsInferUnderConcurrentClients) {
     std::vector<std::thread> clients;
     for (int c = 0; c < 12; ++c)
       clients.emplace_back([&, c] {
-        const int beam = 1 + c % 2;
+        const std::size_t search = std::size_t(c) % searches.size();
+        json body = searches[search];
+        body["instances"] = instances;
         for (int r = 0; r < 3; ++r) {
-          const serve::HttpResult res = post({{"instances", instances}, {"beam", beam}}, name);
+          const serve::HttpResult res = post(body, name);
           const json got = json::parse(res.body, nullptr, false);
           for (std::size_t i = 0; i < instances.size(); ++i)
-            if (res.status != 200 || !same_answer(got["predictions"][i], expected[beam][i]))
+            if (res.status != 200 || !same_answer(got["predictions"][i], expected[search][i]))
               if (mismatches++ < 3)
-                ADD_FAILURE() << name << " beam " << beam << ": " << res.status << " " << res.body
-                              << " vs " << expected[beam][i].dump();
+                ADD_FAILURE() << name << " " << searches[search].dump() << ": " << res.status << " "
+                              << res.body << " vs " << expected[search][i].dump();
         }
       });
     for (std::thread& t : clients) t.join();

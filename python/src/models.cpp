@@ -90,7 +90,8 @@ save(path) writes a self-contained checkpoint.)doc")
           py::arg("line"))
       .def(
           "predict",
-          [](Model& mdl, py::iterable examples, std::optional<int> beam) {
+          [](Model& mdl, py::iterable examples, std::optional<int> beam,
+             std::optional<double> length_penalty) {
             std::vector<nlohmann::json> in;
             std::size_t i = 0;
             for (py::handle e : examples) {
@@ -103,14 +104,19 @@ save(path) writes a self-contained checkpoint.)doc")
             }
             std::vector<nlohmann::json> out;
             models::DecodingModel* decoder = mdl.decoding();
-            if (beam && !decoder)
-              fail("models", mdl.name(), " does not decode step by step: beam= applies to ",
-                   "models such as tree2seq and seq2tree");
+            if ((beam || length_penalty) && !decoder)
+              fail("models", mdl.name(), " does not decode step by step: beam= and ",
+                   "length_penalty= apply to models such as tree2seq and seq2tree");
+            if (length_penalty &&
+                !(*length_penalty >= 0.0 && *length_penalty <= models::kMaxLengthPenalty))
+              fail("models", "length_penalty= must be in [0, ", models::kMaxLengthPenalty,
+                   "], got ", *length_penalty);
             {
               py::gil_scoped_release nogil;
-              if (beam) {
+              if (beam || length_penalty) {
                 models::DecodeSettings settings = decoder->decode_settings();
-                settings.beam = *beam;
+                if (beam) settings.beam = *beam;
+                if (length_penalty) settings.length_penalty = *length_penalty;
                 out = decoder->decode(in, settings);
               } else {
                 out = mdl.predict(in);
@@ -120,8 +126,9 @@ save(path) writes a self-contained checkpoint.)doc")
             for (const auto& o : out) result.append(from_json(o));
             return result;
           },
-          py::arg("examples"), py::arg("beam") = py::none(),
-          "One dict per example; beam=k (decoding models) searches k beams, 0 decodes greedily.")
+          py::arg("examples"), py::arg("beam") = py::none(), py::arg("length_penalty") = py::none(),
+          "One dict per example; beam=k (decoding models) searches k beams, 0 decodes greedily; "
+          "length_penalty=p ranks beams by log_prob / length^p.")
       .def(
           "fit",
           [](Model& mdl, py::kwargs kw) {

@@ -121,15 +121,22 @@ def test_decoding_models_answer_in_python_as_weft_infer_does(name, data_dir, wef
     model.save(str(path))
     lines = [example["text"] if name == "seq2tree" else json.dumps(example)
              for example in model.examples("dev")]
-    for beam in (0, 3):
-        infer = subprocess.run([weft_cli, "infer", name, "--checkpoint", str(path), "--beam", str(beam)],
+    for beam, penalty in ((0, 0.0), (3, 0.0), (3, 1.0)):
+        infer = subprocess.run([weft_cli, "infer", name, "--checkpoint", str(path), "--beam", str(beam),
+                                "--length-penalty", str(penalty)],
                                input="\n".join(lines) + "\n", capture_output=True, text=True, check=True)
         answers = [json.loads(line) for line in infer.stdout.splitlines()]
         # Equal but for the last bits of the log-probabilities: the two processes may batch, and
         # so sum, in different orders (and the GEMM calibration may pick another provider).
-        assert answers == approx_floats(model.predict(lines, beam=beam))
+        assert answers == approx_floats(model.predict(lines, beam=beam, length_penalty=penalty))
         assert all(("beams" in a) == (beam > 0) for a in answers)
         if beam:
             assert all(1 <= len(a["beams"]) <= beam for a in answers)
+            for a in answers:  # ranked by log_prob / length^penalty
+                scores = [h["log_prob"] / h["length"] ** penalty for h in a["beams"]]
+                assert [h["score"] for h in a["beams"]] == pytest.approx(scores)
+                assert scores == sorted(scores, reverse=True)
+    with pytest.raises(weft.Error, match=r"length_penalty= must be in \[0, 4\], got -1"):
+        model.predict(lines, beam=2, length_penalty=-1.0)
     with pytest.raises(weft.Error, match="does not decode step by step"):
         small_model("calculator", data_dir).predict(INFER["calculator"], beam=2)

@@ -22,6 +22,14 @@ std::vector<OptionSpec> decoding_options() {
        .role = OptionRole::kRuntime,
        .min = 0,
        .max = 64},
+      {.name = "length_penalty",
+       .kind = OptionKind::kFloat,
+       .default_value = 0.0,
+       .help = "Beam search ranks hypotheses by log_prob / length^this (0: the summed "
+               "log-probability, which favours short outputs; 0.6-1 evens that out)",
+       .role = OptionRole::kRuntime,
+       .min = 0,
+       .max = kMaxLengthPenalty},
       {.name = "eval_beam",
        .default_value = 4,
        .help = "Beam width of the test split's exact_match_beam figure (0: not measured)",
@@ -78,7 +86,8 @@ void FlowModel::generate_splits(const ModelInit& init,
 }
 
 DecodeSettings FlowModel::decode_settings() const {
-  return DecodeSettings{.beam = int(options_.integer("beam"))};
+  return DecodeSettings{.beam = int(options_.integer("beam")),
+                        .length_penalty = options_.number("length_penalty")};
 }
 
 std::vector<std::unique_ptr<DecodeJob>> FlowModel::encode(flow::Engine& engine,
@@ -165,7 +174,8 @@ train::BatchFigures FlowModel::eval_batch(const train::Batch& batch) {
   figures.metrics.add_hits("exact_match", count_matches(DecodeSettings{.beam = 0}), total);
   const int eval_beam = int(options_.integer("eval_beam"));
   if (batch.split == train::Split::kTest && eval_beam > 0) {
-    const DecodeSettings beam{.beam = eval_beam};
+    const DecodeSettings beam{.beam = eval_beam,
+                              .length_penalty = options_.number("length_penalty")};
     figures.metrics.add_hits("exact_match_beam", count_matches(beam), total);
   }
   return figures;

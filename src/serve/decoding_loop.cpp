@@ -98,7 +98,7 @@ DecodingLoop::Generation& DecodingLoop::generation_for(
 void DecodingLoop::admit(std::vector<QueuedInstance> instances) {
   // Instances of one model (a reload may start another) and one search are encoded together.
   const auto key = [](const QueuedInstance& q) {
-    return std::tuple(q.model.get(), q.decode.beam, q.decode.max_steps);
+    return std::tuple(q.model.get(), q.decode.beam, q.decode.max_steps, q.decode.length_penalty);
   };
   std::stable_sort(
       instances.begin(), instances.end(),

@@ -272,14 +272,29 @@ static std::optional<Answer> read_bound(const json& body, const char* key, std::
   return std::nullopt;
 }
 
+// A request's "length_penalty" (a number in [0, models::kMaxLengthPenalty]) into `out`.
+static std::optional<Answer> read_length_penalty(const json& body, double& out) {
+  if (!body.contains("length_penalty")) return std::nullopt;
+  const json& value = body["length_penalty"];
+  if (!value.is_number() || !(value.get<double>() >= 0.0) ||
+      value.get<double>() > models::kMaxLengthPenalty)
+    return error_answer(400,
+                        fmt::format("\"length_penalty\" must be a number in [0, {}], got {}",
+                                    models::kMaxLengthPenalty,
+                                    value.dump(-1, ' ', false, json::error_handler_t::replace)));
+  out = value.get<double>();
+  return std::nullopt;
+}
+
 // A decoding request's search and step bound, checked against the server's limits.
 std::optional<Answer> Server::Impl::read_decode_settings(const detail::ModelWorker& worker,
                                                          const json& body,
                                                          models::DecodeSettings& decode) const {
   if (!worker.decodes()) {
-    if (!body.contains("beam") && !body.contains("max_steps")) return std::nullopt;
-    return error_answer(400, fmt::format("model '{}' does not decode: \"beam\" and \"max_steps\" "
-                                         "are for decoding models",
+    if (!body.contains("beam") && !body.contains("max_steps") && !body.contains("length_penalty"))
+      return std::nullopt;
+    return error_answer(400, fmt::format("model '{}' does not decode: \"beam\", \"max_steps\" and "
+                                         "\"length_penalty\" are for decoding models",
                                          worker.name()));
   }
   // Unless the request says, the model's own settings (its runtime options, as weft infer's)
@@ -293,7 +308,7 @@ std::optional<Answer> Server::Impl::read_decode_settings(const detail::ModelWork
     return refused;
   decode.beam = int(beam);
   decode.max_steps = std::int32_t(steps);
-  return std::nullopt;
+  return read_length_penalty(body, decode.length_penalty);
 }
 
 // Parses each instance on its own (a bad one fails alone) and queues the good ones; nullptr

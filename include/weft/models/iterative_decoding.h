@@ -23,7 +23,13 @@ struct DecodeSettings {
   // 0 or 1 greedy, k > 1 beam search. (Two conventions: see the 2026-11-26 closing note.)
   int beam = 1;
   std::int32_t max_steps = 0;  // tokens at most (the end token included); 0: the model's bound
+  // Beam search ranks finished hypotheses by log_prob / length^length_penalty (0: the plain
+  // sum; flow::BeamOptions). Greedy decoding ignores it.
+  double length_penalty = 0.0;
 };
+// The largest length_penalty a model option or a server request may ask for (useful values
+// lie in 0-2).
+constexpr double kMaxLengthPenalty = 4.0;
 
 // `decoder` bounded by `settings` (its max_steps, when given and below the decoder's own).
 flow::Decoder bounded_decoder(flow::Decoder decoder, const DecodeSettings& settings);
