@@ -13,6 +13,7 @@
 #include <fstream>
 #include <future>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -123,7 +124,7 @@ TEST_F(DecodingServe, AnswersEqualInferGreedyAndBeamUnderClientsJoiningMidRun) {
   start(options);
   std::vector<json> examples;
   for (int i = 0; i < 24; ++i) examples.push_back({{"count", (i * 7) % 41}, {"word", 1 + i % 8}});
-  const std::vector<json> greedy = infer(path, examples, 1), beam = infer(path, examples, 3);
+  const std::vector<json> greedy = infer(path, examples, 0), beam = infer(path, examples, 3);
   std::atomic<int> mismatches{0}, failures{0};
   std::vector<std::thread> clients;
   for (int c = 0; c < 32; ++c) {
@@ -262,7 +263,10 @@ TEST_F(DecodingServe, BoundsAnswerByStatusAndMessage) {
              R"(\"beam\": 5 is more than this server allows (4; --max-beam))");
   expect_400({{"instances", {one}}, {"max_steps", 51}},
              R"(\"max_steps\": 51 is more than this server allows (50; --max-decode-steps))");
-  expect_400({{"instances", {one}}, {"beam", "wide"}}, R"(\"beam\" must be a positive integer)");
+  const std::string beam_says =
+      R"(\"beam\" must be 0 (greedy) or a positive integer (a beam search's width), got )";
+  expect_400({{"instances", {one}}, {"beam", "wide"}}, beam_says + R"(\"wide\")");
+  expect_400({{"instances", {one}}, {"beam", -1}}, beam_says + "-1");
   expect_400({{"instances", {one}}, {"max_steps", 0}}, "must be a positive integer, got 0");
   expect_400({{"instances", {one}}, {"length_penalty", -0.5}},
              R"(\"length_penalty\" must be a number in [0, 4], got -0.5)");
@@ -273,13 +277,60 @@ TEST_F(DecodingServe, BoundsAnswerByStatusAndMessage) {
   const serve::HttpResult bounded = post({{"instances", {{{"count", 9}}}}, {"max_steps", 4}});
   ASSERT_EQ(bounded.status, 200) << bounded.body;
   const json got = json::parse(bounded.body)["predictions"][0];
-  EXPECT_TRUE(same_decoding(got, infer(path, {{{"count", 9}}}, 1, 4)[0]));
+  EXPECT_TRUE(same_decoding(got, infer(path, {{{"count", 9}}}, 0, 4)[0]));
   EXPECT_EQ(got["tokens"].size(), 4u);
   EXPECT_EQ(got["ended"], false);
   EXPECT_EQ(got["stopped"], "the step bound of 4 was reached before the end token");
   // The default bound is the server's (50), below the model's (100001).
   const json capped = json::parse(post({{"instances", {{{"count", 70}}}}}).body)["predictions"][0];
   EXPECT_EQ(capped["tokens"].size(), 50u);
+}
+
+// One convention for "beam" (models/iterative_decoding.h): 0 is greedy decoding, k >= 1 beam
+// search of width k, and width 1 finds greedy's answer (with "beams"). The server, with no
+// "beam" (the model's default, 0), beam 0 and beam 1, answers as weft infer --beam 0 and 1.
+TEST_F(DecodingServe, BeamZeroIsGreedyAndBeamOneFindsGreedysAnswer) {
+  const std::string path = checkpoint("countdown", 64);
+  serve::ServerOptions options;
+  options.models.push_back({"countdown", path});
+  start(options);
+  std::vector<json> examples;
+  for (int i = 0; i < 6; ++i) examples.push_back({{"count", 3 + 9 * i}, {"word", 1 + i}});
+  const std::vector<json> greedy = infer(path, examples, 0), width_one = infer(path, examples, 1);
+  const auto served = [&](std::optional<int> beam) {
+    json body = {{"instances", examples}};
+    if (beam) body["beam"] = *beam;
+    const serve::HttpResult r = post(body);
+    EXPECT_EQ(r.status, 200) << r.body;
+    return json::parse(r.body).at("predictions");
+  };
+  const json by_default = served(std::nullopt), zero = served(0), one = served(1);
+  for (std::size_t i = 0; i < examples.size(); ++i) {
+    EXPECT_FALSE(greedy[i].contains("beams"));
+    ASSERT_TRUE(width_one[i].contains("beams"));
+    EXPECT_EQ(width_one[i]["beams"].size(), 1u);
+    // Width 1 finds greedy's tokens and log-probability.
+    EXPECT_EQ(width_one[i]["tokens"], greedy[i]["tokens"]);
+    EXPECT_NEAR(width_one[i]["log_prob"].get<double>(), greedy[i]["log_prob"].get<double>(), 1e-6);
+    EXPECT_EQ(greedy[i]["tokens"].size(), std::size_t(4 + 9 * i));  // count words, then the end
+    EXPECT_TRUE(same_decoding(by_default[i], greedy[i])) << by_default[i].dump();
+    EXPECT_TRUE(same_decoding(zero[i], greedy[i])) << zero[i].dump();
+    EXPECT_TRUE(same_decoding(one[i], width_one[i])) << one[i].dump();
+  }
+  // A model whose own beam option is wider than the server allows: a request that does not
+  // ask for a width is refused, naming both; one that asks within the bound is served.
+  server_->stop();
+  thread_.join();
+  options.overrides = {{"beam", 6}};
+  options.max_beam = 4;
+  start(options);
+  const serve::HttpResult refused = post({{"instances", {examples[0]}}});
+  EXPECT_EQ(refused.status, 400);
+  EXPECT_NE(refused.body.find("the model's beam option (6) is more than this server allows (4; "
+                              "--max-beam)"),
+            std::string::npos)
+      << refused.body;
+  EXPECT_EQ(post({{"instances", {examples[0]}}, {"beam", 0}}).status, 200);
 }
 
 TEST_F(DecodingServe, LiveSequencesAreBoundedAndAFullQueueAnswers503) {
@@ -313,7 +364,7 @@ TEST_F(DecodingServe, AProgramThatThrowsFailsItsInstanceAlone) {
   options.overrides = {{"fail_word", 7}};  // word 7's step throws
   start(options);
   const json good = {{"count", 6}, {"word", 3}}, bad = {{"count", 6}, {"word", 7}};
-  const json expected = infer(path, {good}, 1)[0];
+  const json expected = infer(path, {good}, 0)[0];
   std::vector<std::future<serve::HttpResult>> mixed, healthy;
   for (int c = 0; c < 8; ++c) {
     mixed.push_back(std::async(std::launch::async, [&] {

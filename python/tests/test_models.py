@@ -121,7 +121,8 @@ def test_decoding_models_answer_in_python_as_weft_infer_does(name, data_dir, wef
     model.save(str(path))
     lines = [example["text"] if name == "seq2tree" else json.dumps(example)
              for example in model.examples("dev")]
-    for beam, penalty in ((0, 0.0), (3, 0.0), (3, 1.0)):
+    best = {}
+    for beam, penalty in ((0, 0.0), (1, 0.0), (3, 0.0), (3, 1.0)):
         infer = subprocess.run([weft_cli, "infer", name, "--checkpoint", str(path), "--beam", str(beam),
                                 "--length-penalty", str(penalty)],
                                input="\n".join(lines) + "\n", capture_output=True, text=True, check=True)
@@ -136,6 +137,10 @@ def test_decoding_models_answer_in_python_as_weft_infer_does(name, data_dir, wef
                 scores = [h["log_prob"] / h["length"] ** penalty for h in a["beams"]]
                 assert [h["score"] for h in a["beams"]] == pytest.approx(scores)
                 assert scores == sorted(scores, reverse=True)
+        best[beam, penalty] = answers
+    # One convention everywhere: 0 decodes greedily, width 1 searches one beam and finds the same.
+    assert [a["text"] for a in best[1, 0.0]] == [a["text"] for a in best[0, 0.0]]
+    assert [a["log_prob"] for a in best[1, 0.0]] == approx_floats([a["log_prob"] for a in best[0, 0.0]])
     with pytest.raises(weft.Error, match=r"length_penalty= must be in \[0, 4\], got -1"):
         model.predict(lines, beam=2, length_penalty=-1.0)
     with pytest.raises(weft.Error, match="does not decode step by step"):

@@ -233,7 +233,7 @@ ModelEntry countdown_entry() {
       {"width", OptionKind::kInt, 0,
        "the state's word part: 0 one-hot, else random unit vectors this wide (a costlier step)",
        OptionRole::kArchitecture, 0, 4096},
-      {"beam", OptionKind::kInt, 1, "predict()'s beam width (1: greedy)", runtime, 1, 64},
+      {"beam", OptionKind::kInt, 0, "predict()'s beam width (0: greedy decoding)", runtime, 0, 64},
       {"max_steps", OptionKind::kInt, 0, "predict()'s bound on steps (0: max_count + 1)", runtime,
        0, 1e7},
       {"fail_word", OptionKind::kInt, 0,

@@ -18,7 +18,8 @@ flow::Decoder bounded_decoder(flow::Decoder decoder, const DecodeSettings& setti
 
 flow::Program decode_program(flow::Context& ctx, const flow::Decoder& decoder, flow::Val initial,
                              int beam, std::vector<flow::Hypothesis>& kept) {
-  if (beam <= 1) {
+  if (beam < 0) fail("decode", "the beam width must be 0 (greedy) or more, got ", beam);
+  if (beam == 0) {
     kept.resize(1);
     return flow::greedy_program(ctx, decoder, initial, kept[0]);
   }
@@ -36,7 +37,7 @@ json hypotheses_json(std::span<const flow::Hypothesis> kept, const DecodeSetting
   };
   if (kept.empty()) fail("decode", "the search kept no hypothesis");
   json out = one(kept[0]);
-  if (settings.beam > 1) {
+  if (settings.beam >= 1) {
     out["beams"] = json::array();
     for (const flow::Hypothesis& h : kept) out["beams"].push_back(one(h));
   }

@@ -256,15 +256,18 @@ std::optional<Answer> Server::Impl::read_instances(const detail::ModelWorker& wo
   return read_decode_settings(worker, parsed, decode);
 }
 
-// A request's "beam" or "max_steps" (a positive integer up to `limit`) into `out`.
-static std::optional<Answer> read_bound(const json& body, const char* key, std::int64_t limit,
-                                        const char* flag, std::int64_t& out) {
+// A request's "beam" (0: greedy, k: beam search of width k) or "max_steps" (positive), an
+// integer from `least` up to `limit`, into `out`.
+static std::optional<Answer> read_bound(const json& body, const char* key, std::int64_t least,
+                                        std::int64_t limit, const char* flag, std::int64_t& out) {
   if (!body.contains(key)) return std::nullopt;
   const json& value = body[key];
-  if (!value.is_number_integer() || value.get<std::int64_t>() < 1)
-    return error_answer(400,
-                        fmt::format("\"{}\" must be a positive integer, got {}", key,
-                                    value.dump(-1, ' ', false, json::error_handler_t::replace)));
+  if (!value.is_number_integer() || value.get<std::int64_t>() < least)
+    return error_answer(
+        400, fmt::format("\"{}\" must be {}, got {}", key,
+                         least == 0 ? "0 (greedy) or a positive integer (a beam search's width)"
+                                    : "a positive integer",
+                         value.dump(-1, ' ', false, json::error_handler_t::replace)));
   if (value.get<std::int64_t>() > limit)
     return error_answer(400, fmt::format("\"{}\": {} is more than this server allows ({}; {})", key,
                                          value.get<std::int64_t>(), limit, flag));
@@ -302,9 +305,14 @@ std::optional<Answer> Server::Impl::read_decode_settings(const detail::ModelWork
   decode = worker.model()->decoding()->decode_settings();
   const std::int32_t bound = options.max_decode_steps;
   std::int64_t beam = decode.beam, steps = bound > 0 ? bound : decode.max_steps;
-  if (auto refused = read_bound(body, "beam", options.max_beam, "--max-beam", beam)) return refused;
+  if (auto refused = read_bound(body, "beam", 0, options.max_beam, "--max-beam", beam))
+    return refused;
+  if (beam > options.max_beam)  // the model's own option, which no request overrode
+    return error_answer(400, fmt::format("the model's beam option ({}) is more than this server "
+                                         "allows ({}; --max-beam): ask for \"beam\" in the request",
+                                         beam, options.max_beam));
   const std::int64_t limit = bound > 0 ? bound : std::numeric_limits<std::int32_t>::max();
-  if (auto refused = read_bound(body, "max_steps", limit, "--max-decode-steps", steps))
+  if (auto refused = read_bound(body, "max_steps", 1, limit, "--max-decode-steps", steps))
     return refused;
   decode.beam = int(beam);
   decode.max_steps = std::int32_t(steps);

@@ -18,10 +18,10 @@ namespace weft::models {
 
 // How one request wants its examples decoded.
 struct DecodeSettings {
-  // Beam width. tree2seq and seq2tree: 0 runs greedy decoding's own program, k >= 1 beam
-  // search of width k (1 gives greedy's answers, with "beams"). decode_program (countdown):
-  // 0 or 1 greedy, k > 1 beam search. (Two conventions: see the 2026-11-26 closing note.)
-  int beam = 1;
+  // Every decoding model, the server's "beam", `weft infer --beam` and Python's beam=: 0 runs
+  // greedy decoding's own program, k >= 1 beam search of width k (1 gives greedy's answers,
+  // with "beams"). Negative widths are refused.
+  int beam = 0;
   std::int32_t max_steps = 0;  // tokens at most (the end token included); 0: the model's bound
   // Beam search ranks finished hypotheses by log_prob / length^length_penalty (0: the plain
   // sum; flow::BeamOptions). Greedy decoding ignores it.
@@ -34,14 +34,14 @@ constexpr double kMaxLengthPenalty = 4.0;
 // `decoder` bounded by `settings` (its max_steps, when given and below the decoder's own).
 flow::Decoder bounded_decoder(flow::Decoder decoder, const DecodeSettings& settings);
 
-// One example's search as a flow program: greedy for beam 0 or 1, else beam search. `decoder`
-// and `kept` must outlive the program.
+// One example's search as a flow program: greedy for beam 0, else beam search of width `beam`
+// (a weft::Error for a negative width). `decoder` and `kept` must outlive the program.
 flow::Program decode_program(flow::Context& ctx, const flow::Decoder& decoder, flow::Val initial,
                              int beam, std::vector<flow::Hypothesis>& kept);
 
 // The common JSON of a decoding: {"tokens", "log_prob", "score", "ended"} of the best, and
-// "beams" (every kept hypothesis) for beam search; a hypothesis that did not end says so in
-// "stopped" ("the step bound of N was reached before the end token").
+// "beams" (every kept hypothesis) for beam search (settings.beam >= 1); a hypothesis that did not
+// end says so in "stopped" ("the step bound of N was reached before the end token").
 nlohmann::json hypotheses_json(std::span<const flow::Hypothesis> kept,
                                const DecodeSettings& settings, std::int32_t bound);
 
