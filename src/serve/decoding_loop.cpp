@@ -2,9 +2,14 @@
 // between steps, retiring finished and abandoned sequences, and the decoding figures.
 #include "decoding_loop.h"
 
-#include <poll.h>
+#include <sys/epoll.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
 #include <exception>
 #include <tuple>
 
@@ -45,10 +50,41 @@ struct DecodingLoop::Generation {
   std::uint64_t steps = 0;
 };
 
-DecodingLoop::DecodingLoop(ModelWorker& worker, const ServerOptions& options)
-    : worker_(worker), options_(options) {}
+namespace {
 
-DecodingLoop::~DecodingLoop() = default;
+// CPU seconds this thread has used (the decoding figures' cost, whatever else runs beside it).
+double thread_cpu_seconds() {
+  timespec t{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+}
+
+}  // namespace
+
+DecodingLoop::DecodingLoop(ModelWorker& worker, const ServerOptions& options)
+    : worker_(worker), options_(options), epoll_fd_(::epoll_create1(EPOLL_CLOEXEC)) {
+  if (epoll_fd_ < 0) fail("weft serve", "epoll_create1 failed: ", std::strerror(errno));
+}
+
+DecodingLoop::~DecodingLoop() { ::close(epoll_fd_); }
+
+void DecodingLoop::watch(const Sequence& s) {
+  const int fd = s.instance.request->client_fd;
+  if (fd < 0 || watched_[fd]++ > 0) return;
+  epoll_event event{};
+  event.events = EPOLLRDHUP;  // EPOLLHUP and EPOLLERR are always reported
+  event.data.fd = fd;
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &event);  // a failure leaves it unwatched
+}
+
+void DecodingLoop::unwatch(const Sequence& s) {
+  const int fd = s.instance.request->client_fd;
+  if (fd < 0) return;
+  const auto it = watched_.find(fd);
+  if (it == watched_.end() || --it->second > 0) return;
+  watched_.erase(it);
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+}
 
 std::size_t DecodingLoop::live_sequences() const {
   std::size_t n = 0;
@@ -59,6 +95,7 @@ std::size_t DecodingLoop::live_sequences() const {
 
 void DecodingLoop::run() {
   adopt_num_threads();  // this thread's OpenMP count is the default, not the process's setting
+  cpu_seconds_ = thread_cpu_seconds();
   for (;;) {
     admit_queued();
     if (generations_.empty()) {
@@ -134,24 +171,26 @@ void DecodingLoop::encode_into(Generation& g, std::vector<std::unique_ptr<Sequen
     s.job = std::move(jobs[i]);
     s.example = g.engine->admit([&job = *s.job](flow::Context& ctx) { return job.program(ctx); },
                                 fmt::format("instance {}", s.instance.index));
+    watch(s);
     g.live.push_back(std::move(fresh[i]));
   }
 }
 
 void DecodingLoop::retire_abandoned() {
-  std::vector<pollfd> polled;
-  for (const auto& g : generations_)
-    for (const auto& s : g->live)
-      if (s->instance.request->client_fd >= 0)
-        polled.push_back({s->instance.request->client_fd, POLLRDHUP, 0});
-  if (polled.empty() || ::poll(polled.data(), polled.size(), 0) <= 0) return;
-  std::size_t at = 0, cancelled = 0;
+  if (watched_.empty()) return;
+  std::array<epoll_event, 64> events;  // more close at once: the rest at the next step
+  const int ready = ::epoll_wait(epoll_fd_, events.data(), int(events.size()), 0);
+  if (ready <= 0) return;
+  std::vector<int> closed;
+  for (int i = 0; i < ready; ++i) closed.push_back(events[std::size_t(i)].data.fd);
+  std::size_t cancelled = 0;
   for (const auto& g : generations_) {
     std::size_t kept = 0;
     for (auto& s : g->live) {
-      const bool has_fd = s->instance.request->client_fd >= 0;
-      if (has_fd && (polled[at++].revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0) {
+      const int fd = s->instance.request->client_fd;
+      if (fd >= 0 && std::find(closed.begin(), closed.end(), fd) != closed.end()) {
         g->engine->cancel(s->example, "the client went away");
+        unwatch(*s);
         s->instance.request->finish(s->instance.index, json(), "the client went away");
         ++cancelled;
         continue;  // the sequence (its decoder, its hypotheses) is freed here
@@ -187,7 +226,9 @@ void DecodingLoop::step_all() {
   std::size_t nodes = 0;
   for (const auto& g : generations_) nodes += g->tape.size();
   const std::size_t live = live_sequences();
+  const double cpu = thread_cpu_seconds();
   worker_.update_decode_stats([&](DecodeStats& d) {
+    d.cpu_seconds += cpu - std::exchange(cpu_seconds_, cpu);
     d.steps += 1;
     d.tokens += tokens;
     d.step_seconds.add(seconds);
@@ -211,6 +252,7 @@ void DecodingLoop::answer_finished(Generation& g) {
   // Counted before answering, so a client that has its answer sees it in the figures.
   worker_.update_decode_stats([&](DecodeStats& d) { d.sequences += finished.size(); });
   for (auto& s : finished) {
+    unwatch(*s);
     QueuedInstance& in = s->instance;
     if (g.engine->state(s->example) == flow::ProgramState::kFailed) {
       in.request->finish(in.index, json(), g.engine->error(s->example));

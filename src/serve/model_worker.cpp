@@ -17,10 +17,16 @@ namespace weft::serve::detail {
 using Clock = std::chrono::steady_clock;
 
 void PendingRequest::finish(std::size_t index, nlohmann::json result, std::string error) {
-  std::lock_guard<std::mutex> lock(mutex);
-  results[index] = std::move(result);
-  errors[index] = std::move(error);
-  if (--remaining == 0) done.notify_all();
+  bool last = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    results[index] = std::move(result);
+    errors[index] = std::move(error);
+    last = --remaining == 0;
+  }
+  // Woken after the unlock, so the HTTP thread does not wake only to wait for the mutex. The
+  // caller holds the request (a shared_ptr), so it outlives the waiter's return.
+  if (last) done.notify_all();
 }
 
 void PendingRequest::wait() {

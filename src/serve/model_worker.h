@@ -68,6 +68,7 @@ struct Histogram {
 struct DecodeStats {
   std::uint64_t steps = 0, tokens = 0, cancelled = 0, sequences = 0;
   std::size_t live = 0, generations = 0, tape_nodes = 0;  // now
+  double cpu_seconds = 0;  // the decoding thread's CPU time (what a token costs, under any load)
   Histogram first_step{{0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5}};
   Histogram step_seconds{{0.00005, 0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.05}};
   double steps_per_second = 0, tokens_per_second = 0;  // over the last 10 seconds (snapshot)

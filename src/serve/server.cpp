@@ -601,6 +601,9 @@ void Server::Impl::decode_metrics(std::string& out, const Snapshots& snaps) {
   per_model("weft_decode_cancelled_total", "counter",
             "Sequences retired because their client went away.",
             [](const Decode& d) { return d.cancelled; });
+  per_model("weft_decode_cpu_seconds_total", "counter",
+            "CPU time of the decoding thread (admitting, encoding, stepping, answering).",
+            [](const Decode& d) { return d.cpu_seconds; });
   per_model("weft_decode_generations", "gauge", "Engines (each on its own tape) held now.",
             [](const Decode& d) { return d.generations; });
   per_model("weft_decode_tape_nodes", "gauge", "Values recorded on the engines' tapes now.",
