@@ -6,6 +6,7 @@
 // batching and whole-batch, alternated, with latency by output length and steps per second.
 #include <fmt/core.h>
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -50,7 +51,19 @@ struct Point {
   // A decoding load: latency of the short and the long outputs, decoding steps per second.
   double short_p50_ms = 0, short_p99_ms = 0, long_p50_ms = 0, long_p99_ms = 0;
   double steps_per_s = 0;
+  // CPU per unit of work, which the machine's other load does not inflate: the decoding
+  // thread's per token generated, and this whole process's (clients, HTTP threads, the
+  // decoding) per answered request.
+  double decode_cpu_us_per_token = 0, process_cpu_us_per_request = 0;
 };
+
+// This process's CPU seconds (user + system, every thread).
+double process_cpu_seconds() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  const auto seconds = [](const timeval& t) { return double(t.tv_sec) + 1e-6 * double(t.tv_usec); };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
 
 // Sums of one metric's samples (any labels) in a Prometheus text.
 double metric_sum(const std::string& text, const std::string& name) {
@@ -68,7 +81,7 @@ double metric_sum(const std::string& text, const std::string& name) {
 
 struct Figures {
   double examples = 0, batches = 0, latency_sum = 0, latency_count = 0;
-  double steps = 0, tokens = 0;  // a decoding model's
+  double steps = 0, tokens = 0, decode_cpu = 0;  // a decoding model's
 };
 
 Figures server_figures(int port) {
@@ -80,7 +93,8 @@ Figures server_figures(int port) {
           metric_sum(r.body, "weft_request_duration_seconds_sum"),
           metric_sum(r.body, "weft_request_duration_seconds_count"),
           metric_sum(r.body, "weft_decode_steps_total"),
-          metric_sum(r.body, "weft_decode_tokens_total")};
+          metric_sum(r.body, "weft_decode_tokens_total"),
+          metric_sum(r.body, "weft_decode_cpu_seconds_total")};
 }
 
 double percentile(std::vector<double>& sorted, double q) {
@@ -149,12 +163,14 @@ Point measure(int port, const std::string& model, const std::vector<std::string>
     });
   }
   ready.arrive_and_wait();
+  const double cpu_before = process_cpu_seconds();
   start = Clock::now();
   deadline = start + std::chrono::duration_cast<Clock::duration>(
                          std::chrono::duration<double>(options.seconds));
   go = true;
   for (std::thread& t : clients) t.join();
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const double cpu = process_cpu_seconds() - cpu_before;
   const Figures after = server_figures(port);
   std::vector<std::pair<std::size_t, double>> samples;
   for (const auto& l : latencies) samples.insert(samples.end(), l.begin(), l.end());
@@ -167,6 +183,10 @@ Point measure(int port, const std::string& model, const std::vector<std::string>
   p.mean_batch = batches > 0 ? (after.examples - before.examples) / batches : 0;
   if (steps > 0) p.mean_batch = (after.tokens - before.tokens) / steps;  // live per step
   p.steps_per_s = steps / seconds;
+  const double tokens = after.tokens - before.tokens;
+  p.decode_cpu_us_per_token =
+      tokens > 0 ? 1e6 * (after.decode_cpu - before.decode_cpu) / tokens : 0;
+  p.process_cpu_us_per_request = p.requests > 0 ? 1e6 * cpu / double(p.requests) : 0;
   const double answered = after.latency_count - before.latency_count;
   p.server_mean_ms = answered > 0 ? 1000 * (after.latency_sum - before.latency_sum) / answered : 0;
   p.rss_mb = peak_rss_mb();
@@ -209,7 +229,9 @@ std::string render(const std::vector<Point>& points, const std::string& format) 
                       {"short_p99_ms", p.short_p99_ms},
                       {"long_p50_ms", p.long_p50_ms},
                       {"long_p99_ms", p.long_p99_ms},
-                      {"steps_per_s", p.steps_per_s}});
+                      {"steps_per_s", p.steps_per_s},
+                      {"decode_cpu_us_per_token", p.decode_cpu_us_per_token},
+                      {"process_cpu_us_per_request", p.process_cpu_us_per_request}});
     }
     return rows.dump(2) + "\n";
   }
@@ -218,29 +240,35 @@ std::string render(const std::vector<Point>& points, const std::string& format) 
       std::any_of(points.begin(), points.end(), [](const Point& p) { return p.steps_per_s > 0; });
   out += csv ? "server,round,concurrency,requests,errors,seconds,throughput,p50_ms,p95_ms,p99_ms,"
                "mean_ms,server_mean_ms,mean_batch,peak_rss_mb,short_p50_ms,short_p99_ms,"
-               "long_p50_ms,long_p99_ms,steps_per_s\n"
+               "long_p50_ms,long_p99_ms,steps_per_s,decode_cpu_us_per_token,"
+               "process_cpu_us_per_request\n"
              : fmt::format(
                    "{:<10} {:>5} {:>5} {:>8} {:>6} {:>10} {:>8} {:>8} {:>8} {:>8} {:>8} "
                    "{:>7} {:>8}{}\n",
                    "server", "round", "conc", "requests", "errors", "req/s", "p50 ms", "p95 ms",
                    "p99 ms", "mean ms", "srv ms", "batch", "rss MB",
-                   decoding ? "  short p50  short p99   long p50   long p99    steps/s" : "");
+                   decoding ? "  short p50  short p99   long p50   long p99    steps/s  dec us/tok"
+                              "  cpu us/req"
+                            : "");
   for (const Point& p : points) {
     out +=
         csv ? fmt::format(
                   "{},{},{},{},{},{:.3f},{:.1f},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.2f},"
-                  "{:.1f},{:.3f},{:.3f},{:.3f},{:.3f},{:.1f}\n",
+                  "{:.1f},{:.3f},{:.3f},{:.3f},{:.3f},{:.1f},{:.3f},{:.1f}\n",
                   p.server, p.round, p.concurrency, p.requests, p.errors, p.seconds, p.throughput,
                   p.p50_ms, p.p95_ms, p.p99_ms, p.mean_ms, p.server_mean_ms, p.mean_batch, p.rss_mb,
-                  p.short_p50_ms, p.short_p99_ms, p.long_p50_ms, p.long_p99_ms, p.steps_per_s)
+                  p.short_p50_ms, p.short_p99_ms, p.long_p50_ms, p.long_p99_ms, p.steps_per_s,
+                  p.decode_cpu_us_per_token, p.process_cpu_us_per_request)
             : fmt::format(
                   "{:<10} {:>5} {:>5} {:>8} {:>6} {:>10.1f} {:>8.2f} {:>8.2f} {:>8.2f} "
                   "{:>8.2f} {:>8.2f} {:>7.2f} {:>8.1f}{}\n",
                   p.server, p.round, p.concurrency, p.requests, p.errors, p.throughput, p.p50_ms,
                   p.p95_ms, p.p99_ms, p.mean_ms, p.server_mean_ms, p.mean_batch, p.rss_mb,
-                  decoding ? fmt::format(" {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.1f}",
+                  decoding ? fmt::format(" {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.1f} "
+                                         "{:>11.2f} {:>11.1f}",
                                          p.short_p50_ms, p.short_p99_ms, p.long_p50_ms,
-                                         p.long_p99_ms, p.steps_per_s)
+                                         p.long_p99_ms, p.steps_per_s, p.decode_cpu_us_per_token,
+                                         p.process_cpu_us_per_request)
                            : "");
   }
   return out;
