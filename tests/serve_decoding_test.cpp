@@ -82,6 +82,13 @@ class DecodingServe : public ::testing::Test {
     port_ = server_->bind();
     thread_ = std::thread([this] { server_->serve(); });
   }
+  // Serves a countdown checkpoint of `max_count` with `options`; its path.
+  std::string serve_countdown(int max_count, serve::ServerOptions options = {}) {
+    const std::string path = checkpoint("countdown", max_count);
+    options.models.push_back({"countdown", path});
+    start(options);
+    return path;
+  }
   serve::HttpResult post(const json& body, const std::string& model = "countdown") {
     return serve::HttpClient("127.0.0.1", port_)
         .post("/v1/models/" + model + ":predict", body.dump());
@@ -118,10 +125,7 @@ bool same_decoding(const json& a, const json& b) {
 }
 
 TEST_F(DecodingServe, AnswersEqualInferGreedyAndBeamUnderClientsJoiningMidRun) {
-  const std::string path = checkpoint("countdown", 64);
-  serve::ServerOptions options;
-  options.models.push_back({"countdown", path});
-  start(options);
+  const std::string path = serve_countdown(64);
   std::vector<json> examples;
   for (int i = 0; i < 24; ++i) examples.push_back({{"count", (i * 7) % 41}, {"word", 1 + i % 8}});
   const std::vector<json> greedy = infer(path, examples, 0), beam = infer(path, examples, 3);
@@ -290,10 +294,7 @@ TEST_F(DecodingServe, BoundsAnswerByStatusAndMessage) {
 // search of width k, and width 1 finds greedy's answer (with "beams"). The server, with no
 // "beam" (the model's default, 0), beam 0 and beam 1, answers as weft infer --beam 0 and 1.
 TEST_F(DecodingServe, BeamZeroIsGreedyAndBeamOneFindsGreedysAnswer) {
-  const std::string path = checkpoint("countdown", 64);
-  serve::ServerOptions options;
-  options.models.push_back({"countdown", path});
-  start(options);
+  const std::string path = serve_countdown(64);
   std::vector<json> examples;
   for (int i = 0; i < 6; ++i) examples.push_back({{"count", 3 + 9 * i}, {"word", 1 + i}});
   const std::vector<json> greedy = infer(path, examples, 0), width_one = infer(path, examples, 1);
@@ -321,6 +322,8 @@ TEST_F(DecodingServe, BeamZeroIsGreedyAndBeamOneFindsGreedysAnswer) {
   // ask for a width is refused, naming both; one that asks within the bound is served.
   server_->stop();
   thread_.join();
+  serve::ServerOptions options;
+  options.models.push_back({"countdown", path});
   options.overrides = {{"beam", 6}};
   options.max_beam = 4;
   start(options);
