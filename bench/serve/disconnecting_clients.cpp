@@ -3,9 +3,11 @@
 // checkpoint in-process (loopback only); --clients threads each send a long request (greedy or
 // a beam of 2), wait a few milliseconds and close the connection, while --finishers threads
 // post short requests that complete. Once a second it prints the process's RSS and the
-// server's decoding figures (live sequences, generations, tape nodes, cancelled, answered).
+// server's decoding figures (live sequences, generations, tape nodes, cancelled, answered),
+// the heap malloc has handed out (mallinfo2) and the tensor pool's bytes (live, cached), which
+// tell a leak from freed memory kept for reuse.
 //   weft_bench_serve_disconnect --seconds 180 --clients 24 --finishers 4
-#include <netinet/in.h>
+#include <malloc.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -22,6 +24,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "loopback.h"
 #include "weft/backend/cpu.h"
 #include "weft/core/rng.h"
 #include "weft/models/countdown.h"
@@ -29,6 +32,7 @@
 #include "weft/models/saved_model.h"
 #include "weft/serve/client.h"
 #include "weft/serve/server.h"
+#include "weft/tensor/allocator.h"
 
 namespace {
 
@@ -42,6 +46,13 @@ double rss_mb() {
   return resident * double(::sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
 }
 
+// Bytes malloc has handed out and not had back (every arena, mmapped blocks too), in MB: what
+// the process holds, where RSS also counts freed memory malloc keeps for reuse.
+double heap_in_use_mb() {
+  const struct mallinfo2 info = ::mallinfo2();
+  return double(info.uordblks + info.hblkhd) / (1024.0 * 1024.0);
+}
+
 double metric(const std::string& text, const std::string& name) {
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);)
@@ -51,15 +62,8 @@ double metric(const std::string& text, const std::string& name) {
 
 // Sends a predict request on a fresh connection, holds it `hold_ms` and closes it.
 void send_and_leave(int port, const std::string& body, int hold_ms) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(std::uint16_t(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
-    if (fd >= 0) ::close(fd);
-    return;
-  }
+  const int fd = weft::bench::open_loopback_connection(port);
+  if (fd < 0) return;
   const std::string request = fmt::format(
       "POST /v1/models/countdown:predict HTTP/1.1\r\nHost: x\r\nContent-Type: "
       "application/json\r\nContent-Length: {}\r\n\r\n{}",
@@ -119,14 +123,18 @@ int main(int argc, char** argv) {
       while (!done)
         client.post("/v1/models/countdown:predict", R"({"instances": [{"count": 20}]})");
     });
-  std::cout << "seconds,rss_mb,live,generations,tape_nodes,cancelled,answered\n";
+  std::cout << "seconds,rss_mb,heap_in_use_mb,tensor_mb,tensor_cached_mb,live,generations,"
+               "tape_nodes,cancelled,answered\n";
   const auto start = Clock::now();
   while (std::chrono::duration<double>(Clock::now() - start).count() < seconds) {
     std::this_thread::sleep_for(std::chrono::seconds(1));
     const std::string m = server.metrics_text();
+    const weft::AllocatorStats tensors = weft::allocator_stats();
     std::cout << fmt::format(
-                     "{:.0f},{:.1f},{},{},{},{},{}\n",
+                     "{:.0f},{:.1f},{:.1f},{:.1f},{:.1f},{},{},{},{},{}\n",
                      std::chrono::duration<double>(Clock::now() - start).count(), rss_mb(),
+                     heap_in_use_mb(), double(tensors.bytes_in_use) / (1024.0 * 1024.0),
+                     double(tensors.bytes_cached) / (1024.0 * 1024.0),
                      metric(m, "weft_decode_live_sequences"), metric(m, "weft_decode_generations"),
                      metric(m, "weft_decode_tape_nodes"), metric(m, "weft_decode_cancelled_total"),
                      metric(m, "weft_decode_sequences_total"))

@@ -21,24 +21,14 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "loopback.h"
 #include "weft/serve/client.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-int open_connection(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(std::uint16_t(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
-    if (fd >= 0) ::close(fd);
-    return -1;
-  }
-  return fd;
-}
+int open_connection(int port) { return weft::bench::open_loopback_connection(port); }
 
 // Whether the server has closed `fd` (what it sent before is read and dropped).
 bool dropped(int fd) {
