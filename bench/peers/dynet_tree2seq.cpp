@@ -4,7 +4,8 @@
 // step at a time); with autobatching on, one graph holds a batch's examples and every step's
 // calls of all of them run batched when the first value is read. Weights by name from a Weft
 // checkpoint (safetensors), shapes checked. Prints one JSON object: the answers of the first
-// run (text, log_prob; for the check against Weft) and sequences/s of each arm per round.
+// run (text, log_prob; for the check against Weft) and sequences/s of each arm per round, by
+// the wall clock and by CPU time.
 // Usage: dynet_tree2seq CHECKPOINT EXAMPLES.jsonl ROUNDS [BATCH]
 #include <dynet/dynet.h>
 #include <dynet/expr.h>
@@ -13,6 +14,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -253,8 +255,31 @@ std::string text_of(const Decoding& d) {
   return out;
 }
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+// Sequences/s of `work` over `count` examples: by the wall clock, and by this process's CPU time
+// (which other processes' load on the machine does not inflate).
+template <typename Work>
+std::pair<double, double> rates(std::size_t count, Work&& work) {
+  const auto wall = std::chrono::steady_clock::now();
+  const std::clock_t cpu = std::clock();
+  work();
+  const double cpu_seconds = double(std::clock() - cpu) / CLOCKS_PER_SEC;
+  const double wall_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall).count();
+  return {double(count) / wall_seconds, double(count) / cpu_seconds};
+}
+
+// Greedy answers of `examples` in graphs of `batch` examples each, autobatched or not.
+std::vector<Decoding> decode_all(Model& model, const std::vector<json>& examples, std::size_t batch,
+                                 bool autobatch) {
+  dynet::autobatch_flag = autobatch ? 1 : 0;
+  std::vector<Decoding> answers;
+  for (std::size_t i = 0; i < examples.size(); i += batch) {
+    const std::vector<json> part(
+        examples.begin() + std::ptrdiff_t(i),
+        examples.begin() + std::ptrdiff_t(std::min(i + batch, examples.size())));
+    for (Decoding& d : decode_together(model, part)) answers.push_back(std::move(d));
+  }
+  return answers;
 }
 
 }  // namespace
@@ -279,27 +304,23 @@ int main(int argc, char** argv) {
   const int rounds = std::stoi(argv[3]);
   const std::size_t batch = argc > 4 ? std::stoul(argv[4]) : 64;
 
-  json out{{"answers", json::array()},
-           {"autobatch_batch", json::array()},
-           {"one_at_a_time", json::array()}};
+  // Untimed first: DyNet's memory pools grow on first use.
+  const std::vector<json> few(
+      examples.begin(),
+      examples.begin() + std::min<std::ptrdiff_t>(8, std::ptrdiff_t(examples.size())));
+  decode_all(model, few, batch, true);
+  decode_all(model, few, 1, false);
+  json out{{"answers", json::array()}};
+  for (const Decoding& d : decode_all(model, examples, batch, true))
+    out["answers"].push_back({{"text", text_of(d)}, {"log_prob", d.log_prob}});
   for (int r = 0; r < rounds; ++r) {
-    dynet::autobatch_flag = 1;
-    auto start = std::chrono::steady_clock::now();
-    std::vector<Decoding> answers;
-    for (std::size_t i = 0; i < examples.size(); i += batch) {
-      const std::vector<json> part(
-          examples.begin() + std::ptrdiff_t(i),
-          examples.begin() + std::ptrdiff_t(std::min(i + batch, examples.size())));
-      for (Decoding& d : decode_together(model, part)) answers.push_back(std::move(d));
+    for (const bool autobatch : {true, false}) {
+      const std::string arm = autobatch ? "autobatch_batch" : "one_at_a_time";
+      const auto [wall, cpu] = rates(
+          examples.size(), [&] { decode_all(model, examples, autobatch ? batch : 1, autobatch); });
+      out[arm].push_back(wall);
+      out[arm + "_cpu"].push_back(cpu);
     }
-    out["autobatch_batch"].push_back(double(examples.size()) / seconds_since(start));
-    if (r == 0)
-      for (const Decoding& d : answers)
-        out["answers"].push_back({{"text", text_of(d)}, {"log_prob", d.log_prob}});
-    dynet::autobatch_flag = 0;
-    start = std::chrono::steady_clock::now();
-    for (const json& e : examples) decode_together(model, {e});
-    out["one_at_a_time"].push_back(double(examples.size()) / seconds_since(start));
   }
   std::cout << out.dump() << "\n";
   return 0;

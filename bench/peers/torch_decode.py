@@ -215,9 +215,17 @@ def check_loss(loaded, peer, args, figures):
 
 
 def timed(work, count):
-    start = time.perf_counter()
+    """(wall, cpu): count per second of the wall clock and of this process's CPU time (which
+    other processes' load does not inflate; one thread, so CPU time is the work's own)."""
+    wall, cpu = time.perf_counter(), time.process_time()
     work()
-    return count / (time.perf_counter() - start)
+    return count / (time.perf_counter() - wall), count / (time.process_time() - cpu)
+
+
+def record(runs, task, arm, rates):
+    """Appends one round's (wall, cpu) rates of an arm."""
+    for clock, rate in zip(("wall", "cpu"), rates):
+        runs[clock].setdefault(task, {}).setdefault(arm, []).append(rate)
 
 
 def decode_arms(name, loaded, peer, examples, beam, batch):
@@ -282,53 +290,70 @@ class Arms:
                           self.args.batch, arm)()
 
     def round(self, runs):
-        """One round of every arm, each appending its rate to runs[task][arm]."""
+        """One round of every arm, each recording its rates in runs (record())."""
         args, count = self.args, len(self.examples)
         for beam in (0, args.beam):
             arms = decode_arms(self.name, self.loaded, self.peer, self.examples, beam, args.batch)
             with torch.no_grad():
                 for arm in DECODE_ARMS:
-                    runs[f"beam{beam}"].setdefault(arm, []).append(timed(arms[arm], count))
+                    record(runs, f"beam{beam}", arm, timed(arms[arm], count))
         if args.dynet and self.name == "tree2seq":
             dynet = run_dynet(args, self.path, self.examples, 1)
             for arm in ("autobatch_batch", "one_at_a_time"):
-                runs["beam0"].setdefault("dynet_" + arm, []).append(dynet[arm][0])
-        epoch = self.fresh.fit(epochs=1, batch_size=args.batch, progress="off")[-1]
-        runs["train"].setdefault("weft_fit", []).append(epoch["examples_per_second"])
+                record(runs, "beam0", "dynet_" + arm, (dynet[arm][0], dynet[arm + "_cpu"][0]))
+        own = []  # Weft's own figure: the epoch's training loop alone, by the wall clock
+        record(runs, "train", "weft_fit", timed(lambda: own.append(self.fresh.fit(
+            epochs=1, batch_size=args.batch, progress="off")[-1]["examples_per_second"]),
+            len(self.train)))
+        runs["weft_fit_loop_wall"].append(own[0])
         for arm in TRAIN_ARMS[1:]:
             work = torch_trainer(self.name, self.weights, self.train, args.batch, arm)
-            runs["train"].setdefault(arm, []).append(timed(work, len(self.train)))
+            record(runs, "train", arm, timed(work, len(self.train)))
 
 
 def time_model(args, path, weft):
     arms = Arms(args, path, weft)
     arms.warm_up()
-    runs = {"beam0": {}, f"beam{args.beam}": {}, "train": {}}
+    runs = {"wall": {}, "cpu": {}, "weft_fit_loop_wall": []}
     for r in range(args.rounds):
         arms.round(runs)
-        print(f"  {arms.name} round {r + 1}: " + "; ".join(
+        print(f"  {arms.name} round {r + 1} (cpu-time rates): " + "; ".join(
             f"{task} " + " ".join(f"{a} {v[-1]:.0f}" for a, v in by_arm.items())
-            for task, by_arm in runs.items()), flush=True)
+            for task, by_arm in runs["cpu"].items()), flush=True)
     return {"model": arms.name, "hidden": arms.hidden, "decode_examples": len(arms.examples),
             "train_examples": len(arms.train), "runs": runs}
 
 
-def report(results, args):
+def summary_rows(result):
+    """Per task and arm: medians of the rounds by CPU time and wall clock, and the median over
+    rounds of the arm's rate over the PyTorch padded batch's in the same round."""
     rows = []
-    for result in results:
-        for task, arms in result["runs"].items():
-            medians = {a: statistics.median(v) for a, v in arms.items()}
-            for arm, values in arms.items():
-                rows.append({
-                    "model": result["model"], "task": task, "arm": arm,
-                    "median": round(medians[arm], 1),
-                    "over_torch_batch64": round(medians[arm] / medians["torch_batch64"], 2),
-                    "rounds": " ".join(f"{v:.1f}" for v in values),
-                })
-    print(f"{'model':<9} {'task':<6} {'arm':<19} {'median/s':>9} {'/ torch batch':>13}  rounds")
-    for row in rows:
-        print(f"{row['model']:<9} {row['task']:<6} {row['arm']:<19} {row['median']:>9.1f} "
-              f"{row['over_torch_batch64']:>12.2f}x  {row['rounds']}")
+    for task, arms in result["runs"]["cpu"].items():
+        wall = result["runs"]["wall"][task]
+        for arm, cpu in arms.items():
+            ratios = [a / b for a, b in zip(cpu, arms["torch_batch64"])]
+            wall_ratios = [a / b for a, b in zip(wall[arm], wall["torch_batch64"])]
+            rows.append({
+                "model": result["model"], "task": task, "arm": arm,
+                "cpu_median": round(statistics.median(cpu), 1),
+                "cpu_over_torch_batch64": round(statistics.median(ratios), 2),
+                "wall_median": round(statistics.median(wall[arm]), 1),
+                "wall_over_torch_batch64": round(statistics.median(wall_ratios), 2),
+                "cpu_rounds": " ".join(f"{v:.1f}" for v in cpu),
+                "wall_rounds": " ".join(f"{v:.1f}" for v in wall[arm]),
+            })
+    return rows
+
+
+def report(results, args):
+    rows = [row for result in results for row in summary_rows(result)]
+    print(f"{'model':<9} {'task':<6} {'arm':<22} {'cpu /s':>8} {'/ torch':>7} {'wall /s':>8} "
+          f"{'/ torch':>7}  (per second of CPU time / wall clock; / torch: the median round's "
+          f"ratio to torch_batch64)")
+    for r in rows:
+        print(f"{r['model']:<9} {r['task']:<6} {r['arm']:<22} {r['cpu_median']:>8.1f} "
+              f"{r['cpu_over_torch_batch64']:>6.2f}x {r['wall_median']:>8.1f} "
+              f"{r['wall_over_torch_batch64']:>6.2f}x")
     if args.out:
         os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
         with open(args.out + ".json", "w") as f:
