@@ -84,28 +84,29 @@ def chunks(items, size):
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
-def weft_decode(model, inputs, beam, batch):
+def weft_decode(model, inputs, beam, batch, penalty=0.0):
     out = []
     for part in chunks(inputs, batch):
-        out += model.predict(part, beam=beam)
+        extra = {"length_penalty": penalty} if penalty else {}
+        out += model.predict(part, beam=beam, **extra)
     return out
 
 
-def torch_decode(name, peer, examples, beam, arm, batch):
+def torch_decode(name, peer, examples, beam, arm, batch, penalty=0.0):
     """Per example, [(text, log_prob)] best first: one for greedy (beam 0), up to `beam`."""
     finder = search.search_for(peer)
     if arm == "loop":
         if beam == 0:
             raw = [[search.greedy_one(finder, e)] for e in examples]
         else:
-            raw = [search.beam_one(finder, e, beam) for e in examples]
+            raw = [search.beam_one(finder, e, beam, penalty) for e in examples]
     else:
         raw = []
         for part in chunks(examples, batch):
             if beam == 0:
                 raw += [[a] for a in search.greedy_batch(finder, part)]
             else:
-                raw += search.beam_batch(finder, part, beam)
+                raw += search.beam_batch(finder, part, beam, penalty)
     return [[(answer_text(name, d), lp) for d, lp in hyps] for hyps in raw]
 
 
@@ -174,14 +175,17 @@ def check_model(args, path, weft):
     peer = models.build_model(name, weights)
     inputs = weft_inputs(name, examples)
     print(f"check {name} (hidden {hidden}, {path}): {len(examples)} test expressions, "
-          f"greedy and beam {args.beam}; tolerance {args.tolerance:g}", flush=True)
+          f"greedy and beam {args.beam} (length penalty {args.length_penalty:g}); tolerance "
+          f"{args.tolerance:g}", flush=True)
     ok, figures = True, {"model": name, "hidden": hidden, "examples": len(examples)}
     for beam in (0, args.beam):
-        theirs = [weft_answers(p, beam) for p in weft_decode(loaded, inputs, beam, args.batch)]
+        theirs = [weft_answers(p, beam) for p in weft_decode(loaded, inputs, beam, args.batch,
+                                                              args.length_penalty)]
         label = "greedy" if beam == 0 else f"beam {beam}"
         for arm in ("loop", "batch"):
             with torch.no_grad():
-                ours = torch_decode(name, peer, examples, beam, arm, args.batch)
+                ours = torch_decode(name, peer, examples, beam, arm, args.batch,
+                                    args.length_penalty)
             ok &= report_arm(f"{arm}_{label}", theirs, ours, args.tolerance, figures)
         if beam == 0 and args.dynet and name == "tree2seq":
             dynet = run_dynet(args, path, examples, 1)["answers"]
@@ -228,16 +232,16 @@ def record(runs, task, arm, rates):
         runs[clock].setdefault(task, {}).setdefault(arm, []).append(rate)
 
 
-def decode_arms(name, loaded, peer, examples, beam, batch):
+def decode_arms(name, loaded, peer, examples, beam, batch, penalty=0.0):
     inputs = weft_inputs(name, examples)
     finder = search.search_for(peer)
     one = (lambda e: search.greedy_one(finder, e)) if beam == 0 else (
-        lambda e: search.beam_one(finder, e, beam))
+        lambda e: search.beam_one(finder, e, beam, penalty))
     many = (lambda p: search.greedy_batch(finder, p)) if beam == 0 else (
-        lambda p: search.beam_batch(finder, p, beam))
+        lambda p: search.beam_batch(finder, p, beam, penalty))
     return {
-        "weft_batch64": lambda: weft_decode(loaded, inputs, beam, batch),
-        "weft_one_at_a_time": lambda: weft_decode(loaded, inputs, beam, 1),
+        "weft_batch64": lambda: weft_decode(loaded, inputs, beam, batch, penalty),
+        "weft_one_at_a_time": lambda: weft_decode(loaded, inputs, beam, 1, penalty),
         "torch_loop": lambda: [one(e) for e in examples],
         "torch_batch64": lambda: [many(p) for p in chunks(examples, batch)],
     }
@@ -282,7 +286,7 @@ class Arms:
         with torch.no_grad():
             for beam in (0, self.args.beam):
                 for work in decode_arms(self.name, self.loaded, self.peer, self.examples[:8], beam,
-                                        self.args.batch).values():
+                                        self.args.batch, self.args.length_penalty).values():
                     work()
         self.fresh.fit(epochs=1, batch_size=self.args.batch, progress="off")
         for arm in TRAIN_ARMS[1:]:
@@ -293,7 +297,8 @@ class Arms:
         """One round of every arm, each recording its rates in runs (record())."""
         args, count = self.args, len(self.examples)
         for beam in (0, args.beam):
-            arms = decode_arms(self.name, self.loaded, self.peer, self.examples, beam, args.batch)
+            arms = decode_arms(self.name, self.loaded, self.peer, self.examples, beam, args.batch,
+                               args.length_penalty)
             with torch.no_grad():
                 for arm in DECODE_ARMS:
                     record(runs, f"beam{beam}", arm, timed(arms[arm], count))
@@ -375,6 +380,8 @@ def parse_args():
     p.add_argument("--time", action="store_true", help="after the check, time the arms")
     p.add_argument("--examples", type=int, default=128, help="test (and dev) expressions")
     p.add_argument("--beam", type=int, default=4)
+    p.add_argument("--length-penalty", type=float, default=0.0,
+                   help="beam: hypotheses ranked by log_prob / length^p (Weft's predict option)")
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--tolerance", type=float, default=1e-4, help="on summed log-probabilities")
     p.add_argument("--perturb", metavar="TENSOR",

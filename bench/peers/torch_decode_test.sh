@@ -3,7 +3,9 @@
 # the per-example loop and the padded batch, must decode tiny trained checkpoints exactly as
 # Weft does (greedy and beam 4, log-probabilities within 1e-4) and give Weft's dev loss; the
 # same check with one weight perturbed must fail for each model, and a checkpoint of another
-# model must be refused. Exits 77 (skipped) without PyTorch + NumPy. No timing.
+# model must be refused. Exits 77 (skipped) without PyTorch + NumPy. No timing. (A length
+# penalty reorders no beam of these tiny models: it is checked on trained ones, see
+# bench/log/2026-11-26-decode-peers.md.)
 # Usage: torch_decode_test.sh WEFT PYTHON WEFT_PYTHON_DIR
 set -euo pipefail
 weft=$1
