@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 
@@ -246,23 +247,24 @@ TEST_P(FlowSearch, WidthOneIsGreedyDecoding) {
 
 INSTANTIATE_TEST_SUITE_P(StepByBeamAndGrouped, FlowSearch, ::testing::Bool());
 
-// A decoder whose log-probabilities depend only on the position (the state is its one-hot):
-// "end" at once has probability 0.5; "a a end" 0.5 * 0.8 * 0.8 = 0.32; "a end" 0.5 * 0.2.
+// A decoder whose probabilities of "end" (token 0) and "a" (1) depend only on the position
+// (the state is its one-hot): table[p] at position p, three positions.
+using PositionTable = std::array<std::array<float, 2>, 3>;
 struct PositionDecoder {
-  static constexpr float kTable[3][2] = {{0.5f, 0.5f}, {0.2f, 0.8f}, {0.8f, 0.2f}};
   loom::Loom loom;
   TypeId state = 0;
   OpId step_op = 0;
   Decoder decoder;
 
-  PositionDecoder() {
+  explicit PositionDecoder(PositionTable probabilities) {
     const loom::TypeShape state_type{DType::kFloat32, {4}, "position"};
     const loom::TypeShape log_probs_type{DType::kFloat32, {2}, "log_probs"};
     step_op = loom.add_operation(
-        "step", {state_type}, {state_type, log_probs_type}, [](std::span<const Var> in) {
+        "step", {state_type}, {state_type, log_probs_type},
+        [probabilities](std::span<const Var> in) {
           std::vector<float> table(8, 0.f), shift(16, 0.f);
           for (std::size_t p = 0; p < 3; ++p)
-            for (std::size_t t = 0; t < 2; ++t) table[p * 2 + t] = std::log(kTable[p][t]);
+            for (std::size_t t = 0; t < 2; ++t) table[p * 2 + t] = std::log(probabilities[p][t]);
           for (std::size_t p = 0; p + 1 < 4; ++p) shift[p * 4 + p + 1] = 1.f;
           Tape& tape = Tape::current();
           const Var log_probs = matmul(in[0], tape.constant(Tensor::from_vector({4, 2}, table)));
@@ -279,20 +281,24 @@ struct PositionDecoder {
   }
 };
 
+// The best hypothesis of a beam search of `width` over `m` (its kept ones checked).
+Hypothesis best_of_beam(PositionDecoder& m, int width, double penalty) {
+  Tape tape;
+  Engine engine(m.loom, tape);
+  const Tensor start = Tensor::from_vector({1, 4}, std::vector<float>{1, 0, 0, 0});
+  const auto got = beam_search(engine, m.decoder, engine.import(tape.variable(start), m.state),
+                               BeamOptions{width, penalty});
+  EXPECT_FALSE(got[0].empty()) << engine.error(0);
+  for (const Hypothesis& h : got[0])
+    EXPECT_NEAR(h.score, h.log_prob / std::pow(double(h.tokens.size()), penalty), 1e-9);
+  for (std::size_t k = 1; k < got[0].size(); ++k) EXPECT_GE(got[0][k - 1].score, got[0][k].score);
+  return got[0].empty() ? Hypothesis{} : got[0][0];
+}
+
+// "end" at once has probability 0.5; "a a end" 0.5 * 0.8 * 0.8 = 0.32; "a end" 0.5 * 0.2.
 TEST(FlowSearchLengthPenalty, ChangesTheRankingAsTheFormulaSays) {
-  PositionDecoder m;
-  const auto best = [&](double penalty) {
-    Tape tape;
-    Engine engine(m.loom, tape);
-    const Tensor start = Tensor::from_vector({1, 4}, std::vector<float>{1, 0, 0, 0});
-    const auto got = beam_search(engine, m.decoder, engine.import(tape.variable(start), m.state),
-                                 BeamOptions{3, penalty});
-    EXPECT_EQ(got[0].size(), 3u) << engine.error(0);
-    for (const Hypothesis& h : got[0])
-      EXPECT_NEAR(h.score, h.log_prob / std::pow(double(h.tokens.size()), penalty), 1e-9);
-    for (std::size_t k = 1; k < got[0].size(); ++k) EXPECT_GE(got[0][k - 1].score, got[0][k].score);
-    return got[0].empty() ? Hypothesis{} : got[0][0];
-  };
+  PositionDecoder m(PositionTable{{{0.5f, 0.5f}, {0.2f, 0.8f}, {0.8f, 0.2f}}});
+  const auto best = [&](double penalty) { return best_of_beam(m, 3, penalty); };
   // The plain sum prefers the short hypothesis: log 0.5 > log 0.32.
   const Hypothesis plain = best(0.0);
   EXPECT_EQ(plain.tokens, (std::vector<std::int32_t>{0}));
@@ -302,6 +308,26 @@ TEST(FlowSearchLengthPenalty, ChangesTheRankingAsTheFormulaSays) {
   EXPECT_EQ(mean.tokens, (std::vector<std::int32_t>{1, 1, 0}));
   EXPECT_NEAR(mean.log_prob, std::log(0.32), 1e-6);
   EXPECT_NEAR(mean.score, std::log(0.32) / 3, 1e-6);
+}
+
+// Two unlikely hypotheses end early ("end": 0.1; "a end": 0.9 * 0.05) while the likely one is
+// still being written ("a a end": 0.9 * 0.95 * 0.99): a beam of 2 must not stop once two
+// have ended, but when no live one can beat them.
+TEST(FlowSearchStopping, ALikelyHypothesisStillBeingWrittenIsNotDropped) {
+  PositionDecoder m(PositionTable{{{0.1f, 0.9f}, {0.05f, 0.95f}, {0.99f, 0.01f}}});
+  const Hypothesis got = best_of_beam(m, 2, 0.0);
+  EXPECT_EQ(got.tokens, (std::vector<std::int32_t>{1, 1, 0}));
+  EXPECT_NEAR(got.log_prob, std::log(0.9 * 0.95 * 0.99), 1e-6);
+}
+
+TEST(FlowSearchStopping, StopsWhenNoLiveHypothesisCanBeatTheKeptOnes) {
+  const std::vector<double> kept{-1.0, -3.0, -2.0};
+  EXPECT_FALSE(search_finished(std::span(kept).first(1), -5.0, 2, 10, 0.0));  // too few kept
+  EXPECT_TRUE(search_finished(kept, -2.0, 2, 10, 0.0));   // ties the 2nd best: cannot beat it
+  EXPECT_FALSE(search_finished(kept, -1.5, 2, 10, 0.0));  // may still beat -2
+  // With a penalty the live one may still gain: -4 over 10 tokens scores -0.4 > -2 / 1.
+  EXPECT_FALSE(search_finished(kept, -4.0, 2, 10, 1.0));
+  EXPECT_TRUE(search_finished(kept, -40.0, 2, 10, 1.0));
 }
 
 TEST(FlowSearchErrors, BadOptionsFailTheirProgramsByMessage) {

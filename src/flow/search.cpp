@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include "weft/core/error.h"
@@ -105,6 +106,18 @@ double normalised_score(double log_prob, std::size_t length, double length_penal
   return log_prob / std::pow(double(length), length_penalty);
 }
 
+bool search_finished(std::span<const double> finished_scores, double best_live_log_prob,
+                     std::size_t width, std::size_t max_length, double length_penalty) {
+  if (width == 0 || finished_scores.size() < width) return false;
+  std::vector<double> best(finished_scores.begin(), finished_scores.end());
+  std::nth_element(best.begin(), best.begin() + std::ptrdiff_t(width - 1), best.end(),
+                   std::greater<>());
+  const double reachable = length_penalty > 0 && best_live_log_prob < 0
+                               ? normalised_score(best_live_log_prob, max_length, length_penalty)
+                               : best_live_log_prob;
+  return reachable <= best[width - 1];
+}
+
 void RankedExpansions::clear() {
   all_.clear();
   sorted_ = 0;
@@ -172,6 +185,7 @@ Program beam_program(Context& ctx, const Decoder& decoder, Val initial, BeamOpti
   std::vector<Beam> beams{Beam{initial, {}, 0.0}}, next;
   StepInputs inputs;
   RankedExpansions ranked;
+  std::vector<double> scores;
   for (std::int32_t length = 1; length <= decoder.max_length && !beams.empty(); ++length) {
     // Every beam's step is issued before the first read: one engine step runs them all.
     const BeamStep step = issue_step(ctx, decoder, beams, inputs);
@@ -184,8 +198,12 @@ Program beam_program(Context& ctx, const Decoder& decoder, Val initial, BeamOpti
     if (read != beams.size())
       fail("beam", "the step's log_probs have rows for ", read, " of ", beams.size(), " beams");
     next_beams(ranked, beams, step.states, decoder, options, out, next);
-    std::swap(beams, next);
-    if (out.size() >= std::size_t(options.width)) break;
+    std::swap(beams, next);  // best first
+    scores.clear();
+    for (const Hypothesis& h : out) scores.push_back(h.score);
+    if (!beams.empty() && search_finished(scores, beams[0].log_prob, std::size_t(options.width),
+                                          std::size_t(decoder.max_length), options.length_penalty))
+      break;
   }
   // Beams still live here stopped at max_length (an early stop leaves `width` ended ones).
   if (out.size() < std::size_t(options.width))

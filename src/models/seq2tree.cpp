@@ -143,17 +143,20 @@ flow::BeamStep issue_all(flow::Context& ctx, const AttentionDecoder& decoder,
 // Beam search over the decisions in top-down order, ranked as flow::beam_program ranks tokens
 // (flow::RankedExpansions: summed log-probability, ties by tree, then decision); the best
 // `width` incomplete ones continue, those among the best `width` that complete the tree (or
-// reach max_decisions) are kept; it stops when `width` are kept or none is live. Width 1 is
-// greedy decoding.
+// reach max_decisions) are kept; it stops when none is live or none can beat the width-th
+// best kept (flow::search_finished). Width 1 without a length penalty is greedy decoding.
 flow::Program beam_tree(flow::Context& ctx, const AttentionDecoder& decoder,
                         const TextEncoding& text, flow::BeamOptions options,
                         std::vector<TreeHypothesis>& kept) {
   const std::size_t width = std::size_t(options.width);
   kept.clear();
   std::vector<TreeHypothesis> beams{start_tree(text.final_state)}, next;
-  std::vector<double> log_probs;
+  std::vector<double> log_probs, scores;
   flow::RankedExpansions ranked;
-  while (!beams.empty() && kept.size() < width) {
+  const auto score = [&](const TreeHypothesis& h) {
+    return flow::normalised_score(h.log_prob, h.decisions.size(), options.length_penalty);
+  };
+  for (bool finished = false; !beams.empty() && !finished;) {
     const flow::BeamStep step = issue_all(ctx, decoder, text.memory, beams, log_probs);
     ranked.clear();
     std::uint32_t read = 0;
@@ -172,11 +175,13 @@ flow::Program beam_tree(flow::Context& ctx, const AttentionDecoder& decoder,
       else if (rank < width)
         kept.push_back(std::move(h));
     }
-    std::swap(beams, next);
+    std::swap(beams, next);  // best first
+    scores.clear();
+    for (const TreeHypothesis& h : kept) scores.push_back(score(h));
+    finished = !beams.empty() &&
+               flow::search_finished(scores, beams[0].log_prob, width,
+                                     std::size_t(text.max_decisions), options.length_penalty);
   }
-  const auto score = [&](const TreeHypothesis& h) {
-    return flow::normalised_score(h.log_prob, h.decisions.size(), options.length_penalty);
-  };
   std::stable_sort(kept.begin(), kept.end(), [&](const TreeHypothesis& x, const TreeHypothesis& y) {
     return score(x) > score(y);
   });

@@ -58,6 +58,15 @@ struct BeamOptions {
 
 double normalised_score(double log_prob, std::size_t length, double length_penalty);
 
+// Whether a beam search may stop: it has kept at least `width` finished hypotheses (their
+// normalised scores) and no live one can still score above the width-th best of them. A live
+// hypothesis' log-probability only falls as it grows, and its length is at most max_length, so
+// the best it can reach is normalised_score(best_live_log_prob, max_length, length_penalty).
+// (Stopping as soon as `width` have finished would drop a likely hypothesis still being
+// written in favour of unlikely short ones that ended early.)
+bool search_finished(std::span<const double> finished_scores, double best_live_log_prob,
+                     std::size_t width, std::size_t max_length, double length_penalty);
+
 // One step's expansions of an example's beams (a beam's summed log-probability plus a token's),
 // ranked best first with ties broken by beam then token (so width 1 is greedy decoding, which
 // takes the lowest argmax). Searches over other structures than token sequences (seq2tree's
@@ -92,9 +101,10 @@ class RankedExpansions {
 Program greedy_program(Context& ctx, const Decoder& decoder, Val initial, Hypothesis& out);
 // One example's beam search: at each step every live beam's expansions are ranked by their
 // summed log-probability; the best `width` that do not end continue, those among the best
-// `width` that end are kept, and the search stops when `width` have ended, no beam is left or
-// max_length is reached. `out` gets the kept hypotheses, best normalised score first (at most
-// `width`). Width 1 is greedy decoding.
+// `width` that end are kept, and the search stops when no live beam can still beat the
+// width-th best kept one (search_finished), no beam is left or max_length is reached. `out`
+// gets the kept hypotheses, best normalised score first (at most `width`). Width 1 without a
+// length penalty is greedy decoding.
 Program beam_program(Context& ctx, const Decoder& decoder, Val initial, BeamOptions options,
                      std::vector<Hypothesis>& out);
 
