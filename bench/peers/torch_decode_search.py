@@ -11,8 +11,9 @@ Rules: greedy takes the lowest argmax until the end (tree2seq: the end token; se
 pending child) or the bound (2n tokens / n decisions). Beam: every live hypothesis' expansions
 ranked by summed log-probability (float64; ties by hypothesis, then decision); the best `width`
 that do not end continue, those among the best `width` that end are kept; a search stops when
-`width` are kept or none is live; tree2seq adds its live beams at its bound; the kept are
-ranked by log_prob / length^length_penalty. An answer is (decisions, log_prob).
+none is live or no live one can beat the width-th best kept (search_finished); tree2seq adds its
+live beams at its bound; the kept are ranked by log_prob / length^length_penalty. An answer is
+(decisions, log_prob).
 """
 
 import math
@@ -27,6 +28,17 @@ def score(answer, length_penalty):
     if length_penalty == 0.0 or not decisions:
         return log_prob
     return log_prob / math.pow(len(decisions), length_penalty)
+
+
+def search_finished(kept, best_live, width, bound, length_penalty):
+    """Weft's flow::search_finished: `width` answers kept and the best live log-probability
+    (which only falls, over at most `bound` decisions) cannot beat the width-th best of them."""
+    if len(kept) < width:
+        return False
+    reachable = best_live
+    if length_penalty > 0 and best_live < 0:
+        reachable = best_live / math.pow(bound, length_penalty)
+    return reachable <= sorted((score(a, length_penalty) for a in kept), reverse=True)[width - 1]
 
 
 # ---------------------------------------------------------------------------- hypotheses
@@ -205,8 +217,9 @@ def beam_one(search, example, width, length_penalty=0.0):
                 live.append(hyp)
             elif rank < width:
                 kept.append(hyp)
-        beams = live
-        if len(kept) >= width or not beams:
+        beams = live  # best first
+        answers = [(hyp.decisions, hyp.log_prob) for hyp in kept]
+        if not beams or search_finished(answers, beams[0].log_prob, width, bound, length_penalty):
             break
     if len(kept) < width:
         kept += beams
@@ -263,8 +276,11 @@ def beam_batch(search, examples, width, length_penalty=0.0):
         h, c = h[picked], c[picked]
         totals = torch.where(ranked.taken, ranked.values.gather(1, ranked.pick),
                              torch.full_like(totals, -math.inf))
-        finishing = ~done & ((torch.tensor([len(k) for k in kept]) >= width)
-                             | ~ranked.taken.any(1) | (t + 1 >= bounds))
+        # The taken columns come first, best first: totals[e, 0] is e's best live beam.
+        beaten = torch.tensor([bool(ranked.taken[e, 0]) and search_finished(
+            kept[e], float(totals[e, 0]), width, int(bounds[e]), length_penalty)
+            for e in range(count)], dtype=torch.bool)
+        finishing = ~done & (beaten | ~ranked.taken.any(1) | (t + 1 >= bounds))
         for e in finishing.nonzero().squeeze(1).tolist():
             if len(kept[e]) < width:  # tree2seq at its bound: the live beams too
                 kept[e] += [(rows["history"][e * width + slot, : t + 1].tolist(),
