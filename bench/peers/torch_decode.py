@@ -20,8 +20,11 @@ greedy and beam k, of Weft's batch of 64, Weft one at a time, the PyTorch loop a
 padded batch of 64; training examples/s (teacher forcing, forward + backward + Adam, batch 64,
 gradients clipped at 5 as Weft's recipe) of Weft's `Model.fit` (one epoch on --train-examples
 generated expressions) and of both PyTorch arms on the same expressions. Every arm runs once
-untimed first (Weft's first training epoch is several times slower than the next). Medians of
-the rounds; every round goes to --out PREFIX.json and PREFIX.csv. With --dynet, the DyNet peer
+untimed first (Weft's first training epoch is several times slower than the next). Rates per
+second of CPU time (one thread: the arm's own work, whatever else loads the machine) and of the
+wall clock; reported: the medians of the rounds and the median over rounds of each arm's rate
+over the PyTorch padded batch's in the same round; every round goes to --out PREFIX.json and
+PREFIX.csv. --length-penalty ranks kept beams by log_prob / length^p. With --dynet, the DyNet peer
 of tree2seq greedy decoding (dynet_tree2seq.cpp, built by build_dynet.sh) is checked and timed
 too: autobatched batches of 64 and one at a time.
 
