@@ -10,6 +10,7 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
+#include "bench_output.h"
 #include "commands.h"
 #include "treelstm/tree_benchmark.h"
 #include "weft/core/error.h"
@@ -42,13 +43,6 @@ the sgemm ceiling (cuBLAS's with --device cuda) measured in this process at the 
 row made (call sizes rounded to powers of two up to 1024). peak_rss_mb: VmHWM (host memory),
 reset before each row.)";
 
-void write_text(const std::string& path, const std::string& text, const char* what) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out) fail("bench", "cannot write the ", what, " file '", path, "'");
-  out << text;
-  if (!out.flush()) fail("bench", "writing the ", what, " file '", path, "' failed");
-}
-
 treelstm::TreeBenchmarkOptions to_options(const BenchTreeOptions& o) {
   treelstm::TreeBenchmarkOptions options;
   options.cell = treelstm::parse_cell(o.model);
@@ -79,13 +73,6 @@ void export_for_peers(const treelstm::TreeBenchmarkOptions& options, const std::
     doc.push_back({{"vector_size", c.vector_size}, {"loss", c.loss}, {"grad_sq", c.grad_sq}});
   write_text(dir + "/check.json", doc.dump(2) + "\n", "cross-check");
   std::fprintf(stderr, "exported trees, weights and check.json to %s\n", dir.c_str());
-}
-
-// Fails before a long run, not after it, when an output file cannot be written.
-void check_writable(const std::string& path, const char* what) {
-  if (path.empty()) return;
-  std::ofstream probe(path, std::ios::app);
-  if (!probe) fail("bench", "cannot write the ", what, " file '", path, "'");
 }
 
 // The rows of saved `--format json` runs, in order.

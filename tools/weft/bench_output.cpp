@@ -1,0 +1,84 @@
+// The bench commands' shared output helpers (bench_output.h).
+#include "bench_output.h"
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "weft/backend/cpu.h"
+#include "weft/core/error.h"
+
+namespace weft::tool {
+
+void write_text(const std::string& path, const std::string& text, const char* what) {
+  std::ofstream out(path, std::ios::binary);
+  if (!out) fail("bench", "cannot write the ", what, " file '", path, "'");
+  out << text;
+  if (!out.flush()) fail("bench", "writing the ", what, " file '", path, "' failed");
+}
+
+void check_writable(const std::string& path, const char* what) {
+  if (path.empty()) return;
+  std::ofstream probe(path, std::ios::app);
+  if (!probe) fail("bench", "cannot write the ", what, " file '", path, "'");
+}
+
+std::array<double, 3> load_average() {
+  std::array<double, 3> load{};
+  std::ifstream in("/proc/loadavg");
+  in >> load[0] >> load[1] >> load[2];
+  if (!in) load = {};
+  return load;
+}
+
+namespace {
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) != 0) continue;
+    const std::size_t colon = line.find(':');
+    if (colon != std::string::npos && colon + 2 <= line.size()) return line.substr(colon + 2);
+  }
+  return "unknown";
+}
+
+// The commit of the checkout the command runs in, when it runs in one (benchmarks are run from
+// the repository root); the binary itself does not know which commit it was built from.
+std::string current_commit() {
+  std::FILE* pipe = popen("git rev-parse --short HEAD 2>/dev/null", "r");
+  if (pipe == nullptr) return "unknown";
+  char buffer[64] = {};
+  const bool read = std::fgets(buffer, sizeof buffer, pipe) != nullptr;
+  const int status = pclose(pipe);
+  std::string commit = read && status == 0 ? buffer : "";
+  while (!commit.empty() && (commit.back() == '\n' || commit.back() == '\r')) commit.pop_back();
+  return commit.empty() ? "unknown" : commit;
+}
+
+}  // namespace
+
+MachineInfo machine_info(int threads) {
+  MachineInfo m;
+  m.cpu = cpu_model();
+  m.logical_cpus = std::thread::hardware_concurrency();
+  m.threads = threads;
+  m.backend = std::string(cpu_backend_summary());
+  m.commit = current_commit();
+  m.load_before = load_average();
+  return m;
+}
+
+nlohmann::json to_json(const MachineInfo& m) {
+  return {{"cpu", m.cpu},
+          {"logical_cpus", m.logical_cpus},
+          {"threads", m.threads},
+          {"backend", m.backend},
+          {"commit", m.commit},
+          {"load_average_before", m.load_before},
+          {"load_average_after", m.load_after}};
+}
+
+}  // namespace weft::tool
