@@ -1,6 +1,7 @@
 // The models that decode with flow programs (tree2seq, seq2tree): their gradients, through the
 // decoder's steps and the encoder's static weave, against finite differences; a batch decoded
-// together equals its examples decoded one at a time (greedy and beam); beam width 1 gives
+// together equals its examples decoded one at a time (greedy and beam), and so do the engine
+// steps each example's decoding takes (decode's steps); beam width 1 gives
 // greedy's answers; a short training run beats always answering the most frequent expression;
 // malformed input is named with what and where.
 #include <gtest/gtest.h>
@@ -111,6 +112,40 @@ TEST_P(DecodingModels, ABatchDecodesAsItsExamplesAlone) {
     }
     EXPECT_GT(lengths.size(), 1u);  // the batch's outputs differed in length
   }
+}
+
+// decode()'s steps: each example's length in engine steps is the same in the batch as alone;
+// greedy decoding takes one step per token or decision (the answer's "length"), a beam search
+// at least as many as its best answer has; asking for them changes no answer.
+TEST_P(DecodingModels, StepsAreEachExamplesLengthInAnyBatch) {
+  std::unique_ptr<Model> model = tiny(GetParam(), {{"hidden", 16}, {"max_depth", 3}});
+  scramble(*model);
+  DecodingModel* decoder = model->decoding();
+  const std::span<const nlohmann::json> examples = model->examples(train::Split::kDev);
+  for (int beam : {0, 3}) {
+    const DecodeSettings settings{.beam = beam};
+    std::vector<std::int64_t> steps{-1};
+    const std::vector<nlohmann::json> answers = decoder->decode(examples, settings, &steps);
+    ASSERT_EQ(steps.size(), examples.size());
+    EXPECT_EQ(answers, decoder->decode(examples, settings));
+    std::set<std::int64_t> distinct(steps.begin(), steps.end());
+    EXPECT_GT(distinct.size(), 1u);  // the examples took different numbers of steps
+    for (std::size_t e = 0; e < examples.size(); ++e) {
+      const std::string where = "beam " + std::to_string(beam) + ", example " + std::to_string(e);
+      std::vector<std::int64_t> alone;
+      decoder->decode(examples.subspan(e, 1), settings, &alone);
+      EXPECT_EQ(alone, std::vector<std::int64_t>{steps[e]}) << where;
+      const std::int64_t length = answers[e]["length"].get<std::int64_t>();
+      if (beam == 0) {
+        EXPECT_EQ(steps[e], length) << where;
+      } else {
+        EXPECT_GE(steps[e], length) << where;
+      }
+    }
+  }
+  std::vector<std::int64_t> none{7};
+  EXPECT_TRUE(decoder->decode({}, DecodeSettings{}, &none).empty());
+  EXPECT_TRUE(none.empty());
 }
 
 TEST_P(DecodingModels, BeamWidthOneGivesGreedyAnswers) {

@@ -8,7 +8,9 @@
 namespace weft::models {
 
 std::vector<nlohmann::json> DecodingModel::decode(std::span<const nlohmann::json> examples,
-                                                  const DecodeSettings& settings) {
+                                                  const DecodeSettings& settings,
+                                                  std::vector<std::int64_t>* steps) {
+  if (steps != nullptr) steps->clear();
   if (examples.empty()) return {};
   Tape tape;
   tape.set_grad_enabled(false);
@@ -20,7 +22,15 @@ std::vector<nlohmann::json> DecodingModel::decode(std::span<const nlohmann::json
     fail("decode", "encode returned ", jobs.size(), " jobs for ", examples.size(), " examples");
   for (const auto& job : jobs)
     engine.admit([&j = *job](flow::Context& ctx) { return j.program(ctx); });
-  engine.run();
+  if (steps == nullptr) {
+    engine.run();
+  } else {
+    steps->assign(jobs.size(), 0);
+    for (std::int64_t step = 1; engine.step(); ++step) {
+      for (std::size_t e = 0; e < jobs.size(); ++e)
+        if ((*steps)[e] == 0 && engine.state(e) == flow::ProgramState::kDone) (*steps)[e] = step;
+    }
+  }
   std::vector<nlohmann::json> answers;
   answers.reserve(jobs.size());
   for (std::size_t e = 0; e < jobs.size(); ++e) {

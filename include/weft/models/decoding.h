@@ -15,6 +15,7 @@
 //                                                      ? jobs[e]->answer() : error(e));
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <vector>
@@ -61,9 +62,14 @@ class DecodingModel {
                                                          const DecodeSettings& settings) = 0;
 
   // A whole batch on a tape and engine of its own: the answers, in order. Throws weft::Error
-  // with the engine's message (naming the example) when a program fails.
+  // with the engine's message (naming the example) when a program fails. With `steps`, also
+  // each example's decoding length in engine steps: the step after which its program was done.
+  // A program waits one step per read whatever else the batch holds, so this is the same in
+  // any batch (greedy: one step per token or decision; beam: until its search stops), and a
+  // batch runs as many steps as its longest example (what a benchmark's one-length batch needs).
   std::vector<nlohmann::json> decode(std::span<const nlohmann::json> examples,
-                                     const DecodeSettings& settings);
+                                     const DecodeSettings& settings,
+                                     std::vector<std::int64_t>* steps = nullptr);
 };
 
 }  // namespace weft::models
