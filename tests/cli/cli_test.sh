@@ -4,27 +4,8 @@
 # a non-zero exit, never a stack trace or a crash. Usage: cli_test.sh WEFT_BINARY
 set -uo pipefail
 weft=$1
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-failures=0
-
-# expect_error NAME EXPECTED-SUBSTRING COMMAND...: fails unless the command exits non-zero
-# (but not by a signal) with exactly one stderr line containing the substring.
-expect_error() {
-  local name=$1 expected=$2
-  shift 2
-  "$@" >"$work/out" 2>"$work/err" </dev/null
-  local rc=$?
-  local lines
-  lines=$(wc -l <"$work/err")
-  if [[ $rc -eq 0 || $rc -ge 128 ]] || ! grep -qF -- "$expected" "$work/err" || [[ $lines -ne 1 ]]; then
-    echo "FAIL $name: exit $rc, $lines stderr lines, expected '$expected' in:"
-    cat "$work/err"
-    failures=$((failures + 1))
-  else
-    echo "ok   $name"
-  fi
-}
+# $work, $failures, expect_error NAME EXPECTED-SUBSTRING COMMAND..., finish NAME
+source "$(dirname "$0")/test_helpers.sh"
 
 # A small calculator run with a checkpoint.
 if ! "$weft" train calculator --max-train 600 --max-eval 100 --epochs 2 --hidden 16 \
@@ -184,8 +165,4 @@ expect_error missing-data "no-such-dir" "$weft" train sentiment --data-dir "$wor
 expect_error bad-option-value "option 'hidden' must be an integer" "$weft" train calculator --hidden 2.5
 expect_error bad-resume "does-not-exist" "$weft" train calculator --resume "$work/does-not-exist"
 
-if [[ $failures -ne 0 ]]; then
-  echo "cli_test: $failures failed"
-  exit 1
-fi
-echo "cli_test: all passed"
+finish cli_test

@@ -155,6 +155,24 @@ struct BenchServeOptions {
   int decode_width = 256;  // its model's width
 };
 
+struct BenchDecodeOptions {
+  std::vector<std::string> models;  // tree2seq, seq2tree (empty: both, or the checkpoint's)
+  std::string checkpoint;           // empty: train a small checkpoint per model here
+  std::int64_t batch = 64;          // examples per batch, and held-out examples measured
+  int beam = 4;                     // the beam rows' width (greedy rows are always measured)
+  int rounds = 3;                   // interleaved rounds
+  int threads = 1;
+  std::uint64_t seed = 1;  // data and weights of the checkpoints trained here
+  std::int64_t train_examples = 4000;
+  int train_epochs = 3;
+  std::int64_t hidden = 0;       // 0: the model's default
+  std::int64_t held_out = 0;     // dev and test expressions each (0: the checkpoint's; 1000 here)
+  std::string keep_checkpoints;  // a folder for the checkpoints trained here (empty: removed)
+  std::string format = "table";
+  std::string out_file;
+  bool quiet = false;
+};
+
 // `weft serve`: the HTTP inference server (serve_command.cpp); `weft bench serve`: its load
 // generator (bench_serve_command.cpp).
 CLI::App* add_serve(CLI::App& app, ServeOptions& options);
@@ -194,6 +212,11 @@ int run_loom(const LoomOptions& options);
 // are bound in bench_command.cpp, next to the CSV schema its --help prints.
 CLI::App* add_bench_treelstm(CLI::App& bench, BenchTreeOptions& options);
 int run_bench_treelstm(const BenchTreeOptions& options);
+
+// `weft bench decode`: decoding and training rates of tree2seq and seq2tree, batched against
+// one at a time and against matched one-length batches (bench_decode_command.cpp).
+CLI::App* add_bench_decode(CLI::App& bench, BenchDecodeOptions& options);
+int run_bench_decode(const BenchDecodeOptions& options);
 
 // The version of the weft library this tool was built with.
 const char* version();

@@ -64,6 +64,7 @@ std::vector<Command> commands(CLI::App& app, int argc, char** argv) {
   all.push_back(command(*bench, add_bench_treelstm, run_bench_treelstm));
   all.push_back(command(app, add_serve, run_serve));
   all.push_back(command(*bench, add_bench_serve, run_bench_serve));
+  all.push_back(command(*bench, add_bench_decode, run_bench_decode));
   return all;
 }
 

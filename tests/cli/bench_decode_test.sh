@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# `weft bench decode` end to end, small (tiny checkpoints trained by the command itself, a few
+# held-out examples, one round): its JSON has, for both models, every arm with a positive rate
+# in each round, the batched = one-at-a-time check run on every measured example, one-length
+# batches whose weights add up to the batch and the machine's description; a kept checkpoint
+# is measured again as CSV; bad options and checkpoints fail with one line naming them.
+# Usage: bench_decode_test.sh WEFT_BINARY
+set -uo pipefail
+weft=$1
+source "$(dirname "$0")/test_helpers.sh"  # $work, $failures, expect_error, finish
+
+small=(--train-examples 40 --train-epochs 1 --hidden 8 --held-out 16 --rounds 1 --beam 2)
+if ! "$weft" bench decode "${small[@]}" --batch 5 --format json --out "$work/decode.json" \
+    --keep-checkpoints "$work/checkpoints" >"$work/run.out" 2>"$work/run.err"; then
+  echo "FAIL bench decode:"; cat "$work/run.err"; exit 1
+fi
+python3 - "$work/decode.json" <<'EOF' || { echo "FAIL bench decode JSON"; failures=$((failures + 1)); }
+import json, sys
+doc = json.load(open(sys.argv[1]))
+assert [m["model"] for m in doc["models"]] == ["tree2seq", "seq2tree"], doc["models"]
+machine = doc["machine"]
+assert machine["threads"] == 1 and machine["cpu"] and len(machine["load_average_after"]) == 3
+def positive(arm, where):
+    assert arm["median"] > 0 and len(arm["rounds"]) == 1 and min(arm["rounds"]) > 0, (where, arm)
+for m in doc["models"]:
+    assert m["checkpoint"] == "trained here" and m["training"]["epochs"] == 1, m
+    assert set(m["decode"]) == {"greedy", "beam2"}, m["decode"].keys()
+    for name, search in m["decode"].items():
+        where = m["model"] + " " + name
+        for arm in ("batch", "one_at_a_time", "one_length"):
+            positive(search[arm], where + " " + arm)
+        assert search["equality_check"] == {"examples": 5, "equal": True}, where
+        batches = search["one_length_batches"]
+        assert sum(b["examples_in_batch"] for b in batches) == 5, (where, batches)
+        assert all(b["steps"] > 0 and 1 <= b["distinct"] <= 5 for b in batches), (where, batches)
+        assert search["batch_over_one_at_a_time"] > 0 and search["batch_over_one_length"] > 0
+        quality = m["quality"][name]
+        assert 0 <= quality["exact_match"] <= 1 and 1 <= quality["min_steps"] <= quality["max_steps"]
+    positive(m["train"]["batch"], m["model"] + " train batch")
+    positive(m["train"]["one_at_a_time"], m["model"] + " train one at a time")
+EOF
+grep -q "^seq2tree  decode  beam2" "$work/run.err" ||
+  { echo "FAIL the table on stderr"; cat "$work/run.err"; failures=$((failures + 1)); }
+
+# A given checkpoint: its model is measured without --model, as CSV (a header and 8 rows).
+ckpt="$work/checkpoints/seq2tree.safetensors"
+"$weft" bench decode --checkpoint "$ckpt" --batch 4 --rounds 1 --beam 2 --quiet --format csv \
+  >"$work/decode.csv" 2>"$work/csv.err" || { echo "FAIL bench decode --checkpoint"; cat "$work/csv.err"; failures=$((failures + 1)); }
+python3 - "$work/decode.csv" <<'EOF' || { echo "FAIL bench decode CSV"; cat "$work/decode.csv"; failures=$((failures + 1)); }
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert len(rows) == 8 and {r["model"] for r in rows} == {"seq2tree"}, rows
+assert all(float(r["rate_median"]) > 0 and r["examples"] == "4" for r in rows), rows
+assert {(r["search"], r["arm"]) for r in rows if r["phase"] == "decode"} == {
+    (s, a) for s in ("greedy", "beam2") for a in ("batch", "one_at_a_time", "one_length")}
+EOF
+
+# Bad options and checkpoints: one line each, naming what is wrong.
+printf 'not a checkpoint' >"$work/garbage.safetensors"
+expect_error "batch 0" "--batch" "$weft" bench decode --batch 0
+expect_error "unknown model" "nope" "$weft" bench decode --model nope
+expect_error "missing checkpoint" "missing.safetensors" \
+  "$weft" bench decode --checkpoint "$work/missing.safetensors"
+expect_error "unreadable checkpoint" "garbage.safetensors" \
+  "$weft" bench decode --checkpoint "$work/garbage.safetensors"
+expect_error "checkpoint of another model" "holds a 'seq2tree' model" \
+  "$weft" bench decode --checkpoint "$ckpt" --model tree2seq
+expect_error "batch above the held-out examples" "fewer than --batch 40" \
+  "$weft" bench decode --checkpoint "$ckpt" --batch 40
+expect_error "unwritable output" "cannot write" \
+  "$weft" bench decode --checkpoint "$ckpt" --out "$work/no/such/folder/out.json"
+
+finish bench_decode_test
