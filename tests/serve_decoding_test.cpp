@@ -9,9 +9,11 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <limits>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -108,9 +110,10 @@ class DecodingServe : public ::testing::Test {
 
 // What `weft infer countdown --checkpoint path --beam b --max-steps s` answers for `examples`.
 std::vector<json> infer(const std::string& path, const std::vector<json>& examples, int beam,
-                        int max_steps = 0) {
-  std::unique_ptr<Model> model =
-      load_model(path, ModelUse::kInfer, json{{"beam", beam}, {"max_steps", max_steps}});
+                        int max_steps = 0, double length_penalty = 0.0) {
+  std::unique_ptr<Model> model = load_model(
+      path, ModelUse::kInfer,
+      json{{"beam", beam}, {"max_steps", max_steps}, {"length_penalty", length_penalty}});
   std::vector<json> parsed;
   for (const json& e : examples) parsed.push_back(model->parse_example(e.dump(), "t:1"));
   return model->predict(parsed);
@@ -334,6 +337,35 @@ TEST_F(DecodingServe, BeamZeroIsGreedyAndBeamOneFindsGreedysAnswer) {
             std::string::npos)
       << refused.body;
   EXPECT_EQ(post({{"instances", {examples[0]}}, {"beam", 0}}).status, 200);
+}
+
+// A request's "length_penalty" reaches the countdown's beam search (as weft infer's option
+// does): every kept hypothesis scores log_prob / length^penalty, best first, and the server
+// answers as infer with the same penalty.
+TEST_F(DecodingServe, ALengthPenaltyRanksTheCountdownsBeamsAsInferDoes) {
+  const std::string path = serve_countdown(64);
+  std::vector<json> examples;
+  for (int i = 0; i < 4; ++i) examples.push_back({{"count", 2 + 5 * i}, {"word", 1 + i}});
+  const double penalty = 1.0;
+  const std::vector<json> want = infer(path, examples, 3, 0, penalty);
+  const serve::HttpResult r =
+      post({{"instances", examples}, {"beam", 3}, {"length_penalty", penalty}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json got = json::parse(r.body).at("predictions");
+  int penalised = 0;  // hypotheses whose score differs from their plain log-probability
+  for (std::size_t i = 0; i < examples.size(); ++i) {
+    EXPECT_TRUE(same_decoding(got[i], want[i])) << got[i].dump() << " vs " << want[i].dump();
+    double previous = std::numeric_limits<double>::infinity();
+    for (const json& h : want[i].at("beams")) {
+      const double log_prob = h.at("log_prob").get<double>(), score = h.at("score").get<double>();
+      const double length = double(h.at("tokens").size());
+      EXPECT_NEAR(score, log_prob / std::pow(length, penalty), 1e-9) << h.dump();
+      EXPECT_LE(score, previous + 1e-12);
+      previous = score;
+      penalised += std::abs(score - log_prob) > 1e-6;
+    }
+  }
+  EXPECT_GT(penalised, 0);  // the beams are not all certain, so the penalty shows
 }
 
 TEST_F(DecodingServe, LiveSequencesAreBoundedAndAFullQueueAnswers503) {

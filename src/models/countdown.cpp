@@ -45,7 +45,9 @@ class CountdownModel final : public Model, public DecodingModel {
   const loom::Loom& decoding_loom() const override { return loom_; }
   Device decoding_device() const override { return Device::kCpu; }
   DecodeSettings decode_settings() const override {
-    return {int(options_.integer("beam")), std::int32_t(options_.integer("max_steps"))};
+    return {.beam = int(options_.integer("beam")),
+            .max_steps = std::int32_t(options_.integer("max_steps")),
+            .length_penalty = options_.number("length_penalty")};
   }
   std::vector<std::unique_ptr<DecodeJob>> encode(flow::Engine& engine,
                                                  std::span<const json> examples,
@@ -184,7 +186,7 @@ class CountdownJob final : public DecodeJob {
   CountdownJob(const flow::Decoder& decoder, flow::Val initial, const DecodeSettings& settings)
       : decoder_(bounded_decoder(decoder, settings)), initial_(initial), settings_(settings) {}
   flow::Program program(flow::Context& ctx) override {
-    return decode_program(ctx, decoder_, initial_, settings_.beam, kept_);
+    return decode_program(ctx, decoder_, initial_, settings_, kept_);
   }
   json answer() const override {
     if (kept_.empty()) fail("countdown", "the answer was asked before the program was done");
@@ -236,6 +238,9 @@ ModelEntry countdown_entry() {
       {"beam", OptionKind::kInt, 0, "predict()'s beam width (0: greedy decoding)", runtime, 0, 64},
       {"max_steps", OptionKind::kInt, 0, "predict()'s bound on steps (0: max_count + 1)", runtime,
        0, 1e7},
+      {"length_penalty", OptionKind::kFloat, 0.0,
+       "beam search ranks hypotheses by log_prob / length^this (0: the plain sum)", runtime, 0,
+       kMaxLengthPenalty},
       {"fail_word", OptionKind::kInt, 0,
        "a word whose next step throws (0: none): a test of failure isolation", runtime, 0, 256},
   };

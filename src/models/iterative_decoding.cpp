@@ -17,13 +17,16 @@ flow::Decoder bounded_decoder(flow::Decoder decoder, const DecodeSettings& setti
 }
 
 flow::Program decode_program(flow::Context& ctx, const flow::Decoder& decoder, flow::Val initial,
-                             int beam, std::vector<flow::Hypothesis>& kept) {
+                             const DecodeSettings& settings, std::vector<flow::Hypothesis>& kept) {
+  const int beam = settings.beam;
   if (beam < 0) fail("decode", "the beam width must be 0 (greedy) or more, got ", beam);
   if (beam == 0) {
     kept.resize(1);
     return flow::greedy_program(ctx, decoder, initial, kept[0]);
   }
-  return flow::beam_program(ctx, decoder, initial, flow::BeamOptions{.width = beam}, kept);
+  return flow::beam_program(
+      ctx, decoder, initial,
+      flow::BeamOptions{.width = beam, .length_penalty = settings.length_penalty}, kept);
 }
 
 json hypotheses_json(std::span<const flow::Hypothesis> kept, const DecodeSettings& settings,

@@ -34,10 +34,11 @@ constexpr double kMaxLengthPenalty = 4.0;
 // `decoder` bounded by `settings` (its max_steps, when given and below the decoder's own).
 flow::Decoder bounded_decoder(flow::Decoder decoder, const DecodeSettings& settings);
 
-// One example's search as a flow program: greedy for beam 0, else beam search of width `beam`
-// (a weft::Error for a negative width). `decoder` and `kept` must outlive the program.
+// One example's search as a flow program: greedy for settings.beam 0, else beam search of that
+// width ranked with settings.length_penalty (a weft::Error for a negative width). `decoder` and
+// `kept` must outlive the program.
 flow::Program decode_program(flow::Context& ctx, const flow::Decoder& decoder, flow::Val initial,
-                             int beam, std::vector<flow::Hypothesis>& kept);
+                             const DecodeSettings& settings, std::vector<flow::Hypothesis>& kept);
 
 // The common JSON of a decoding: {"tokens", "log_prob", "score", "ended"} of the best, and
 // "beams" (every kept hypothesis) for beam search (settings.beam >= 1); a hypothesis that did not
