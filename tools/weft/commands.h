@@ -162,9 +162,9 @@ struct BenchDecodeOptions {
   int beam = 4;                     // the beam rows' width (greedy rows are always measured)
   int rounds = 3;                   // interleaved rounds
   int threads = 1;
-  std::uint64_t seed = 1;  // data and weights of the checkpoints trained here
-  std::int64_t train_examples = 4000;
-  int train_epochs = 3;
+  std::uint64_t seed = 1;               // data and weights of the checkpoints trained here
+  std::int64_t train_examples = 20000;  // with 4 epochs: about 97% exact match (tree2seq)
+  int train_epochs = 4;
   std::int64_t hidden = 0;       // 0: the model's default
   std::int64_t held_out = 0;     // dev and test expressions each (0: the checkpoint's; 1000 here)
   std::string keep_checkpoints;  // a folder for the checkpoints trained here (empty: removed)
