@@ -125,6 +125,11 @@ expect_error unknown-model "unknown model 'nope'" "$weft" train nope --epochs 1
 expect_error bad-option "--epochs" "$weft" train calculator --epochs -3
 expect_error bad-progress "option 'progress' must be one of auto, bar, lines, off" \
   "$weft" train calculator --progress sometimes
+# bench serve checks its output files before it measures for minutes, not after.
+expect_error bench-serve-unwritable-out "cannot write the output file '$work/no-such-dir/serve.csv'" \
+  "$weft" bench serve --decoding --out "$work/no-such-dir/serve.csv"
+expect_error bench-serve-unwritable-plot "cannot write the plot file '$work/no-such-dir/serve.svg'" \
+  "$weft" bench serve --decoding --plot "$work/no-such-dir/serve.svg"
 expect_error missing-checkpoint "calc-missing" "$weft" eval calculator --checkpoint "$work/calc-missing"
 head -c 100 "$work/calc.safetensors" >"$work/truncated.safetensors"
 expect_error truncated-checkpoint "truncated.safetensors" \

@@ -21,6 +21,7 @@
 #include <sstream>
 #include <thread>
 
+#include "bench_output.h"
 #include "commands.h"
 #include "weft/backend/cpu.h"
 #include "weft/core/error.h"
@@ -416,6 +417,8 @@ std::string countdown_checkpoint(int width) {
 }  // namespace
 
 int run_bench_serve(const BenchServeOptions& options) {
+  check_writable(options.out_file, "output");  // before minutes of measuring, not after
+  check_writable(options.plot_file, "plot");
   if (options.decoding && options.checkpoint.empty() && options.port == 0) {
     BenchServeOptions decoding = options;
     decoding.checkpoint = countdown_checkpoint(options.decode_width);
@@ -475,9 +478,9 @@ int run_bench_serve(const BenchServeOptions& options) {
   if (options.out_file.empty()) {
     std::cout << text;
   } else {
-    std::ofstream(options.out_file) << text;
+    write_text(options.out_file, text, "output");
   }
-  if (!options.plot_file.empty()) std::ofstream(options.plot_file) << svg_plot(points);
+  if (!options.plot_file.empty()) write_text(options.plot_file, svg_plot(points), "plot");
   return 0;
 }
 
