@@ -216,6 +216,41 @@ TEST(BlocksLoop, ALoopAtItsBoundFailsNamingTheExampleOrStopsThere) {
   for (std::size_t e : {0u, 1u, 3u}) EXPECT_LT(lengths[e], 30) << "example " << e;
 }
 
+// Each example is woven once, resuming where its Loop read a value: the weavers' calls (every
+// call woven, counted again by any re-weave) are the engine's calls, one step call per
+// iteration, so host work grows linearly with the iterations. Loops inside a Map run one after
+// the other in an example (each resumed at its own reads) and still equal one at a time.
+TEST(BlocksLoop, EachExampleIsWovenOnceEvenWithLoopsInsideAMap) {
+  ClockModel model;
+  const Compiler single(model.root({.max_steps = 60}));
+  const std::vector<Input> inputs = examples(12, 9);
+  std::int64_t iterations = 0;
+  for (const Input& input : inputs) {
+    Tape tape;
+    BatchResult alone = single.forward(std::span<const Input>(&input, 1), tape);
+    const auto n = std::int64_t(alone.output_examples(2).size());
+    EXPECT_GE(n, 1);
+    EXPECT_EQ(alone.flow_woven_calls(), n) << describe_input(input);
+    EXPECT_EQ(alone.stats().nodes, n);
+    iterations += n;
+  }
+  Tape tape;
+  BatchResult batch = single.forward(inputs, tape);
+  EXPECT_EQ(batch.flow_woven_calls(), iterations);
+
+  // Three loops per example inside a Map: their final h rows, batched and one at a time.
+  const Compiler mapped(Map(model.root({.max_steps = 60}) >> GetItem(0) >> GetItem(0)));
+  std::vector<Input> lists;
+  for (std::size_t e = 0; e + 3 <= inputs.size(); e += 3)
+    lists.push_back(Input::array({inputs[e], inputs[e + 1], inputs[e + 2]}));
+  Tape mapped_tape;
+  BatchResult nested = mapped.forward(lists, mapped_tape);
+  EXPECT_EQ(nested.flow_woven_calls(), iterations);
+  EXPECT_EQ(nested.stats().nodes, iterations);
+  expect_near_all(values(nested.output(0)), values(batch.output(0)));
+  expect_near_all(values(nested.output(0)), one_at_a_time(mapped, lists, 0, nullptr));
+}
+
 TEST(BlocksLoop, EvalRunsALoopAndMisuseIsReported) {
   ClockModel model;
   const std::vector<Input> inputs = examples(3, 7);

@@ -61,6 +61,8 @@ struct FlowOutcome {
   std::vector<std::vector<std::int32_t>> output_examples;
   std::vector<MetricValues> metrics;  // by metric index
   loom::RunStats stats;
+  // The loom calls the examples' weaves made (each example is woven once: equal to stats.nodes).
+  std::int64_t woven_calls = 0;
 };
 
 // Appends the example's output values to their positions (sequences add rows).

@@ -403,6 +403,7 @@ const loom::LoomResult& BatchResult::loom_result() const {
 }
 
 const loom::RunStats& BatchResult::stats() const { return flow_ ? flow_->stats : loom_->stats(); }
+std::int64_t BatchResult::flow_woven_calls() const { return flow_ ? flow_->woven_calls : 0; }
 
 std::vector<std::string> BatchResult::metric_names() const { return compiled_->metric_names; }
 const std::vector<std::string>& Compiler::metric_names() const { return compiled_->metric_names; }

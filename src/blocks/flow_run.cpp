@@ -1,51 +1,64 @@
 // Running a root that reads computed values (a model-decided Loop) on the flow engine: each
-// example is a flow::Program that weaves the example into a scratch weaver, issues the values
-// it has not issued yet as engine calls, and when a Loop needs a value not computed yet, waits
-// for the step that computes it and weaves the example again from its start (compiler.h says
-// why; the replay matches the calls already issued by their position in the weave).
+// example is a flow::Program that weaves the example into a weaver of its own on a Fiber. When a
+// Loop reads a value not computed yet, the fiber suspends where it is (every block's frame kept),
+// the program issues the values woven since its last read as engine calls and awaits the read
+// value; the next step resumes the fiber there. So each example is woven once, in the order
+// its Loops decide, and the host work is linear in its calls and reads.
 #include <cstring>
-#include <optional>
 
 #include "compiled.h"
+#include "fiber.h"
 #include "weft/core/error.h"
 #include "weft/flow/flow.h"
 
 namespace weft::blocks::detail {
 namespace {
 
-// Thrown through the blocks when a value is read before it is computed. Not a std::exception,
-// so no block's error wrapper catches it.
-struct AwaitValue {
-  loom::Value value;
-};
+struct FlowBatch;
 
-// One example: which engine value each scratch value became, and its last weave's state.
-class ExampleReplay final : public WeaveState::Reader {
+// One example: its weave (kept while it runs), which engine value each woven value became, and
+// the value its weave waits for.
+class ExampleRun final : public WeaveState::Reader {
  public:
-  ExampleReplay(flow::Engine& engine, const Input* input) : engine_(&engine), input_(input) {}
+  ExampleRun(flow::Engine& engine, const FlowBatch& batch, const Input* input,
+             std::int32_t example);
 
-  Tensor read(loom::Value value) override {
-    if (value < val_of_.size() && engine_->computed(val_of_[value]))
-      return engine_->value(val_of_[value]);
-    throw AwaitValue{value};
-  }
+  // Called by a Loop inside the fiber: the row, once the engine has computed it.
+  Tensor read(loom::Value value) override;
   flow::Val val(loom::Value value) const { return val_of_.at(value); }
-  const Input* input() const { return input_; }
+  // Weaves on until the example reads a value not computed yet; true once its weave is complete.
+  bool weave_on() { return fiber_.resume(); }
+  loom::Value awaited() const { return awaited_; }
   // Issues the weave's values from the first one not issued yet, in order.
-  void issue(flow::Context& ctx, const loom::Weaver& weave);
+  void issue(flow::Context& ctx);
+  std::int64_t woven_calls() const { return std::int64_t(weaver_.num_calls()); }
 
-  std::unique_ptr<WovenRecords> records;
-  std::unique_ptr<WeaveState> state;  // the last weave's (it keeps the Inputs made while weaving)
+  WovenRecords records;
   WeaveValue result;
 
  private:
+  void weave(const FlowBatch& batch);
+
   flow::Engine* engine_;
   const Input* input_;
+  loom::Weaver weaver_;
+  WeaveState state_;
+  loom::Value awaited_ = 0;
   std::vector<flow::Val> val_of_;
   std::vector<flow::Val> args_;
+  Fiber fiber_;  // last: destroyed (its frames unwound) before the weave state they refer to
 };
 
-void ExampleReplay::issue(flow::Context& ctx, const loom::Weaver& weave) {
+Tensor ExampleRun::read(loom::Value value) {
+  if (value >= val_of_.size() || !engine_->computed(val_of_[value])) {
+    awaited_ = value;
+    fiber_.suspend();  // the program issues what was woven and awaits the value
+  }
+  return engine_->value(val_of_[value]);
+}
+
+void ExampleRun::issue(flow::Context& ctx) {
+  const loom::Weaver& weave = weaver_;
   const loom::Loom& loom = weave.loom();
   while (val_of_.size() < weave.num_values()) {
     const auto v = loom::Value(val_of_.size());
@@ -76,55 +89,54 @@ void ExampleReplay::issue(flow::Context& ctx, const loom::Weaver& weave) {
   }
 }
 
-// What the examples of one batch share: one weave at a time runs (the engine is one thread).
+// What the examples of one batch share.
 struct FlowBatch {
   const Compiled& compiled;
   const BlockImpl& root;
   std::size_t outputs;
-  loom::Weaver scratch;
   FlowBatch(const Compiled& c, const Block& r, std::size_t n)
-      : compiled(c), root(r.impl()), outputs(n), scratch(c.loom) {}
+      : compiled(c), root(r.impl()), outputs(n) {}
 };
 
-// Weaves the example once; the value it must wait for, or nothing when its weave is complete.
-std::optional<loom::Value> weave_once(flow::Context& ctx, FlowBatch& batch, ExampleReplay& ex) {
-  batch.scratch.clear();
-  ex.records = std::make_unique<WovenRecords>();
-  ex.records->outputs.resize(batch.outputs);
-  ex.records->output_examples.resize(batch.outputs);
-  ex.records->metrics.resize(batch.compiled.metric_names.size());
-  ex.state = std::make_unique<WeaveState>(batch.compiled, batch.scratch, *ex.records);
-  ex.state->set_example(std::int32_t(ctx.example()));
-  ex.state->set_reader(&ex);
-  const bool void_input = batch.root.in()->type().is_void();
-  try {
-    ex.result =
-        batch.root.eval(*ex.state, void_input ? WeaveValue{} : WeaveValue::of_input(ex.input()));
-  } catch (const AwaitValue& wait) {
-    ex.issue(ctx, batch.scratch);
-    return wait.value;
-  }
-  ex.issue(ctx, batch.scratch);
-  return std::nullopt;
+ExampleRun::ExampleRun(flow::Engine& engine, const FlowBatch& batch, const Input* input,
+                       std::int32_t example)
+    : engine_(&engine),
+      input_(input),
+      weaver_(batch.compiled.loom),
+      state_(batch.compiled, weaver_, records),
+      fiber_([this, &batch] { weave(batch); }) {
+  state_.set_example(example);
 }
 
-// An example's program: weave, wait for the value read, weave again, until the weave completes.
-flow::Program replay_example(flow::Context& ctx, FlowBatch& batch, ExampleReplay& ex) {
-  for (;;) {
-    const std::optional<loom::Value> wait = weave_once(ctx, batch, ex);
-    if (!wait) co_return;
-    co_await ctx.read(ex.val(*wait));
+// The fiber's body: the example's whole weave, suspended at each read of a pending value.
+void ExampleRun::weave(const FlowBatch& batch) {
+  records.outputs.resize(batch.outputs);
+  records.output_examples.resize(batch.outputs);
+  records.metrics.resize(batch.compiled.metric_names.size());
+  state_.set_reader(this);
+  const bool void_input = batch.root.in()->type().is_void();
+  result = batch.root.eval(state_, void_input ? WeaveValue{} : WeaveValue::of_input(input_));
+}
+
+// An example's program: weave until a read waits, issue what was woven, await the value, resume.
+flow::Program run_example(flow::Context& ctx, ExampleRun& ex) {
+  while (!ex.weave_on()) {
+    ex.issue(ctx);
+    co_await ctx.read(ex.val(ex.awaited()));
   }
+  ex.issue(ctx);
 }
 
 // Runs every example's program to its end; throws the first failure, naming the example.
-std::vector<ExampleReplay> run_examples(flow::Engine& engine, FlowBatch& batch,
-                                        std::span<const Input> inputs) {
-  std::vector<ExampleReplay> examples;
+// The runs are held by pointer: a fiber's body refers to its run, which must not move.
+std::vector<std::unique_ptr<ExampleRun>> run_examples(flow::Engine& engine, const FlowBatch& batch,
+                                                      std::span<const Input> inputs) {
+  std::vector<std::unique_ptr<ExampleRun>> examples;
   examples.reserve(inputs.size());
   for (const Input& input : inputs) {
-    ExampleReplay& ex = examples.emplace_back(engine, &input);
-    engine.admit([&](flow::Context& ctx) { return replay_example(ctx, batch, ex); },
+    ExampleRun& ex = *examples.emplace_back(
+        std::make_unique<ExampleRun>(engine, batch, &input, std::int32_t(examples.size())));
+    engine.admit([&ex](flow::Context& ctx) { return run_example(ctx, ex); },
                  "input " + describe_input(input));
   }
   engine.run();
@@ -156,9 +168,8 @@ EvalValue eval_on_flow(const Compiled& compiled, const Block& root, const Input&
   tape.set_grad_enabled(false);
   flow::Engine engine(compiled.loom, tape, engine_options(CompilerOptions{}));
   FlowBatch batch(compiled, root, 0);
-  std::vector<ExampleReplay> examples =
-      run_examples(engine, batch, std::span<const Input>(&input, 1));
-  const ExampleReplay& ex = examples[0];
+  const auto examples = run_examples(engine, batch, std::span<const Input>(&input, 1));
+  const ExampleRun& ex = *examples[0];
   return to_eval_value(root.impl().out()->type(), ex.result,
                        [&](loom::Value v) { return engine.value(ex.val(v)); });
 }
@@ -170,24 +181,24 @@ namespace weft::blocks {
 BatchResult Compiler::run_flow(const WovenBatch& batch, Tape& tape) const {
   flow::Engine engine(compiled_->loom, tape, detail::engine_options(options_), options_.device);
   detail::FlowBatch flow_batch(*compiled_, root_, output_types_.size());
-  std::vector<detail::ExampleReplay> examples =
-      detail::run_examples(engine, flow_batch, batch.flow_inputs_);
+  const auto examples = detail::run_examples(engine, flow_batch, batch.flow_inputs_);
   auto outcome = std::make_shared<detail::FlowOutcome>();
   const std::size_t n = output_types_.size(), m = compiled_->metric_names.size();
   std::vector<std::vector<flow::Val>> outputs(n), metrics(m);
   outcome->output_examples.resize(n);
   outcome->metrics.resize(m);
   for (std::int32_t e = 0; e < std::int32_t(examples.size()); ++e) {
-    detail::ExampleReplay& ex = examples[std::size_t(e)];
+    detail::ExampleRun& ex = *examples[std::size_t(e)];
+    outcome->woven_calls += ex.woven_calls();
     std::size_t position = 0;
-    detail::record_outputs(root_.impl().out()->type(), ex.result, position, e, *ex.records);
+    detail::record_outputs(root_.impl().out()->type(), ex.result, position, e, ex.records);
     for (std::size_t k = 0; k < n; ++k) {
-      for (loom::Value v : ex.records->outputs[k]) outputs[k].push_back(ex.val(v));
-      for (std::int32_t row : ex.records->output_examples[k])
+      for (loom::Value v : ex.records.outputs[k]) outputs[k].push_back(ex.val(v));
+      for (std::int32_t row : ex.records.output_examples[k])
         outcome->output_examples[k].push_back(row);
     }
     for (std::size_t k = 0; k < m; ++k) {
-      const detail::WovenRecords::Metric& rows = ex.records->metrics[k];
+      const detail::WovenRecords::Metric& rows = ex.records.metrics[k];
       for (loom::Value v : rows.values) metrics[k].push_back(ex.val(v));
       for (std::int32_t row : rows.examples) outcome->metrics[k].examples.push_back(row);
       for (const Input& label : rows.labels) outcome->metrics[k].labels.push_back(label);

@@ -240,8 +240,9 @@ class WeaveState {
   void record_metric(const detail::BlockImpl* metric, loom::Value value, const Input* label);
 
   // Reads a computed value while weaving (a Loop's stop value). Only a batch running on the
-  // flow engine has one; it returns the value's row, or suspends the example by throwing
-  // something that is not a std::exception (so let what you do not catch pass through).
+  // flow engine has one; it returns the value's row, suspending the example's weave (a fiber,
+  // flow_run.cpp) until the value is computed. An example dropped while suspended unwinds by
+  // something thrown that is not a std::exception: let what you do not catch pass through.
   class Reader {
    public:
     virtual ~Reader() = default;

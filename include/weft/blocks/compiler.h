@@ -7,13 +7,12 @@
 //
 // Roots whose blocks read computed values (a Loop whose stop the model decides) cannot be woven
 // before they run: needs_flow() is true, weave() only keeps the examples, and run() weaves each
-// example as a flow::Engine program. The program weaves the example until a Loop reads a value
-// not computed yet, issues what it wove as calls of the engine's next step, waits for that step
-// and weaves the example again from its start (the calls already issued are matched, not issued
-// twice; blocks are deterministic, so every weave repeats the last one's prefix). So the first
+// example as a flow::Engine program. The program weaves the example on a stack of its own (a
+// fiber) until a Loop reads a value not computed yet, issues what it wove as calls of the
+// engine's next step, waits for that step and resumes the weave where it stopped. So the first
 // step is the static weave of every example up to its first read (encoders batched as today),
-// each later step batches the examples' next iterations, and everything lies on one tape.
-// Re-weaving costs host time quadratic in an example's reads (no kernels run twice).
+// each later step batches the examples' next iterations, and everything lies on one tape. Each
+// example is woven once: host time linear in its calls and reads.
 // Roots without such a block keep the static weave: nothing changes for them.
 #pragma once
 
@@ -121,6 +120,10 @@ class BatchResult {
   const loom::LoomResult& loom_result() const;
   // On the flow engine: batched_calls, min_batched_calls (taken equal) and nodes, over steps.
   const loom::RunStats& stats() const;
+  // On the flow engine: the loom calls the examples' weaves made, counted in their weavers (an
+  // example is woven once, so this equals stats().nodes: host work linear in its calls). 0 for
+  // a static weave.
+  std::int64_t flow_woven_calls() const;
 
  private:
   friend class Compiler;
