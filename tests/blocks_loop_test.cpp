@@ -251,6 +251,40 @@ TEST(BlocksLoop, EachExampleIsWovenOnceEvenWithLoopsInsideAMap) {
   expect_near_all(values(nested.output(0)), one_at_a_time(mapped, lists, 0, nullptr));
 }
 
+// A Loop in another Loop's body: each outer iteration runs the clock loop until clock > 1, then
+// rewinds the clock to (clock - 1) * 4 and emits h; the outer loop stops once the rewound clock
+// passes 0.5 (both lengths are the model's). Batched equals one at a time, woven once.
+TEST(BlocksLoop, NestedLoopsEqualOneAtATimeAndWeaveOnce) {
+  ClockModel model;
+  const Block rewind = Function(
+      "rewind", {Type::vector(3), Type::vector(1)},
+      [](std::span<const Var> x) {
+        return std::vector<Var>{x[0], (x[1] - 1.0f) * 4.0f, x[0]};
+      },
+      std::nullopt,
+      [](const std::vector<Type>& t) {
+        return Type::tuple({Type::tuple({t[0], t[1]}), t[0]});
+      });
+  const Block inner =
+      Loop(model.step() >> GetItem(0), GetItem(1), {.max_steps = 60, .threshold = 1.0});
+  const Compiler nested(
+      Record({{"h", Vector(3)}, {"clock", Vector(1)}}) >>
+      Loop(inner >> rewind, GetItem(1),
+           {.max_steps = 5, .threshold = 0.5, .at_bound = LoopBound::kStop, .emits = true}));
+  const std::vector<Input> inputs = examples(16, 13);
+  Tape tape;
+  BatchResult batch = nested.forward(inputs, tape);
+  std::vector<std::int32_t> rows;
+  for (std::size_t k = 0; k < 3; ++k)
+    expect_near_all(values(batch.output(k)),
+                    one_at_a_time(nested, inputs, k, k == 2 ? &rows : nullptr));
+  EXPECT_EQ(batch.output_examples(2), rows);
+  std::vector<int> outer(inputs.size(), 0);
+  for (std::int32_t e : rows) ++outer[std::size_t(e)];
+  EXPECT_GE(std::set<int>(outer.begin(), outer.end()).size(), 2u);
+  EXPECT_EQ(batch.flow_woven_calls(), batch.stats().nodes);
+}
+
 TEST(BlocksLoop, EvalRunsALoopAndMisuseIsReported) {
   ClockModel model;
   const std::vector<Input> inputs = examples(3, 7);
