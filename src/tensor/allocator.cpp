@@ -27,12 +27,14 @@ constexpr std::size_t kHeaderBytes = 64;  // StorageBlock rounded to the data al
 constexpr int kClassesPerOctave = 4;
 constexpr int kNumClasses = 64 * kClassesPerOctave;
 static_assert(sizeof(detail::StorageBlock) <= kHeaderBytes);
-// Host blocks from this size up are mapped from the kernel and unmapped when evicted. Through
-// malloc they would not reliably go back: glibc raises its mmap threshold (up to 32 MiB) to
-// the size of each mapped chunk it frees, and serves later ones from heaps that shrink only
-// at their top. The page faults of a fresh mapping are paid only when a block is evicted and
-// asked for again; the size keeps them small next to the work that fills the block.
-constexpr std::size_t kMappedBytes = std::size_t(1) << 20;
+// Host blocks from this size up are mapped from the kernel and unmapped when evicted, so they
+// surely leave RSS. glibc maps chunks this big too, but below it, it raises its threshold to
+// the size of each mapped chunk freed and serves later ones from heaps that shrink only at
+// their top. Smaller blocks stay with malloc on purpose: an evicted block asked for again then
+// comes from malloc's free memory, not fresh pages (mapping from 1 MiB up made a training
+// benchmark's misses page-fault, bench/log/2026-11-26-pool-cap.md); release_cached_memory
+// trims what malloc keeps.
+constexpr std::size_t kMappedBytes = std::size_t(32) << 20;
 constexpr std::size_t kPageBytes = 4096;
 
 // Smallest size class holding `bytes`, and that class's size in bytes.
