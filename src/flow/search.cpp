@@ -18,11 +18,24 @@ void check_decoder(const Decoder& decoder, const char* where) {
     fail(where, "the decoder's max_length must be positive, got ", decoder.max_length);
 }
 
-// The log-probabilities read from a step, as float64 on the host.
-std::vector<double> log_probs_of(const Tensor& row, const char* where) {
-  if (row.dtype() != DType::kFloat32 || row.rank() != 1)
+// The best token of a step's log-probabilities (the lowest index among equals), read in place.
+std::pair<std::int32_t, double> argmax_of(const Tensor& row, const char* where) {
+  if (row.dtype() != DType::kFloat32 || row.rank() != 1 || row.numel() == 0)
     fail(where, "log_probs must be float32 [vocabulary], got ", row.describe());
-  return row.to_double_vector();
+  const float* data = row.data<float>();
+  const float* best = std::max_element(data, data + row.numel());
+  return {std::int32_t(best - data), double(*best)};
+}
+
+// Admits one program per example, runs them all, and calls `clear(e)` for each that failed.
+template <typename Make, typename Clear>
+void run_each(Engine& engine, std::size_t examples, const Make& make, const Clear& clear) {
+  std::vector<std::size_t> ids;
+  for (std::size_t e = 0; e < examples; ++e)
+    ids.push_back(engine.admit([&make, e](Context& ctx) { return make(ctx, e); }));
+  engine.run();
+  for (std::size_t e = 0; e < examples; ++e)
+    if (engine.state(ids[e]) == ProgramState::kFailed) clear(e);
 }
 
 struct Beam {
@@ -166,11 +179,10 @@ Program greedy_program(Context& ctx, const Decoder& decoder, Val initial, Hypoth
   std::int32_t token = decoder.start_token;
   for (std::int32_t length = 0; length < decoder.max_length && !out.ended; ++length) {
     const DecoderStep step = decoder.step(ctx, state, token);
-    const std::vector<double> log_probs = log_probs_of(co_await ctx.read(step.log_probs), "greedy");
-    const auto best = std::max_element(log_probs.begin(), log_probs.end());
-    token = std::int32_t(best - log_probs.begin());
+    const auto [best, log_prob] = argmax_of(co_await ctx.read(step.log_probs), "greedy");
+    token = best;
     out.tokens.push_back(token);
-    out.log_prob += *best;
+    out.log_prob += log_prob;
     out.ended = token == decoder.end_token;
     state = step.state;
   }
@@ -216,13 +228,10 @@ Program beam_program(Context& ctx, const Decoder& decoder, Val initial, BeamOpti
 std::vector<Hypothesis> greedy_decode(Engine& engine, const Decoder& decoder,
                                       std::span<const Val> initial) {
   std::vector<Hypothesis> out(initial.size());
-  std::vector<std::size_t> examples;
-  for (std::size_t e = 0; e < initial.size(); ++e)
-    examples.push_back(engine.admit(
-        [&, e](Context& ctx) { return greedy_program(ctx, decoder, initial[e], out[e]); }));
-  engine.run();
-  for (std::size_t e = 0; e < initial.size(); ++e)
-    if (engine.state(examples[e]) == ProgramState::kFailed) out[e] = Hypothesis{};
+  run_each(
+      engine, initial.size(),
+      [&](Context& ctx, std::size_t e) { return greedy_program(ctx, decoder, initial[e], out[e]); },
+      [&](std::size_t e) { out[e] = Hypothesis{}; });
   return out;
 }
 
@@ -230,13 +239,12 @@ std::vector<std::vector<Hypothesis>> beam_search(Engine& engine, const Decoder& 
                                                  std::span<const Val> initial,
                                                  BeamOptions options) {
   std::vector<std::vector<Hypothesis>> out(initial.size());
-  std::vector<std::size_t> examples;
-  for (std::size_t e = 0; e < initial.size(); ++e)
-    examples.push_back(engine.admit(
-        [&, e](Context& ctx) { return beam_program(ctx, decoder, initial[e], options, out[e]); }));
-  engine.run();
-  for (std::size_t e = 0; e < initial.size(); ++e)
-    if (engine.state(examples[e]) == ProgramState::kFailed) out[e].clear();
+  run_each(
+      engine, initial.size(),
+      [&](Context& ctx, std::size_t e) {
+        return beam_program(ctx, decoder, initial[e], options, out[e]);
+      },
+      [&](std::size_t e) { out[e].clear(); });
   return out;
 }
 
