@@ -29,6 +29,7 @@
 #include "weft/models/saved_model.h"
 #include "weft/serve/client.h"
 #include "weft/serve/server.h"
+#include "weft/tensor/allocator.h"
 
 namespace {
 
@@ -249,6 +250,27 @@ TEST_F(DecodingServe, ClientsThatGoAwayAreRetiredAndTheirMemoryFreed) {
   // The server still answers.
   const serve::HttpResult after = post({{"instances", {{{"count", 3}}}}});
   EXPECT_EQ(after.status, 200) << after.body;
+}
+
+// A decoding server idle for release_memory_idle_s hands the pool's cache back too (its wait
+// for requests is the decoding loop's, not the batching driver's), and decodes as before after.
+TEST_F(DecodingServe, AnIdleDecodingServerHandsThePoolsCacheBack) {
+  serve::ServerOptions options;
+  options.release_memory_idle_s = 0.3;
+  const std::string path = serve_countdown(1000, options);
+  const std::vector<json> examples{{{"count", 40}, {"word", 2}}, {{"count", 7}}};
+  const std::vector<json> expected = infer(path, examples, 0);
+  for (int spell = 1; spell <= 2; ++spell) {
+    const serve::HttpResult res = post({{"instances", examples}});
+    ASSERT_EQ(res.status, 200) << res.body;
+    const json answers = json::parse(res.body).at("predictions");
+    for (std::size_t i = 0; i < examples.size(); ++i)
+      EXPECT_TRUE(same_decoding(answers[i], expected[i])) << answers[i];
+    wait_until(
+        [&] { return metric(server_->metrics_text(), "weft_memory_releases_total") >= spell; });
+    EXPECT_EQ(metric(server_->metrics_text(), "weft_memory_releases_total"), spell);
+    EXPECT_EQ(allocator_stats().bytes_cached, 0);
+  }
 }
 
 TEST_F(DecodingServe, BoundsAnswerByStatusAndMessage) {

@@ -27,6 +27,7 @@
 #include "weft/models/saved_model.h"
 #include "weft/serve/client.h"
 #include "weft/serve/server.h"
+#include "weft/tensor/allocator.h"
 #include "weft/train/trainer.h"
 
 namespace {
@@ -595,6 +596,40 @@ TEST_F(Serving, ASecondServerOnAPortInUseFailsNamingIt) {
   } catch (const weft::Error& e) {
     EXPECT_NE(std::string(e.what()).find("127.0.0.1:" + std::to_string(port_)), std::string::npos)
         << e.what();
+  }
+}
+
+// After --release-memory-idle-s with nothing queued, the worker hands the tensor pool's cache
+// back: no cached byte is left, /metrics counts the spell, and the next request is answered as
+// before (and, idle again, releases again).
+TEST_F(Serving, AnIdleServerHandsThePoolsCacheBack) {
+  const std::string path = *checkpoint("calculator");
+  serve::ServerOptions options;
+  options.models = {{"calculator", path}};
+  options.release_memory_idle_s = 0.3;
+  start(options);
+  const std::vector<std::string> lines = infer_lines("calculator");
+  const std::vector<json> expected = infer("calculator", path, lines);
+  const auto releases = [&] {
+    const std::string m = server_->metrics_text();
+    const std::string name = "weft_memory_releases_total{model=\"calculator\"} ";
+    const std::size_t at = m.find(name);
+    return at == std::string::npos ? -1.0 : std::stod(m.substr(at + name.size()));
+  };
+  for (int spell = 1; spell <= 2; ++spell) {
+    const serve::HttpResult res =
+        post(predict_path("calculator"), json{{"instances", lines}}.dump());
+    ASSERT_EQ(res.status, 200) << res.body;
+    const json predictions = json::parse(res.body).at("predictions");
+    for (std::size_t i = 0; i < lines.size(); ++i)
+      EXPECT_TRUE(same_prediction(predictions[i], expected[i])) << predictions[i];
+    EXPECT_GT(allocator_stats().bytes_cached, 0);  // the checkpoint's training and the batch
+    for (int i = 0; i < 10000 && releases() < spell; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ASSERT_EQ(releases(), spell);
+    EXPECT_EQ(allocator_stats().bytes_cached, 0);
+    EXPECT_NE(server_->metrics_text().find("weft_memory_bytes{kind=\"cached\"} 0\n"),
+              std::string::npos);
   }
 }
 

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "weft/models/saved_model.h"
+#include "weft/tensor/allocator.h"
 
 namespace weft::serve::detail {
 
@@ -94,9 +95,25 @@ bool ModelWorker::submit(std::vector<QueuedInstance> instances) {
   return true;
 }
 
+template <typename Ready>
+void ModelWorker::wait_for_work(std::unique_lock<std::mutex>& lock, Ready ready) {
+  if (options_.release_memory_idle_s > 0) {
+    const std::chrono::duration<double> idle(options_.release_memory_idle_s);
+    if (queue_changed_.wait_for(lock, idle, ready)) return;
+    // Idle: nothing this worker runs holds tensors now, so what the pools cache is spare. Both
+    // pools, since the model may run on either; an unused pool has nothing to hand back.
+    lock.unlock();
+    release_cached_memory(Device::kCpu);
+    release_cached_memory(Device::kCuda);
+    lock.lock();
+    ++stats_.memory_releases;
+  }
+  queue_changed_.wait(lock, ready);
+}
+
 std::vector<QueuedInstance> ModelWorker::take_queued(std::size_t max_sequences, bool wait) {
   std::unique_lock<std::mutex> lock(mutex_);
-  if (wait) queue_changed_.wait(lock, [&] { return !queue_.empty() || stopping_; });
+  if (wait) wait_for_work(lock, [&] { return !queue_.empty() || stopping_; });
   std::vector<QueuedInstance> taken;
   std::size_t sequences = 0;
   while (!queue_.empty()) {
@@ -148,7 +165,7 @@ void ModelWorker::run_loop() {
     std::shared_ptr<models::Model> model;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      queue_changed_.wait(lock, [&] { return !queue_.empty() || stopping_; });
+      wait_for_work(lock, [&] { return !queue_.empty() || stopping_; });
       if (queue_.empty()) return;  // stopping, and every instance answered
       model = queue_.front().model;
     }
@@ -206,7 +223,7 @@ bool ModelWorker::next_instance(models::StreamExample& next, const models::Model
                                 std::size_t& in_batch) {
   const std::size_t max_batch = std::max<std::size_t>(1, options_.max_batch);
   std::unique_lock<std::mutex> lock(mutex_);
-  queue_changed_.wait(lock, [&] { return !queue_.empty() || stopping_ || source_interrupted_; });
+  wait_for_work(lock, [&] { return !queue_.empty() || stopping_ || source_interrupted_; });
   if (queue_.empty() || source_interrupted_) return false;  // stopping and drained, or interrupted
   // A batch's first instance: under load (the last batch served several requests) wait a
   // little for more; a quiet server answers at once, so batching costs a lone client nothing.

@@ -141,6 +141,10 @@ class ModelWorker {
                      std::size_t& in_batch);
   // Counts a batch that ran (its instances are the first `size` in flight).
   void count_batch(std::size_t size);
+  // Waits on queue_changed_ (`lock` held) until `ready()`; a wait that lasts
+  // release_memory_idle_s first hands the pools' cached memory back (once per idle spell).
+  template <typename Ready>
+  void wait_for_work(std::unique_lock<std::mutex>& lock, Ready ready);
 
   const std::string name_;
   const ServerOptions options_;

@@ -23,6 +23,7 @@
 #include "weft/core/error.h"
 #include "weft/io/utf8.h"
 #include "weft/models/registry.h"
+#include "weft/tensor/allocator.h"
 
 namespace weft::serve {
 
@@ -170,6 +171,7 @@ struct Server::Impl {
   std::string metrics() const;
   void http_metrics(std::string& out) const;
   static void decode_metrics(std::string& out, const Snapshots& snaps);
+  static void memory_metrics(std::string& out, const Snapshots& snaps);
 
   ServerOptions options;
   std::map<std::string, std::unique_ptr<detail::ModelWorker>> workers;
@@ -572,6 +574,7 @@ std::string Server::Impl::metrics() const {
                        s.reload_failures);
   }
   decode_metrics(out, snaps);
+  memory_metrics(out, snaps);
   http_metrics(out);
   return out;
 }
@@ -617,6 +620,20 @@ void Server::Impl::decode_metrics(std::string& out, const Snapshots& snaps) {
              [](const Decode& d) -> const detail::Histogram& { return d.first_step; });
   histograms("weft_decode_step_seconds", "One decoding step (every generation's engine).",
              [](const Decode& d) -> const detail::Histogram& { return d.step_seconds; });
+}
+
+// The tensor pool's bytes, and the idle spells that handed its cache back.
+void Server::Impl::memory_metrics(std::string& out, const Snapshots& snaps) {
+  add_family(out, "weft_memory_releases_total", "counter",
+             "Idle spells after which a model's worker handed the tensor pools' cache back.");
+  for (const auto& [model, s] : snaps)
+    out += fmt::format("weft_memory_releases_total{{model=\"{}\"}} {}\n", model,
+                       s.stats.memory_releases);
+  const AllocatorStats pool = allocator_stats(Device::kCpu);
+  add_family(out, "weft_memory_bytes", "gauge",
+             "The CPU tensor pool: bytes in tensors now, and freed bytes kept for reuse.");
+  out += fmt::format("weft_memory_bytes{{kind=\"in_use\"}} {}\n", pool.bytes_in_use);
+  out += fmt::format("weft_memory_bytes{{kind=\"cached\"}} {}\n", pool.bytes_cached);
 }
 
 // The connections' families: answers that reached no model, connections open.

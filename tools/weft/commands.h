@@ -134,6 +134,7 @@ struct ServeOptions {
   std::int64_t max_live_sequences = 256;
   int max_beam = 8;
   int max_decode_steps = 0;
+  double release_memory_idle_s = 10;
 };
 
 struct BenchServeOptions {

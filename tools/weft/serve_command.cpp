@@ -65,6 +65,11 @@ void add_serve_guards(CLI::App& cmd, ServeOptions& options) {
                  "Connections open at once (more are answered 503); the fd limit is raised")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
+  cmd.add_option("--release-memory-idle-s", options.release_memory_idle_s,
+                 "After this long with nothing queued, hand the tensor pool's cached memory "
+                 "back to the system (0: never)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e6));
   cmd.add_option("--max-requests-per-connection", options.max_requests_per_connection,
                  "Requests on one keep-alive connection before it is closed")
       ->capture_default_str()
@@ -180,6 +185,7 @@ serve::ServerOptions server_options(const ServeOptions& options) {
   out.max_live_sequences = std::size_t(options.max_live_sequences);
   out.max_beam = options.max_beam;
   out.max_decode_steps = options.max_decode_steps;
+  out.release_memory_idle_s = options.release_memory_idle_s;
   if (!options.auth_token_file.empty()) out.auth_token = read_auth_token(options.auth_token_file);
   if (!options.checkpoint.empty()) {
     const std::string name =

@@ -52,15 +52,20 @@ struct ServerOptions {
   std::size_t max_live_sequences = 256;  // decoding at once (a beam of k counts k); more queue
   int max_beam = 8;                      // the widest "beam" a request may ask for
   std::int32_t max_decode_steps = 0;     // the most "max_steps" a request may ask; 0: the model's
+  // After this many seconds with nothing queued, a model's worker hands the tensor pools'
+  // cached blocks (and the C heap's free pages) back to the system, so an idle server's RSS
+  // falls back after a burst. 0: never.
+  double release_memory_idle_s = 10;
 };
 
 // What a model's worker has done since the server started.
 struct ModelStats {
-  std::uint64_t requests = 0;        // predict requests answered (any status)
-  std::uint64_t batches = 0;         // batches run
-  std::uint64_t examples = 0;        // instances predicted (or failed) in batches
-  std::uint64_t shared_batches = 0;  // batches holding instances of more than one request
-  std::uint64_t reloads = 0;         // successful reloads
+  std::uint64_t requests = 0;         // predict requests answered (any status)
+  std::uint64_t batches = 0;          // batches run
+  std::uint64_t examples = 0;         // instances predicted (or failed) in batches
+  std::uint64_t shared_batches = 0;   // batches holding instances of more than one request
+  std::uint64_t reloads = 0;          // successful reloads
+  std::uint64_t memory_releases = 0;  // idle spells that handed cached memory back
   double mean_batch_size() const { return batches ? double(examples) / double(batches) : 0.0; }
 };
 
