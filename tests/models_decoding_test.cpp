@@ -6,6 +6,7 @@
 // malformed input is named with what and where.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <set>
@@ -15,6 +16,7 @@
 #include "weft/core/error.h"
 #include "weft/models/flow_model.h"
 #include "weft/models/registry.h"
+#include "weft/nn/mode.h"
 
 namespace weft::models {
 namespace {
@@ -160,6 +162,56 @@ TEST_P(DecodingModels, BeamWidthOneGivesGreedyAnswers) {
   }
 }
 
+// Examples encoded to join a running batch (a server admitting requests between steps) have
+// their attention memories padded to the most the model's data needs, so every step is one
+// operation; the padding is masked, so greedy and beam answers are those of a whole batch, and
+// one example alone joins with the memory size of a whole batch (one operation for both).
+TEST_P(DecodingModels, JoiningExamplesAnswerAsAWholeBatchDoes) {
+  std::unique_ptr<Model> model = tiny(GetParam(), {{"hidden", 16}, {"max_depth", 3}});
+  scramble(*model);
+  const std::span<const nlohmann::json> examples = model->examples(train::Split::kDev);
+  for (const int beam : {0, 3}) {
+    const auto whole = model->decoding()->decode(examples, DecodeSettings{.beam = beam});
+    const auto joining =
+        model->decoding()->decode(examples, DecodeSettings{.beam = beam, .joining = true});
+    for (std::size_t e = 0; e < examples.size(); ++e) {
+      const std::string where = "beam " + std::to_string(beam) + ", example " + std::to_string(e);
+      expect_same_answer(joining[e], whole[e], where);
+      const auto alone = model->decoding()->decode(examples.subspan(e, 1),
+                                                   DecodeSettings{.beam = beam, .joining = true});
+      expect_same_answer(alone[0], whole[e], where + " alone");
+    }
+  }
+}
+
+// Batched operation calls per engine step when the dev split's smallest and largest examples
+// are encoded as two groups (a server admitting them at different times) into one engine.
+double batched_calls_per_step(Model& model, bool joining) {
+  const std::span<const nlohmann::json> examples = model.examples(train::Split::kDev);
+  const auto size = [](const nlohmann::json& e) { return e.dump().size(); };
+  const auto [small, large] =
+      std::minmax_element(examples.begin(), examples.end(),
+                          [&](const auto& a, const auto& b) { return size(a) < size(b); });
+  DecodingModel& decoding = *model.decoding();
+  Tape tape;
+  tape.set_grad_enabled(false);
+  TapeScope scope(tape);
+  nn::ForwardMode mode(false);
+  flow::Engine engine(decoding.decoding_loom(), tape, {}, decoding.decoding_device());
+  const DecodeSettings settings{.beam = 0, .joining = joining};
+  std::vector<std::unique_ptr<DecodeJob>> jobs = decoding.encode(engine, {&*small, 1}, settings);
+  for (auto& job : decoding.encode(engine, {&*large, 1}, settings)) jobs.push_back(std::move(job));
+  for (auto& job : jobs) engine.admit([&j = *job](flow::Context& ctx) { return j.program(ctx); });
+  engine.run();
+  return double(engine.stats().batched_calls) / double(engine.stats().steps);
+}
+
+TEST_P(DecodingModels, JoiningGroupsStepAsOneOperation) {
+  std::unique_ptr<Model> model = tiny(GetParam(), {{"hidden", 16}, {"max_depth", 3}});
+  EXPECT_EQ(batched_calls_per_step(*model, true), 1.0);
+  EXPECT_GT(batched_calls_per_step(*model, false), 1.0);  // one operation per memory size
+}
+
 // What AttentionDecoder::step_beams issued for some beams, and what step() issued for each.
 struct BothWays {
   flow::BeamStep together;
@@ -186,12 +238,13 @@ void expect_near_values(const Tensor& got, const Tensor& want, const std::string
 
 // Beam search steps an example's beams together (one call per 8 beams, attending to the memory
 // once); that must compute what stepping each beam alone computes, with and without the parent
-// feed, for every group size and past one group.
+// feed (with it, the memories padded as a joining example's are), for every group size and past
+// one group.
 TEST(AttentionDecoderBeams, SteppedTogetherEqualsOneBeamAtATime) {
   for (const bool parent_feed : {false, true}) {
     nn::ParameterStore store(7);
     loom::Loom loom;
-    const AttentionDecoder decoder(store, loom, 6, 5, 4, parent_feed);
+    const AttentionDecoder decoder(store, loom, 6, 5, 4, parent_feed, 12);
     for (Parameter p : store.parameters())
       p.value() = weft::testing::random_tensor(p.value().shape(), 40 + p.value().numel(), -1, 1);
     Tape tape;
@@ -199,7 +252,8 @@ TEST(AttentionDecoderBeams, SteppedTogetherEqualsOneBeamAtATime) {
     TapeScope scope(tape);
     flow::Engine engine(loom, tape);
     const Var encoded = tape.constant(weft::testing::random_tensor({8, 6}, 3));
-    const auto memories = decoder.memories(engine, encoded, {{0, 1, 2}, {3, 4, 5, 6, 7}}, "test");
+    const auto memories =
+        decoder.memories(engine, encoded, {{0, 1, 2}, {3, 4, 5, 6, 7}}, "test", parent_feed);
     const std::vector<flow::Val> states = engine.import(
         tape.constant(weft::testing::random_tensor({10, 12}, 4)), decoder.state_type());
     const std::vector<flow::Val> parents = engine.import(

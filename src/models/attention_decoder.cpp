@@ -7,8 +7,12 @@
 namespace weft::models {
 
 AttentionDecoder::AttentionDecoder(nn::ParameterStore& store, loom::Loom& loom, std::int64_t hidden,
-                                   std::int64_t inputs, std::int64_t outputs, bool parent_feed)
-    : hidden_(hidden), outputs_(outputs), parent_feed_(parent_feed) {
+                                   std::int64_t inputs, std::int64_t outputs, bool parent_feed,
+                                   std::int64_t joining_memory)
+    : hidden_(hidden),
+      outputs_(outputs),
+      parent_feed_(parent_feed),
+      joining_memory_(std::min(joining_memory, kMemorySizes.back())) {
   embed_ = std::make_unique<nn::Embedding>(store, "decoder/input", inputs, hidden);
   cell_ = std::make_unique<nn::LSTMCell>(store, "decoder/cell", parent_feed ? 2 * hidden : hidden,
                                          hidden);
@@ -91,8 +95,8 @@ std::vector<Var> AttentionDecoder::body(std::span<const Var> in, std::int64_t be
 
 std::vector<AttentionDecoder::Memory> AttentionDecoder::memories(
     flow::Engine& engine, Var states, const std::vector<std::vector<std::int64_t>>& rows,
-    const char* owner) const {
-  std::size_t largest = 1;
+    const char* owner, bool joining) const {
+  std::size_t largest = joining ? std::size_t(std::max<std::int64_t>(1, joining_memory_)) : 1;
   for (const auto& r : rows) largest = std::max(largest, r.size());
   std::size_t k = 0;
   while (k < kMemorySizes.size() && std::size_t(kMemorySizes[k]) < largest) ++k;

@@ -27,9 +27,11 @@ class AttentionDecoder {
   static constexpr std::size_t kMaxBeamRows = 8;
 
   // `inputs` ids are embedded; `outputs` decisions are scored. With `parent_feed`, every step
-  // also reads a parent state.
+  // also reads a parent state. `joining_memory`: the states a joining example's memory is
+  // padded to at least (the most the model's training data has; memories()).
   AttentionDecoder(nn::ParameterStore& store, loom::Loom& loom, std::int64_t hidden,
-                   std::int64_t inputs, std::int64_t outputs, bool parent_feed);
+                   std::int64_t inputs, std::int64_t outputs, bool parent_feed,
+                   std::int64_t joining_memory);
 
   // The type of states ([h | c], float32 [2 hidden]) and of input ids (int32 scalars).
   loom::TypeId state_type() const { return state_; }
@@ -42,11 +44,12 @@ class AttentionDecoder {
     std::size_t size_index = 0;  // into kMemorySizes
   };
   // Memories for a batch: example e attends to the rows rows[e] of `states` ([n, hidden], on
-  // the engine's tape), imported into the engine. Fails (naming `owner`) when an example has
-  // more rows than the largest memory.
+  // the engine's tape), imported into the engine, padded to the batch's largest, or with
+  // `joining` (DecodeSettings::joining) to at least joining_memory. Fails (naming `owner`) when
+  // an example has more rows than the largest memory.
   std::vector<Memory> memories(flow::Engine& engine, Var states,
                                const std::vector<std::vector<std::int64_t>>& rows,
-                               const char* owner) const;
+                               const char* owner, bool joining) const;
   // Issues one step: from `state`, reading input id `input` (and `parent`'s state with
   // parent_feed), attending to `memory`. Nothing is read.
   flow::DecoderStep step(flow::Context& ctx, const Memory& memory, flow::Val state,
@@ -67,6 +70,7 @@ class AttentionDecoder {
 
   std::int64_t hidden_, outputs_;
   bool parent_feed_;
+  std::int64_t joining_memory_;
   std::unique_ptr<nn::Embedding> embed_;
   std::unique_ptr<nn::LSTMCell> cell_;
   std::unique_ptr<nn::FC> attended_, scores_;

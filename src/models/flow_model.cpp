@@ -95,7 +95,8 @@ std::vector<std::unique_ptr<DecodeJob>> FlowModel::encode(flow::Engine& engine,
                                                           const DecodeSettings& settings) {
   if (settings.beam < 0)
     fail(name(), "the beam width must be 0 (greedy) or more, got ", settings.beam);
-  std::vector<std::unique_ptr<Encoding>> encodings = encode_batch(engine, examples);
+  std::vector<std::unique_ptr<Encoding>> encodings =
+      encode_batch(engine, examples, settings.joining);
   std::vector<std::unique_ptr<DecodeJob>> jobs;
   jobs.reserve(encodings.size());
   for (auto& encoding : encodings) jobs.push_back(decode_job(std::move(encoding), settings));
@@ -127,7 +128,7 @@ train::BatchFigures FlowModel::teacher_forcing(std::span<const nlohmann::json> b
   TapeScope scope(tape_);
   nn::ForwardMode mode(training, rng);
   flow::Engine engine(loom_, tape_, {}, store_.device());
-  const std::vector<std::unique_ptr<Encoding>> encodings = encode_batch(engine, batch);
+  const std::vector<std::unique_ptr<Encoding>> encodings = encode_batch(engine, batch, false);
   std::vector<Targets> targets(batch.size());
   for (std::size_t e = 0; e < batch.size(); ++e)
     engine.admit([&, e](flow::Context& ctx) {

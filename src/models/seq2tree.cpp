@@ -277,7 +277,11 @@ Seq2TreeModel::Seq2TreeModel(const OptionValues& options, const ModelInit& init)
   Layers& l = *layers_;
   l.symbols = std::make_unique<nn::Embedding>(store(), "encoder/symbols", tokens::kSymbols, n);
   l.reader = std::make_unique<nn::LSTMCell>(store(), "encoder/cell", n, n);
-  l.decoder = std::make_unique<AttentionDecoder>(store(), loom(), n, kInputs, kDecisions, true);
+  // Joining examples attend to memories of a full tree's text at max_depth: its nodes and a
+  // pair of parentheses per operator.
+  const std::int64_t operators = (std::int64_t(1) << options.integer("max_depth")) - 1;
+  l.decoder = std::make_unique<AttentionDecoder>(store(), loom(), n, kInputs, kDecisions, true,
+                                                 3 * operators + 1);
   const loom::TypeShape state = loom().type(l.decoder->state_type());
   const loom::TypeShape id = loom().type(l.decoder->id_type());
   Layers* layers = layers_.get();
@@ -322,7 +326,7 @@ json Seq2TreeModel::parse_example(std::string_view line, std::string_view where)
 }
 
 std::vector<std::unique_ptr<FlowModel::Encoding>> Seq2TreeModel::encode_batch(
-    flow::Engine& engine, std::span<const json> examples) {
+    flow::Engine& engine, std::span<const json> examples, bool joining) {
   const Layers& l = *layers_;
   const loom::TypeId state_type = l.decoder->state_type(), id_type = l.decoder->id_type();
   loom::Weaver weaver(loom());
@@ -341,8 +345,8 @@ std::vector<std::unique_ptr<FlowModel::Encoding>> Seq2TreeModel::encode_batch(
   loom::Executor executor(loom(), Tape::current(), decoding_device());
   const loom::LoomResult result = executor.run(weaver);
   const std::vector<flow::Val> vals = engine.import(result, states);
-  const std::vector<AttentionDecoder::Memory> memories =
-      l.decoder->memories(engine, l.decoder->hidden_half(engine.gather(vals)), rows, "seq2tree");
+  const std::vector<AttentionDecoder::Memory> memories = l.decoder->memories(
+      engine, l.decoder->hidden_half(engine.gather(vals)), rows, "seq2tree", joining);
   std::vector<std::unique_ptr<Encoding>> out;
   for (std::size_t e = 0; e < examples.size(); ++e) {
     auto encoding = std::make_unique<TextEncoding>();

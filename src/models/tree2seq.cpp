@@ -112,7 +112,10 @@ Tree2SeqModel::Tree2SeqModel(const OptionValues& options, const ModelInit& init)
   l.cell = std::make_unique<nn::NaryTreeLSTMCell>(store(), "encoder/cell", n, n, 2);
   l.positions = std::make_unique<nn::Embedding>(store(), "encoder/positions",
                                                 AttentionDecoder::kMemorySizes.back(), n);
-  l.decoder = std::make_unique<AttentionDecoder>(store(), loom(), n, kInputs, kOutputs, false);
+  // Joining examples attend to memories of a full tree of max_depth's nodes.
+  const std::int64_t nodes = (std::int64_t(2) << options.integer("max_depth")) - 1;
+  l.decoder =
+      std::make_unique<AttentionDecoder>(store(), loom(), n, kInputs, kOutputs, false, nodes);
   const loom::TypeShape state = loom().type(l.decoder->state_type());
   const loom::TypeShape id = loom().type(l.decoder->id_type());
   Layers* layers = layers_.get();
@@ -141,7 +144,7 @@ json Tree2SeqModel::parse_example(std::string_view line, std::string_view where)
 }
 
 std::vector<std::unique_ptr<FlowModel::Encoding>> Tree2SeqModel::encode_batch(
-    flow::Engine& engine, std::span<const json> examples) {
+    flow::Engine& engine, std::span<const json> examples, bool joining) {
   const Layers& l = *layers_;
   loom::Weaver weaver(loom());
   TreeWeave trees{weaver, l.leaf, l.node, l.decoder->id_type(), {}, {}};
@@ -160,7 +163,7 @@ std::vector<std::unique_ptr<FlowModel::Encoding>> Tree2SeqModel::encode_batch(
                                                trees.positions, decoding_device());
   const Var all = l.decoder->hidden_half(engine.gather(states)) + (*l.positions)(positions);
   const std::vector<AttentionDecoder::Memory> memories =
-      l.decoder->memories(engine, all, rows, "tree2seq");
+      l.decoder->memories(engine, all, rows, "tree2seq", joining);
   std::vector<std::unique_ptr<Encoding>> out;
   for (std::size_t e = 0; e < examples.size(); ++e) {
     auto encoding = std::make_unique<TreeEncoding>();

@@ -114,6 +114,16 @@ void DecodingLoop::admit_queued() {
   const std::size_t room =
       options_.max_live_sequences > live ? options_.max_live_sequences - live : 0;
   if (room == 0) return;
+  if (live > 0) {
+    const std::size_t queued = worker_.queue_depth();
+    if (queued == 0) {
+      admission_waited_ = 0;
+      return;
+    }
+    if (queued < std::min(room, kAdmissionGroup) && ++admission_waited_ < kAdmissionWaitSteps)
+      return;
+  }
+  admission_waited_ = 0;
   std::vector<QueuedInstance> taken = worker_.take_queued(room, /*wait=*/live == 0);
   if (!taken.empty()) admit(std::move(taken));
 }
@@ -159,8 +169,10 @@ void DecodingLoop::encode_into(Generation& g, std::vector<std::unique_ptr<Sequen
   std::vector<json> examples;
   for (const auto& s : fresh) examples.push_back(s->instance.example);
   std::vector<std::unique_ptr<models::DecodeJob>> jobs;
+  models::DecodeSettings settings = fresh.front()->instance.decode;
+  settings.joining = options_.iteration_level;  // later steps batch them with other groups
   try {
-    jobs = g.decoding->encode(*g.engine, examples, fresh.front()->instance.decode);
+    jobs = g.decoding->encode(*g.engine, examples, settings);
     if (jobs.size() != fresh.size()) fail("weft serve", "the model encoded too few examples");
   } catch (const std::exception& e) {
     for (auto& s : fresh) s->instance.request->finish(s->instance.index, json(), e.what());

@@ -30,6 +30,12 @@ namespace weft::serve::detail {
 class DecodingLoop {
  public:
   static constexpr std::uint64_t kGenerationSteps = 256;
+  // While sequences are live, queued instances join in groups of kAdmissionGroup, or as many
+  // as have waited kAdmissionWaitSteps steps: a group is encoded by one static weave, whose
+  // fixed cost one instance per step paid again and again (tree2seq at 16 clients spent 2.8x
+  // the whole-batch server's encoding time per request; bench/log/2026-11-27-serve-tree2seq.md).
+  static constexpr std::size_t kAdmissionGroup = 8;
+  static constexpr std::uint32_t kAdmissionWaitSteps = 4;
 
   DecodingLoop(ModelWorker& worker, const ServerOptions& options);
   ~DecodingLoop();
@@ -40,7 +46,8 @@ class DecodingLoop {
   struct Sequence;
   struct Generation;
 
-  // Takes queued instances (waiting only when nothing is live) and admits them.
+  // Takes queued instances (waiting only when nothing is live; while sequences are live, in
+  // groups: kAdmissionGroup) and admits them.
   void admit_queued();
   void admit(std::vector<QueuedInstance> instances);
   Generation& generation_for(const std::shared_ptr<models::Model>& model);
@@ -56,6 +63,7 @@ class DecodingLoop {
   void answer_finished(Generation& g);
   std::size_t live_sequences() const;
 
+  std::uint32_t admission_waited_ = 0;  // steps a smaller group has waited to be admitted
   ModelWorker& worker_;
   const ServerOptions& options_;
   std::vector<std::unique_ptr<Generation>> generations_;  // oldest first

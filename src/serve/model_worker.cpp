@@ -129,6 +129,11 @@ std::vector<QueuedInstance> ModelWorker::take_queued(std::size_t max_sequences, 
   return taken;
 }
 
+std::size_t ModelWorker::queue_depth() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return queue_.size();
+}
+
 bool ModelWorker::stopping() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return stopping_;

@@ -104,6 +104,7 @@ class ModelWorker {
   // For the decoding loop: queued instances from the front, of the front's model, whose beams
   // fit in `max_sequences` (with `wait`, waits for one unless stopping); empty when none.
   std::vector<QueuedInstance> take_queued(std::size_t max_sequences, bool wait);
+  std::size_t queue_depth() const;  // instances queued now
   bool stopping() const;
   // Updates the decoding figures under the lock.
   template <typename Update>

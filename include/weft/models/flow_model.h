@@ -89,9 +89,9 @@ class FlowModel : public Model, public DecodingModel {
                        std::int64_t default_train, std::int64_t default_eval);
 
   // Encodes a batch with one static weave onto the engine's tape; one Encoding per example.
-  // A malformed example throws naming it ("example 3: ...").
+  // A malformed example throws naming it ("example 3: ..."). `joining`: DecodeSettings::joining.
   virtual std::vector<std::unique_ptr<Encoding>> encode_batch(
-      flow::Engine& engine, std::span<const nlohmann::json> examples) = 0;
+      flow::Engine& engine, std::span<const nlohmann::json> examples, bool joining) = 0;
   // Teacher forcing for one example: issues the steps of its gold decisions into `out`.
   virtual flow::Program teacher_program(flow::Context& ctx, const Encoding& encoding,
                                         const nlohmann::json& example, Targets& out) = 0;

@@ -26,6 +26,11 @@ struct DecodeSettings {
   // Beam search ranks finished hypotheses by log_prob / length^length_penalty (0: the plain
   // sum; flow::BeamOptions). Greedy decoding ignores it.
   double length_penalty = 0.0;
+  // The examples join programs encoded at other times (a server admitting requests between
+  // steps), so a model pads what varies with the example (tree2seq's and seq2tree's attention
+  // memories) to the most its training data needs, and every step still batches into one
+  // operation instead of one per size. Off: padded to the batch's largest (whole batches).
+  bool joining = false;
 };
 // The largest length_penalty a model option or a server request may ask for (useful values
 // lie in 0-2).

@@ -26,8 +26,9 @@ class Tree2SeqModel : public FlowModel {
   nlohmann::json parse_example(std::string_view line, std::string_view where) const override;
 
  private:
-  std::vector<std::unique_ptr<Encoding>> encode_batch(
-      flow::Engine& engine, std::span<const nlohmann::json> examples) override;
+  std::vector<std::unique_ptr<Encoding>> encode_batch(flow::Engine& engine,
+                                                      std::span<const nlohmann::json> examples,
+                                                      bool joining) override;
   flow::Program teacher_program(flow::Context& ctx, const Encoding& encoding,
                                 const nlohmann::json& example, Targets& out) override;
   std::unique_ptr<DecodeJob> decode_job(std::unique_ptr<Encoding> encoding,
