@@ -194,16 +194,23 @@ Point measure(int port, const std::string& model, const std::vector<std::string>
   return p;
 }
 
-std::vector<std::string> read_bodies(const std::string& file) {
+std::vector<std::string> read_lines(const std::string& file) {
   std::ifstream in(file);
   if (!in) fail("weft bench serve", "cannot read '", file, "' (give --input)");
-  std::vector<std::string> bodies;
+  std::vector<std::string> lines;
   std::string line;
   while (std::getline(in, line)) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    bodies.push_back(nlohmann::json{{"instances", {line}}}.dump());
+    lines.push_back(line);
   }
-  if (bodies.empty()) fail("weft bench serve", "'", file, "' holds no instances");
+  if (lines.empty()) fail("weft bench serve", "'", file, "' holds no instances");
+  return lines;
+}
+
+std::vector<std::string> read_bodies(const std::string& file) {
+  std::vector<std::string> bodies;
+  for (const std::string& line : read_lines(file))
+    bodies.push_back(nlohmann::json{{"instances", {line}}}.dump());
   return bodies;
 }
 
@@ -378,8 +385,13 @@ CLI::App* add_bench_serve(CLI::App& bench, BenchServeOptions& options) {
   cmd->add_option("--out", options.out_file, "Write the rows here (default: stdout)");
   cmd->add_option("--plot", options.plot_file, "Write an SVG plot (latency vs throughput)");
   cmd->add_flag("--decoding", options.decoding,
-                "A decoding load: countdown outputs of 5 and 50 words, served with iteration-level "
-                "batching and whole-batch (a countdown checkpoint is made unless --checkpoint)");
+                "A decoding load served with iteration-level batching and whole-batch: countdown "
+                "outputs of 5 and 50 words (a countdown checkpoint is made unless --checkpoint), "
+                "or with a tree2seq / seq2tree --checkpoint its own held-out examples (or the "
+                "lines of --input), the shorter half of them counted as short");
+  cmd->add_option("--device", options.device,
+                  "Where the in-process servers run their models (default: as saved)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   cmd->add_option("--decode-width", options.decode_width,
                   "--decoding: the countdown model's width (its step's cost)")
       ->capture_default_str()
@@ -400,6 +412,48 @@ std::vector<std::string> decoding_bodies(std::vector<int>& classes) {
             .dump());
   }
   return bodies;
+}
+
+// Requests of one instance each, and their classes: the shorter half of the instances (by
+// their text) are short outputs (0), the rest long (1).
+std::vector<std::string> bodies_by_size(const std::vector<std::string>& instances,
+                                        std::vector<int>& classes) {
+  std::vector<std::size_t> sizes;
+  for (const std::string& i : instances) sizes.push_back(i.size());
+  std::nth_element(sizes.begin(), sizes.begin() + std::ptrdiff_t(sizes.size() / 2), sizes.end());
+  const std::size_t median = sizes[sizes.size() / 2];
+  std::vector<std::string> bodies;
+  for (const std::string& i : instances) {
+    classes.push_back(i.size() > median ? 1 : 0);
+    bodies.push_back(nlohmann::json{{"instances", {i}}}.dump());
+  }
+  return bodies;
+}
+
+// A decoding checkpoint's own held-out examples (tree2seq and seq2tree generate theirs from
+// their seed), at most 512, as instances.
+std::vector<std::string> held_out_instances(const std::string& checkpoint) {
+  const std::unique_ptr<models::Model> model =
+      models::load_model(checkpoint, models::ModelUse::kEvaluate, nlohmann::json::object());
+  if (model->decoding() == nullptr)
+    fail("weft bench serve", "--decoding: '", model->name(),
+         "' does not decode (countdown, tree2seq and seq2tree do)");
+  const std::span<const nlohmann::json> test = model->examples(train::Split::kTest);
+  if (test.empty()) fail("weft bench serve", "--decoding: '", checkpoint, "' has no test split");
+  std::vector<std::string> instances;
+  for (std::size_t e = 0; e < std::min<std::size_t>(512, test.size()); ++e)
+    instances.push_back(test[e].dump());
+  return instances;
+}
+
+// The decoding load: the countdown's (a running server, or a countdown checkpoint), the lines
+// of --input, or the checkpoint's held-out examples.
+std::vector<std::string> decoding_load(const BenchServeOptions& options,
+                                       std::vector<int>& classes) {
+  if (!options.input.empty()) return bodies_by_size(read_lines(options.input), classes);
+  if (options.port != 0 || models::read_saved_model(options.checkpoint).name == "countdown")
+    return decoding_bodies(classes);
+  return bodies_by_size(held_out_instances(options.checkpoint), classes);
 }
 
 // A countdown checkpoint in the temporary directory (the model is registered here).
@@ -433,7 +487,7 @@ int run_bench_serve(const BenchServeOptions& options) {
   std::vector<int> classes;
   const std::vector<std::string> bodies =
       options.decoding
-          ? decoding_bodies(classes)
+          ? decoding_load(options, classes)
           : read_bodies(options.input.empty() ? "../shared/data/sst/test.txt" : options.input);
   std::string model = options.model;
   std::vector<std::pair<std::string, int>> targets;  // (label, port)
@@ -449,6 +503,7 @@ int run_bench_serve(const BenchServeOptions& options) {
       o.iteration_level = batched;  // decoding models: off is whole-batch decoding
       o.max_wait_ms = options.max_wait_ms;
       o.http_threads = 300;
+      if (!options.device.empty()) o.overrides["device"] = options.device;
       servers.push_back(std::make_unique<serve::Server>(o));
       const char* label = options.decoding ? (batched ? "iterative" : "wholebatch")
                                            : (batched ? "batched" : "baseline");

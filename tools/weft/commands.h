@@ -152,8 +152,9 @@ struct BenchServeOptions {
   std::string format = "table";
   std::string out_file;
   std::string plot_file;
-  bool decoding = false;   // the countdown decoding load, iteration-level vs whole-batch
-  int decode_width = 256;  // its model's width
+  bool decoding = false;   // a decoding load, iteration-level vs whole-batch
+  int decode_width = 256;  // the countdown model's width (the load's default model)
+  std::string device;      // where the in-process servers run their models (empty: as saved)
 };
 
 struct BenchDecodeOptions {
