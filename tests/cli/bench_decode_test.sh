@@ -3,7 +3,8 @@
 # held-out examples, one round): its JSON has, for both models, every arm with a positive rate
 # in each round, the batched = one-at-a-time check run on every measured example, one-length
 # batches whose weights add up to the batch and the machine's description; a kept checkpoint
-# is measured again as CSV; bad options and checkpoints fail with one line naming them.
+# is measured again as CSV and served by `weft bench serve --decoding`; bad options and
+# checkpoints fail with one line naming them.
 # Usage: bench_decode_test.sh WEFT_BINARY
 set -uo pipefail
 weft=$1
@@ -54,6 +55,27 @@ assert all(float(r["rate_median"]) > 0 and r["examples"] == "4" for r in rows), 
 assert {(r["search"], r["arm"]) for r in rows if r["phase"] == "decode"} == {
     (s, a) for s in ("greedy", "beam2") for a in ("batch", "one_at_a_time", "one_length")}
 EOF
+
+# `weft bench serve --decoding` on a tree2seq checkpoint: its own held-out examples served at
+# iteration level and as whole batches, every request answered, short and long latencies both.
+t2s="$work/checkpoints/tree2seq.safetensors"
+"$weft" bench serve --decoding --checkpoint "$t2s" --concurrency 2 --rounds 1 --seconds 0.3 \
+  --requests 40 --format csv --out "$work/serve.csv" 2>"$work/serve.err" ||
+  { echo "FAIL bench serve --decoding tree2seq"; cat "$work/serve.err"; failures=$((failures + 1)); }
+python3 - "$work/serve.csv" <<'EOF' || { echo "FAIL bench serve CSV"; cat "$work/serve.csv"; failures=$((failures + 1)); }
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert sorted(r["server"] for r in rows) == ["iterative", "wholebatch"], rows
+for r in rows:
+    assert int(r["requests"]) > 0 and r["errors"] == "0", r
+    assert float(r["short_p50_ms"]) > 0 and float(r["long_p50_ms"]) > 0, r
+EOF
+"$weft" train calculator --epochs 1 --max-train 16 --max-eval 4 --hidden 4 --progress off \
+  --no-compare --checkpoint "$work/calculator.safetensors" >/dev/null 2>&1
+expect_error "a model that does not decode" "does not decode" \
+  "$weft" bench serve --decoding --checkpoint "$work/calculator.safetensors" --seconds 0.1
+expect_error "an unknown device" "--device" \
+  "$weft" bench serve --decoding --checkpoint "$t2s" --device tpu
 
 # Bad options and checkpoints: one line each, naming what is wrong.
 printf 'not a checkpoint' >"$work/garbage.safetensors"
