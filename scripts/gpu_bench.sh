@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Issue 35's device run, from the bundle scripts/gpu_bundle.sh made (build/gpu-bundle): `weft
-# info`, the ICLR table on the GPU (train and infer; N = 128, 1024; B = 256, 1024; manual and
+# info`, issue 33's served decoding on the GPU and one host core (when the bundle has a tree2seq
+# checkpoint), the ICLR table on the GPU (train and infer; N = 128, 1024; B = 256, 1024; manual and
 # full-dynamic, woven ahead and in turn), sentiment training on the GPU against the host's one
 # core, the CUDA tests, the PyTorch peer where torch sees the GPU, any CPU rows asked for
 # (cpu_rows), and compute-sanitizer on the CUDA tests (memcheck also on the loom's, whose
@@ -86,6 +87,25 @@ machine_info() {
   date -u
 }
 step info 30 machine_info
+
+# Issue 33's GPU figure first: a trained tree2seq (the bundle's, WEFT_BUNDLE_DECODER) served at
+# iteration level and as whole batches, on the GPU and then on one host core, each point
+# alternating the two servers (serve_decoding_<device>.csv; the target: iteration level >= 2x
+# the whole-batch server's throughput at 64 clients).
+serve_decoding() {
+  local checkpoint=$run_dir/tree2seq.safetensors device
+  if [[ ! -f "$checkpoint" ]]; then
+    echo "serve_decoding,skipped-no-checkpoint,,0,0" >>"$out/steps.csv"
+    echo "== serve_decoding: skipped (no tree2seq.safetensors in the bundle)"
+    return 0
+  fi
+  for device in cuda cpu; do
+    step "serve_decoding_$device" 60 "$weft" bench serve --decoding --checkpoint "$checkpoint" \
+      --device "$device" --concurrency 1 16 64 --rounds 2 --seconds 2 --requests 1000000 \
+      --format csv --out "$out/serve_decoding_$device.csv"
+  done
+}
+serve_decoding
 
 # The issue's table (N = 128, 1024; B = 256, 1024), train then infer for each variant: woven
 # ahead on one thread (manual beside it), woven ahead on 4 threads, woven in turn (the way the

@@ -4,8 +4,10 @@
 # machine needs into build/gpu-bundle/weft-gpu.tar.xz for scripts/gpu_bench.sh: the weft tool and
 # the CUDA tests, stripped; libweft and every shared library they link that is not glibc's or
 # the GPU's own (cuBLAS, cudart, the driver come from the device); libstdc++ and libgcc_s apart,
-# in lib/fallback, used only where the device's own are too old; and the SST data
-# (WEFT_BUNDLE_DATA=0 leaves it out). Prints the bundle's size: a device run carries at most
+# in lib/fallback, used only where the device's own are too old; the SST data
+# (WEFT_BUNDLE_DATA=0 leaves it out); and WEFT_BUNDLE_DECODER, a trained tree2seq checkpoint
+# (`weft train tree2seq --best-checkpoint F`, 50 s on one core), as tree2seq.safetensors for the
+# served-decoding step. Prints the bundle's size: a device run carries at most
 # 64 MiB in all. JOBS (default 2) bounds the build; CUDA_ARCHS (default 90) the GPU targets.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -58,6 +60,11 @@ if [[ "${WEFT_BUNDLE_DATA:-1}" == 1 && -f "$data/sst/train.txt" ]]; then
   cp "$data"/glove-sst/*.txt "$stage/data/glove-sst/"
 else
   echo "gpu_bundle: no SST data bundled (WEFT_BUNDLE_DATA=0 or none at $data)" >&2
+fi
+if [[ -n "${WEFT_BUNDLE_DECODER:-}" ]]; then
+  cp "$WEFT_BUNDLE_DECODER" "$stage/tree2seq.safetensors"
+else
+  echo "gpu_bundle: no decoder checkpoint bundled (WEFT_BUNDLE_DECODER unset)" >&2
 fi
 git rev-parse HEAD >"$stage/COMMIT"
 git status --porcelain --untracked-files=no | sed 's/^/dirty: /' >>"$stage/COMMIT"
