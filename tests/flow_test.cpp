@@ -349,6 +349,46 @@ Program count_down(Context& ctx, const FlowModel& m, Val h, int reads, Val& out)
   out = h;
 }
 
+// Values of a tape's nodes that are still defined.
+std::size_t defined_values(const Tape& tape) {
+  std::size_t n = 0;
+  for (std::uint32_t id = 0; id < tape.size(); ++id) n += tape.node(id).value.defined();
+  return n;
+}
+
+// With gradients off, drop_step_intermediates leaves an engine the values its programs can
+// read (each step's outputs) and frees the rest (argument gathers, the ops' intermediates):
+// the programs read what an engine that keeps everything gives them, to the bit, with far
+// fewer values held. With gradients on nothing is dropped (backward needs it).
+TEST(Flow, DroppingStepIntermediatesKeepsWhatProgramsRead) {
+  const auto run = [](bool drop, bool grad, std::vector<float>& read, std::size_t& held) {
+    EngineWithInputs batch(6, 43, EngineOptions{.drop_step_intermediates = drop});
+    batch.tape.set_grad_enabled(grad);
+    std::vector<Val> outs(6);
+    for (std::size_t e = 0; e < 6; ++e)
+      batch.engine.admit([&, e](Context& ctx) {
+        return count_down(ctx, batch.m, batch.xs[e], 5 + int(e) * 7, outs[e]);
+      });
+    batch.engine.run();
+    for (std::size_t e = 0; e < 6; ++e) {
+      ASSERT_EQ(batch.engine.state(e), ProgramState::kDone) << batch.engine.error(e);
+      for (float v : batch.engine.value(outs[e]).to_float_vector()) read.push_back(v);
+    }
+    held = defined_values(batch.tape);
+  };
+  std::vector<float> kept, dropped, trained;
+  std::size_t held_kept = 0, held_dropped = 0, held_trained = 0, held_trained_kept = 0;
+  std::vector<float> unused;
+  run(false, false, kept, held_kept);
+  run(true, false, dropped, held_dropped);
+  run(true, true, trained, held_trained);
+  run(false, true, unused, held_trained_kept);
+  EXPECT_EQ(dropped, kept);
+  EXPECT_EQ(trained, kept);
+  EXPECT_LT(3 * held_dropped, held_kept) << "intermediates were not dropped";
+  EXPECT_EQ(held_trained, held_trained_kept) << "a tape with gradients on lost values";
+}
+
 TEST(Flow, ProgramsJoinAndLeaveAtStepBoundaries) {
   EngineWithInputs batch(3, 41);
   const FlowModel& m = batch.m;

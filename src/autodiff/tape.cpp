@@ -1,6 +1,7 @@
 // The tape: recording nodes, leaves and parameters, and the reverse sweep of backward().
 #include "weft/autodiff/tape.h"
 
+#include <algorithm>
 #include <atomic>
 #include <limits>
 
@@ -104,6 +105,16 @@ Var Tape::record(Tensor value, std::span<const Var> inputs, BackwardFn backward_
     for (const Var& input : inputs) inputs_.push_back(input.id());
   }
   return Var(this, id);
+}
+
+void Tape::drop_values(std::uint32_t first, std::span<const std::uint32_t> keep) {
+  for (std::uint32_t id = first; id < size_; ++id) {
+    TapeNode& n = node(id);
+    if (n.is_leaf || n.requires_grad || std::binary_search(keep.begin(), keep.end(), id)) continue;
+    n.value = Tensor();
+    n.saved[0] = Tensor();
+    n.saved[1] = Tensor();
+  }
 }
 
 Tensor* Tape::grad_of(std::uint32_t id) {

@@ -38,7 +38,7 @@ void Program::reset() {
 }
 
 Engine::Engine(const loom::Loom& loom, Tape& tape, EngineOptions options, Device device)
-    : loom_(&loom), options_(options), weaver_(loom), executor_(loom, tape, device) {
+    : loom_(&loom), tape_(&tape), options_(options), weaver_(loom), executor_(loom, tape, device) {
   if (options_.max_steps == 0) fail("flow", "EngineOptions::max_steps must be positive");
 }
 
@@ -249,8 +249,15 @@ void Engine::start_admitted() {
 }
 
 void Engine::run_weave() {
+  const std::uint32_t first_node = std::uint32_t(tape_->size());
   executor_.import(import_chunks_, import_rows_);
   const loom::LoomResult result = executor_.run(weaver_, options_.strategy);
+  if (options_.drop_step_intermediates && !tape_->grad_enabled()) {
+    std::vector<std::uint32_t> outputs;
+    for (const Var& chunk : result.chunks()) outputs.push_back(chunk.id());
+    std::sort(outputs.begin(), outputs.end());
+    tape_->drop_values(first_node, outputs);
+  }
   result_chunk_map_.assign(result.chunks().size(), Val::kNone);
   for (Val id : woven_) {
     ValueSlot& v = values_[id.id];

@@ -16,7 +16,7 @@ std::vector<nlohmann::json> DecodingModel::decode(std::span<const nlohmann::json
   tape.set_grad_enabled(false);
   TapeScope scope(tape);
   nn::ForwardMode mode(false);
-  flow::Engine engine(decoding_loom(), tape, {}, decoding_device());
+  flow::Engine engine(decoding_loom(), tape, {.drop_step_intermediates = true}, decoding_device());
   const std::vector<std::unique_ptr<DecodeJob>> jobs = encode(engine, examples, settings);
   if (jobs.size() != examples.size())
     fail("decode", "encode returned ", jobs.size(), " jobs for ", examples.size(), " examples");

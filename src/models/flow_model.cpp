@@ -127,7 +127,7 @@ train::BatchFigures FlowModel::teacher_forcing(std::span<const nlohmann::json> b
   tape_.set_grad_enabled(training);
   TapeScope scope(tape_);
   nn::ForwardMode mode(training, rng);
-  flow::Engine engine(loom_, tape_, {}, store_.device());
+  flow::Engine engine(loom_, tape_, {.drop_step_intermediates = !training}, store_.device());
   const std::vector<std::unique_ptr<Encoding>> encodings = encode_batch(engine, batch, false);
   std::vector<Targets> targets(batch.size());
   for (std::size_t e = 0; e < batch.size(); ++e)

@@ -39,6 +39,7 @@ struct DecodingLoop::Generation {
     tape.set_grad_enabled(false);  // inference: values only, nothing kept for gradients
     flow::EngineOptions engine_options;
     engine_options.max_steps = max_steps;
+    engine_options.drop_step_intermediates = true;  // a generation steps for long
     engine = std::make_unique<flow::Engine>(decoding->decoding_loom(), tape, engine_options,
                                             decoding->decoding_device());
   }

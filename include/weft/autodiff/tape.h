@@ -173,6 +173,13 @@ class Tape {
   std::size_t size() const { return size_; }
   std::uint64_t generation() const { return generation_; }
 
+  // Drops the values of the nodes from `first` on that no gradient needs (no backward, not a
+  // leaf) and are not in `keep` (sorted ids): an inference loop on one long-lived tape keeps
+  // only the values it still reads (flow::EngineOptions::drop_step_intermediates). The nodes
+  // stay; a dropped node's value is an undefined tensor, and its storage goes back to the pool
+  // unless a kept value views it.
+  void drop_values(std::uint32_t first, std::span<const std::uint32_t> keep);
+
   // For op implementations --------------------------------------------------------------
   // Records an op's output. Backward is kept only if grad is enabled and an input needs it.
   Var record(Tensor value, std::span<const Var> inputs, BackwardFn backward_fn);

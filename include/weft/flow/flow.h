@@ -152,6 +152,11 @@ struct EngineOptions {
   // A program that issues more calls than this fails (a loop that never reads anything).
   std::uint64_t max_calls = 10'000'000;
   loom::Strategy strategy = loom::Strategy::kByDepth;
+  // Inference on a tape with gradients off: after each step, drop the values the step computed
+  // but did not output (its argument gathers and its bodies' intermediates), so an engine that
+  // steps for long holds the values its programs can still read, not everything it computed.
+  // Leave off where code outside the engine keeps Vars of a step's intermediates.
+  bool drop_step_intermediates = false;
 };
 
 enum class ProgramState { kAdmitted, kRunning, kDone, kFailed };
@@ -242,6 +247,7 @@ class Engine {
   static std::string failure_text(const Slot& s, const std::string& why);
 
   const loom::Loom* loom_;
+  Tape* tape_;
   EngineOptions options_;
   loom::Weaver weaver_;
   loom::Executor executor_;
