@@ -134,6 +134,15 @@ std::vector<Val> Engine::import(const loom::LoomResult& result,
   return out;
 }
 
+void Engine::drop_intermediates(std::uint32_t first_node) {
+  if (!options_.drop_step_intermediates || tape_->grad_enabled()) return;
+  std::vector<std::uint32_t> kept;
+  for (const Var& chunk : chunks_)
+    if (chunk.id() >= first_node) kept.push_back(chunk.id());
+  std::sort(kept.begin(), kept.end());
+  tape_->drop_values(first_node, kept);
+}
+
 std::size_t Engine::admit(const std::function<Program(Context&)>& make, std::string name) {
   const std::size_t example = slots_.size();
   slots_.push_back(std::make_unique<Slot>(*this, example, std::move(name)));
@@ -252,12 +261,6 @@ void Engine::run_weave() {
   const std::uint32_t first_node = std::uint32_t(tape_->size());
   executor_.import(import_chunks_, import_rows_);
   const loom::LoomResult result = executor_.run(weaver_, options_.strategy);
-  if (options_.drop_step_intermediates && !tape_->grad_enabled()) {
-    std::vector<std::uint32_t> outputs;
-    for (const Var& chunk : result.chunks()) outputs.push_back(chunk.id());
-    std::sort(outputs.begin(), outputs.end());
-    tape_->drop_values(first_node, outputs);
-  }
   result_chunk_map_.assign(result.chunks().size(), Val::kNone);
   for (Val id : woven_) {
     ValueSlot& v = values_[id.id];
@@ -267,6 +270,7 @@ void Engine::run_weave() {
     v.chunk = global;
     v.row = loc.row;
   }
+  drop_intermediates(first_node);  // after the chunks this step's values lie in were added
   stats_.calls_per_step.push_back(std::int64_t(weaver_.num_calls()));
   stats_.batched_calls += std::int64_t(result.schedule().steps.size());
   ++stats_.steps;

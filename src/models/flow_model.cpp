@@ -95,8 +95,10 @@ std::vector<std::unique_ptr<DecodeJob>> FlowModel::encode(flow::Engine& engine,
                                                           const DecodeSettings& settings) {
   if (settings.beam < 0)
     fail(name(), "the beam width must be 0 (greedy) or more, got ", settings.beam);
+  const std::uint32_t first_node = std::uint32_t(engine.tape().size());
   std::vector<std::unique_ptr<Encoding>> encodings =
       encode_batch(engine, examples, settings.joining);
+  engine.drop_intermediates(first_node);  // the encoder's, once its outputs are imported
   std::vector<std::unique_ptr<DecodeJob>> jobs;
   jobs.reserve(encodings.size());
   for (auto& encoding : encodings) jobs.push_back(decode_job(std::move(encoding), settings));

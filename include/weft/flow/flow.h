@@ -186,6 +186,11 @@ class Engine {
   // [n, ...type shape]), or values of a static weave's run (the encoder's outputs).
   std::vector<Val> import(Var rows, TypeId type);
   std::vector<Val> import(const loom::LoomResult& result, std::span<const loom::Value> values);
+  // With drop_step_intermediates and gradients off: drops the values of the tape's nodes from
+  // `first_node` on that are not values of this engine (what an encoder computed on the
+  // engine's tape beside the outputs it imported). Steps do this themselves.
+  void drop_intermediates(std::uint32_t first_node);
+  Tape& tape() const { return *tape_; }
 
   // Admits a program, made by `make` with its context; it starts at the next step. Returns
   // its example index. A `make` that throws fails that example.
