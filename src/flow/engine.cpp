@@ -134,11 +134,13 @@ std::vector<Val> Engine::import(const loom::LoomResult& result,
   return out;
 }
 
-void Engine::drop_intermediates(std::uint32_t first_node) {
+void Engine::drop_intermediates(std::uint32_t first_node) { drop_since(first_node, 0); }
+
+void Engine::drop_since(std::uint32_t first_node, std::size_t first_chunk) {
   if (!options_.drop_step_intermediates || tape_->grad_enabled()) return;
   std::vector<std::uint32_t> kept;
-  for (const Var& chunk : chunks_)
-    if (chunk.id() >= first_node) kept.push_back(chunk.id());
+  for (std::size_t c = first_chunk; c < chunks_.size(); ++c)
+    if (chunks_[c].id() >= first_node) kept.push_back(chunks_[c].id());
   std::sort(kept.begin(), kept.end());
   tape_->drop_values(first_node, kept);
 }
@@ -259,6 +261,7 @@ void Engine::start_admitted() {
 
 void Engine::run_weave() {
   const std::uint32_t first_node = std::uint32_t(tape_->size());
+  const std::size_t first_chunk = chunks_.size();
   executor_.import(import_chunks_, import_rows_);
   const loom::LoomResult result = executor_.run(weaver_, options_.strategy);
   result_chunk_map_.assign(result.chunks().size(), Val::kNone);
@@ -270,7 +273,7 @@ void Engine::run_weave() {
     v.chunk = global;
     v.row = loc.row;
   }
-  drop_intermediates(first_node);  // after the chunks this step's values lie in were added
+  drop_since(first_node, first_chunk);  // after the chunks this step's values lie in were added
   stats_.calls_per_step.push_back(std::int64_t(weaver_.num_calls()));
   stats_.batched_calls += std::int64_t(result.schedule().steps.size());
   ++stats_.steps;

@@ -96,7 +96,7 @@ std::vector<Var> AttentionDecoder::body(std::span<const Var> in, std::int64_t be
 std::vector<AttentionDecoder::Memory> AttentionDecoder::memories(
     flow::Engine& engine, Var states, const std::vector<std::vector<std::int64_t>>& rows,
     const char* owner, bool joining) const {
-  std::size_t largest = joining ? std::size_t(std::max<std::int64_t>(1, joining_memory_)) : 1;
+  std::size_t largest = joining ? std::size_t(joining_memory_) : 1;
   for (const auto& r : rows) largest = std::max(largest, r.size());
   std::size_t k = 0;
   while (k < kMemorySizes.size() && std::size_t(kMemorySizes[k]) < largest) ++k;

@@ -207,10 +207,14 @@ std::vector<std::string> read_lines(const std::string& file) {
   return lines;
 }
 
+// A predict request of one instance.
+std::string request_body(const std::string& instance) {
+  return nlohmann::json{{"instances", {instance}}}.dump();
+}
+
 std::vector<std::string> read_bodies(const std::string& file) {
   std::vector<std::string> bodies;
-  for (const std::string& line : read_lines(file))
-    bodies.push_back(nlohmann::json{{"instances", {line}}}.dump());
+  for (const std::string& line : read_lines(file)) bodies.push_back(request_body(line));
   return bodies;
 }
 
@@ -425,7 +429,7 @@ std::vector<std::string> bodies_by_size(const std::vector<std::string>& instance
   std::vector<std::string> bodies;
   for (const std::string& i : instances) {
     classes.push_back(i.size() > median ? 1 : 0);
-    bodies.push_back(nlohmann::json{{"instances", {i}}}.dump());
+    bodies.push_back(request_body(i));
   }
   return bodies;
 }

@@ -245,6 +245,9 @@ class Engine {
   std::uint32_t add_chunk(Var chunk);
   void start_admitted();
   void run_weave();
+  // drop_intermediates, keeping the values of chunks_[first_chunk...] (those added since the
+  // nodes from first_node were recorded: a step need not look at older chunks).
+  void drop_since(std::uint32_t first_node, std::size_t first_chunk);
   void resume_readers();
   void resume(Slot& s, std::coroutine_handle<> handle);
   void finish(Slot& s);
