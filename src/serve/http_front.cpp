@@ -88,6 +88,8 @@ const char* reason(int status) {
   switch (status) {
     case 400:
       return "Bad Request";
+    case 405:
+      return "Method Not Allowed";
     case 408:
       return "Request Timeout";
     case 413:
@@ -130,14 +132,19 @@ bool send_all(int fd, std::string_view data, double timeout_s) {
 
 }  // namespace
 
+// What the reader forwards must be what cpp-httplib reads.
+static_assert(RequestLimits{}.max_header_line_bytes + 2 <= CPPHTTPLIB_HEADER_MAX_LENGTH);
+
 std::string error_response(int status, const std::string& message) {
   const std::string body = nlohmann::json{{"error", message}}.dump(
                                -1, ' ', false, nlohmann::json::error_handler_t::replace) +
                            "\n";
+  // The front answers 405 only for a method no path answers (RequestReader).
+  const std::string allow = status == 405 ? fmt::format("Allow: {}\r\n", kAllowedMethods) : "";
   return fmt::format(
       "HTTP/1.1 {} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n"
-      "Connection: close\r\n\r\n{}",
-      status, reason(status), body.size(), body);
+      "{}Connection: close\r\n\r\n{}",
+      status, reason(status), body.size(), allow, body);
 }
 
 struct HttpServer::Connection {

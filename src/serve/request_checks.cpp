@@ -119,6 +119,17 @@ long instance_at_offset(std::string_view body, std::size_t offset) {
   return counter.current();
 }
 
+std::size_t first_control_character(std::string_view text, bool c1) {
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if ((c < 0x20 && c != '\t') || c == 0x7F) return i;
+    if (c1 && c == 0xC2 && i + 1 < text.size() &&
+        (static_cast<unsigned char>(text[i + 1]) & 0xE0) == 0x80)
+      return i;
+  }
+  return std::string_view::npos;
+}
+
 bool same_secret(std::string_view a, std::string_view b) {
   unsigned difference = a.size() == b.size() ? 0u : 1u;
   const std::size_t n = std::max(a.size(), b.size());

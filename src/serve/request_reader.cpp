@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "request_checks.h"
+
 namespace weft::serve::detail {
 
 namespace {
@@ -91,22 +93,9 @@ RequestReader::Step RequestReader::read_head(std::string& in) {
 
 RequestReader::Step RequestReader::parse_head(std::string_view head) {
   const std::size_t line_end = head.find("\r\n");
-  const std::string_view line = head.substr(0, line_end);
-  const std::size_t sp1 = line.find(' '), sp2 = line.rfind(' ');
-  if (sp1 == std::string_view::npos || sp1 == sp2 || !is_token(line.substr(0, sp1))) {
-    return refuse(400, "malformed request line");
+  if (const Step step = parse_request_line(head.substr(0, line_end)); step == Step::kRefused) {
+    return step;
   }
-  const std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
-  const std::string_view version = line.substr(sp2 + 1);
-  if (target.size() > limits_.max_uri_bytes) {
-    return refuse(414, fmt::format("the URI is longer than {} bytes", limits_.max_uri_bytes));
-  }
-  if (target.empty() || target.find(' ') != std::string_view::npos ||
-      (version != "HTTP/1.1" && version != "HTTP/1.0")) {
-    return refuse(400, "malformed request line (HTTP/1.1 or HTTP/1.0 expected)");
-  }
-  head_.assign(line);
-  head_ += "\r\n";
   for (std::size_t at = line_end + 2; at < head.size();) {
     const std::size_t next = head.find("\r\n", at);
     const Step step = parse_header(head.substr(at, next - at));
@@ -121,6 +110,48 @@ RequestReader::Step RequestReader::parse_head(std::string_view head) {
   return Step::kComplete;
 }
 
+RequestReader::Step RequestReader::parse_request_line(std::string_view line) {
+  const std::size_t sp1 = line.find(' '), sp2 = line.rfind(' ');
+  if (sp1 == std::string_view::npos || sp1 == sp2 || !is_token(line.substr(0, sp1))) {
+    return refuse(400, "malformed request line");
+  }
+  if (const std::size_t bad = first_control_character(line, false); bad != std::string_view::npos) {
+    return refuse(400, fmt::format("the request line holds a control character (0x{:02X})",
+                                   static_cast<unsigned char>(line[bad])));
+  }
+  const std::string_view method = line.substr(0, sp1);
+  const std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
+  const std::string_view version = line.substr(sp2 + 1);
+  if (target.size() > limits_.max_uri_bytes) {
+    return refuse(414, fmt::format("the URI is longer than {} bytes", limits_.max_uri_bytes));
+  }
+  if (target.empty() || target.find(' ') != std::string_view::npos ||
+      (version != "HTTP/1.1" && version != "HTTP/1.0")) {
+    return refuse(400, "malformed request line (HTTP/1.1 or HTTP/1.0 expected)");
+  }
+  // The routes answer GET, HEAD and POST; the other standard methods reach them and are
+  // answered 405 with the path's Allow. TRACE and CONNECT no path answers; the rest are unknown.
+  static constexpr std::string_view kRouted[] = {"GET",    "HEAD",  "POST",   "PUT",
+                                                 "DELETE", "PATCH", "OPTIONS"};
+  if (method == "TRACE" || method == "CONNECT") {
+    return refuse(405, fmt::format("{} is answered on no path here (this server answers {})",
+                                   method, kAllowedMethods));
+  }
+  if (std::find(std::begin(kRouted), std::end(kRouted), method) == std::end(kRouted)) {
+    return refuse(501, fmt::format("the method '{}' is not implemented (this server answers {})",
+                                   method.substr(0, 32), kAllowedMethods));
+  }
+  head_.assign(line);
+  head_ += "\r\n";
+  return Step::kNeedMore;
+}
+
+RequestReader::Step RequestReader::once(bool& seen, std::string_view name) {
+  if (seen) return refuse(400, fmt::format("more than one {} header", name));
+  seen = true;
+  return Step::kNeedMore;
+}
+
 RequestReader::Step RequestReader::parse_header(std::string_view line) {
   const std::size_t colon = line.find(':');
   if (colon == std::string_view::npos || !is_token(line.substr(0, colon))) {
@@ -128,6 +159,11 @@ RequestReader::Step RequestReader::parse_header(std::string_view line) {
   }
   const std::string_view name = line.substr(0, colon);
   const std::string_view value = trim(line.substr(colon + 1));
+  if (const std::size_t bad = first_control_character(value, false);
+      bad != std::string_view::npos) {
+    return refuse(400, fmt::format("the header '{}' holds a control character (0x{:02X})",
+                                   name.substr(0, 64), static_cast<unsigned char>(value[bad])));
+  }
   if (iequals(name, "Content-Length")) {
     const bool digits =
         !value.empty() && value.size() <= 18 &&
@@ -156,7 +192,30 @@ RequestReader::Step RequestReader::parse_header(std::string_view line) {
     expect_continue_ = true;
     return Step::kNeedMore;
   }
-  head_.append(line);
+  if (iequals(name, "Content-Type")) return Step::kNeedMore;  // every body is read as JSON
+  if (iequals(name, "Authorization") && once(has_authorization_, "Authorization") == Step::kRefused)
+    return Step::kRefused;
+  if (iequals(name, "Host") && once(has_host_, "Host") == Step::kRefused) return Step::kRefused;
+  return forward_header(name, value);
+}
+
+// Appends the header as cpp-httplib will read it back unchanged: its '%' escaped, within
+// cpp-httplib's line length.
+RequestReader::Step RequestReader::forward_header(std::string_view name, std::string_view value) {
+  std::string line(name);
+  line += ": ";
+  for (const char c : value) {
+    if (c == '%') {
+      line += "%25";
+    } else {
+      line += c;
+    }
+  }
+  if (line.size() > limits_.max_header_line_bytes) {
+    return refuse(431, fmt::format("the header '{}' is longer than {} bytes", name.substr(0, 64),
+                                   limits_.max_header_line_bytes));
+  }
+  head_ += line;
   head_ += "\r\n";
   return Step::kNeedMore;
 }

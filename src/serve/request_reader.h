@@ -1,8 +1,12 @@
 // Reads one HTTP/1.1 request off a connection's bytes as they arrive, enforcing the server's
-// framing limits before anything is buffered: the request line and headers (sizes, syntax),
-// Content-Length (digits only), a chunked body decoded and bounded as it arrives, no content
-// coding. A complete request comes out normalized (a plain Content-Length body, no
-// Transfer-Encoding or Expect), the only form cpp-httplib's parser ever sees.
+// framing limits before anything is buffered: the request line and headers (sizes, syntax,
+// no control characters, one Authorization and one Host, methods), Content-Length (digits
+// only), a chunked body decoded and bounded as it arrives, no content coding. A complete
+// request comes out normalized (a plain Content-Length body, no Transfer-Encoding or Expect),
+// the only form cpp-httplib's parser ever sees: every body is read as JSON, so its
+// Content-Type is dropped (cpp-httplib would cut a form-labelled body at 8 KiB or parse it as
+// multipart), and a '%' in a header value is escaped (cpp-httplib URL-decodes header values),
+// so a handler reads each value as the client sent it.
 #pragma once
 
 #include <cstddef>
@@ -16,7 +20,13 @@ struct RequestLimits {
   std::size_t max_body_bytes = 4u << 20;
   std::size_t max_uri_bytes = 8192;
   std::size_t max_head_bytes = 16384;  // request line and headers together
+  // One header line as forwarded, without its CRLF: cpp-httplib refuses longer lines
+  // (CPPHTTPLIB_HEADER_MAX_LENGTH, 8192 with the CRLF) with a bare 400.
+  std::size_t max_header_line_bytes = 8190;
 };
+
+// The methods some path answers (a 405's Allow when a method is answered on no path).
+inline constexpr const char* kAllowedMethods = "GET, HEAD, POST";
 
 class RequestReader {
  public:
@@ -32,7 +42,8 @@ class RequestReader {
   bool expects_continue() const { return expect_continue_ && in_body(); }
   // After kComplete: the request, normalized; the reader is ready for the next one.
   std::string take();
-  // After kRefused: the status (400, 413, 414, 415, 431, 501) and a message saying why.
+  // After kRefused: the status (400, 405, 413, 414, 415, 431, 501) and a message saying why;
+  // a 405 is for a method no path answers, so the answer's Allow is kAllowedMethods.
   int status() const { return status_; }
   const std::string& error() const { return error_; }
 
@@ -40,7 +51,11 @@ class RequestReader {
   enum class Phase { kHead, kLength, kChunkSize, kChunkData, kChunkEnd, kTrailers, kDone };
   Step read_head(std::string& in);
   Step parse_head(std::string_view head);
+  Step parse_request_line(std::string_view line);
   Step parse_header(std::string_view line);
+  // Refuses a repeated header that must appear once (`seen` says whether it did).
+  Step once(bool& seen, std::string_view name);
+  Step forward_header(std::string_view name, std::string_view value);
   Step read_chunked(std::string& in);
   // Moves up to remaining_ bytes of `in` to the body; true once none remain.
   bool take_body(std::string& in);
@@ -55,6 +70,7 @@ class RequestReader {
   std::string body_;
   std::uint64_t remaining_ = 0;  // of the Content-Length body, or of the current chunk
   bool has_length_ = false, chunked_ = false, expect_continue_ = false;
+  bool has_authorization_ = false, has_host_ = false;
   int status_ = 0;
   std::string error_;
 };

@@ -99,6 +99,12 @@ bool inside(const fs::path& dir, const fs::path& path) {
   return d == dir.end() && p != path.end();
 }
 
+// `text` as a JSON string (quoted, control characters escaped, invalid UTF-8 replaced): what a
+// log line may quote of what a client or a file chose.
+std::string log_quoted(std::string_view text) {
+  return json(std::string(text)).dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 // A Prometheus metric family's HELP and TYPE lines.
 void add_family(std::string& out, const char* name, const char* type, const char* help) {
   out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
@@ -254,6 +260,11 @@ std::optional<Answer> Server::Impl::read_instances(const detail::ModelWorker& wo
   if (instances.size() > options.max_instances) {
     return error_answer(400, fmt::format("{} instances; at most {} per request", instances.size(),
                                          options.max_instances));
+  }
+  if (instances.size() > options.max_queue) {  // refused whole however empty the queue is
+    return error_answer(400, fmt::format("{} instances can never fit the queue of model '{}' ({}; "
+                                         "--max-queue)",
+                                         instances.size(), worker.name(), options.max_queue));
   }
   return read_decode_settings(worker, parsed, decode);
 }
@@ -413,6 +424,14 @@ void Server::Impl::reload(const std::string& name, const httplib::Request& req,
     }
     if (body.contains("checkpoint")) checkpoint = body["checkpoint"].get<std::string>();
   }
+  // A NUL would cut the path where the file system reads it, a newline forge a log line.
+  if (const std::size_t at = detail::first_control_character(checkpoint, true);
+      at != std::string::npos) {
+    return set_error(res, 400,
+                     fmt::format("the checkpoint path holds a control character at byte {}; "
+                                 "such paths are refused",
+                                 at));
+  }
   if (const std::optional<std::string> refused = confine_reload(name, checkpoint)) {
     return set_error(res, 403, *refused);
   }
@@ -420,9 +439,10 @@ void Server::Impl::reload(const std::string& name, const httplib::Request& req,
     worker->reload(checkpoint);
   } catch (const std::exception& e) {
     // The loader's message may quote the file (a header's bytes read as a length): it goes to
-    // the server's log, the client learns only that the file is not a checkpoint it can load.
-    std::cerr << fmt::format("weft serve: reload of {} from '{}' failed: {}\n", name, checkpoint,
-                             e.what());
+    // the server's log, one line with every part quoted and escaped as a JSON string; the client
+    // learns only that the file is not a checkpoint it can load.
+    std::cerr << fmt::format("weft serve: reload of {} from {} failed: {}\n", name,
+                             log_quoted(checkpoint), log_quoted(e.what()));
     const bool exists = fs::exists(checkpoint);
     return set_error(
         res, 400,

@@ -29,7 +29,8 @@ void add_serve_batching(CLI::App& cmd, ServeOptions& options) {
   cmd.add_option("--max-batch", options.max_batch, "Instances per batch (1: no batching)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
-  cmd.add_option("--max-queue", options.max_queue, "Queued instances per model before 503")
+  cmd.add_option("--max-queue", options.max_queue,
+                 "Queued instances per model before 503 (a request of more is a 400)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 24));
   cmd.add_option("--max-body-bytes", options.max_body_bytes, "Largest request body (else 413)")
