@@ -80,6 +80,11 @@ using PyCallablePtr = std::shared_ptr<PyCallable>;
 std::function<std::vector<weft::Var>(std::span<const weft::Var>)> python_body(
     py::function fn, const std::string& what);
 
+// "ZeroDivisionError: division by zero (at decoder.py:12, in greedy)": a Python error's type
+// and text, and where it was raised (for weft.Error messages naming the failing callable).
+std::string python_error_text(const py::error_already_set& e);
+void init_python_ops(py::module_& m);
+
 }  // namespace weft::python
 
 // Every Var crossing into Python goes through tie_var_to_tape, and every Var coming back from

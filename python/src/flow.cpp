@@ -100,21 +100,6 @@ ReadRequest read_request(py::handle yielded) {
        "; yield a Val, ctx.read(a, b, ...) or a list of Vals to wait for their values");
 }
 
-// "ZeroDivisionError: division by zero (at decoder.py:12, in greedy)": the Python error's type
-// and text, and where it was raised.
-std::string python_error_text(const py::error_already_set& e) {
-  std::string text = py::str(e.type().attr("__name__")).cast<std::string>();
-  const std::string message = py::str(e.value()).cast<std::string>();
-  if (!message.empty()) text += ": " + message;
-  py::object tb = e.trace();
-  if (tb.is_none() || !tb) return text;
-  while (!tb.attr("tb_next").is_none()) tb = tb.attr("tb_next");
-  py::object code = tb.attr("tb_frame").attr("f_code");
-  return text + " (at " + py::str(code.attr("co_filename")).cast<std::string>() + ":" +
-         py::str(tb.attr("tb_lineno")).cast<std::string>() + ", in " +
-         py::str(code.attr("co_name")).cast<std::string>() + ")";
-}
-
 // Resumes the generator with what it read; false once it has returned. Under the GIL.
 bool advance(PyExample& ex) {
   py::gil_scoped_acquire gil;
@@ -398,6 +383,21 @@ example, as does one whose code raises: the others run on.)doc")
 }
 
 }  // namespace
+
+// "ZeroDivisionError: division by zero (at decoder.py:12, in greedy)": the Python error's type
+// and text, and where it was raised.
+std::string python_error_text(const py::error_already_set& e) {
+  std::string text = py::str(e.type().attr("__name__")).cast<std::string>();
+  const std::string message = py::str(e.value()).cast<std::string>();
+  if (!message.empty()) text += ": " + message;
+  py::object tb = e.trace();
+  if (tb.is_none() || !tb) return text;
+  while (!tb.attr("tb_next").is_none()) tb = tb.attr("tb_next");
+  py::object code = tb.attr("tb_frame").attr("f_code");
+  return text + " (at " + py::str(code.attr("co_filename")).cast<std::string>() + ":" +
+         py::str(tb.attr("tb_lineno")).cast<std::string>() + ", in " +
+         py::str(code.attr("co_name")).cast<std::string>() + ")";
+}
 
 void init_flow(py::module_& m) {
   py::module_ flow = m.def_submodule("flow", "Programs that decide as they go (weft.flow).");

@@ -100,4 +100,5 @@ PYBIND11_MODULE(_weft, m) {
   wp::init_train(m);
   wp::init_models(m);
   wp::init_flow(m);
+  wp::init_python_ops(m);
 }

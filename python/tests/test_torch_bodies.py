@@ -1,0 +1,272 @@
+"""weft.torch, torch bodies in Weft: random tree programs whose cells are torch modules (blocks
+Functions, a weft.flow operation) against the same torch code run eagerly per example (outputs,
+the inputs' gradients on Weft's tape, the torch parameters' .grad); bodies that raise or return
+the wrong thing fail naming the body; one torch call per batched call; no growth over steps."""
+
+import gc
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="PyTorch is absent (Debian: python3-torch)")
+
+import weft  # noqa: E402
+import weft.torch as wt  # noqa: E402
+from weft import blocks as td  # noqa: E402
+from weft import flow  # noqa: E402
+from weft.blocks import Type  # noqa: E402
+
+TOL = dict(rtol=1e-5, atol=1e-5)  # float32: Weft's differentiable values are float32
+
+
+def random_tree(rng, depth, vocab):
+    if depth == 0 or rng.random() < 0.3:
+        return {"word": int(rng.integers(0, vocab))}
+    return {"children": [random_tree(rng, depth - 1, vocab), random_tree(rng, depth - 1, vocab)]}
+
+
+class Cell(torch.nn.Module):
+    """A binary Tree-LSTM-like cell over [B, n] rows: two children's (h, c) -> (h, c)."""
+
+    def __init__(self, n):
+        super().__init__()
+        self.gates = torch.nn.Linear(2 * n, 5 * n)
+        self.n = n
+
+    def forward(self, h1, c1, h2, c2):
+        g = self.gates(torch.cat([h1, h2], 1))
+        i, f1, f2, o, u = g.split(self.n, 1)
+        c = torch.sigmoid(i) * torch.tanh(u) + torch.sigmoid(f1) * c1 + torch.sigmoid(f2) * c2
+        return torch.sigmoid(o) * torch.tanh(c), c
+
+
+class Leaf(torch.nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.proj = torch.nn.Linear(n, n)
+
+    def forward(self, x):
+        return torch.tanh(self.proj(x)), x
+
+
+def make_program(seed, n, vocab):
+    """A Tree-LSTM: a Weft-native embedding (its gradient comes back through the torch bodies to
+    Weft's tape) then torch leaf and cell modules."""
+    torch.manual_seed(seed)
+    store = weft.nn.ParameterStore(seed=seed)
+    emb = weft.nn.Embedding(store, "emb", vocab, n)
+    leaf, cell = Leaf(n), Cell(n)
+    state = Type.tuple(Type.vector(n), Type.vector(n))
+    decl = td.ForwardDeclaration(Type.input(), state)
+    leaf_block = (td.GetItem("word") >> td.Scalar("int32") >> td.EmbeddingBlock(emb)
+                  >> wt.Function("leaf", [Type.vector(n)], leaf, state))
+    node = (td.GetItem("children") >> td.Record([decl(), decl()])
+            >> wt.Function("cell", [state, state], cell, state))
+    model = td.OneOf(lambda t: "word" in t, {True: leaf_block, False: node})
+    decl.resolve_to(model)
+    return td.Compiler(model >> td.GetItem(0), threads=1), store, emb, leaf, cell
+
+
+def eager(tree, table, leaf, cell):
+    """The same model in plain torch, one example, one node at a time."""
+    if "word" in tree:
+        return leaf(table[tree["word"]].unsqueeze(0))
+    (h1, c1), (h2, c2) = (eager(t, table, leaf, cell) for t in tree["children"])
+    return cell(h1, c1, h2, c2)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_random_tree_programs_match_eager_torch(seed):
+    rng = np.random.default_rng(seed)
+    n, vocab = int(rng.integers(2, 9)), 7
+    compiler, store, emb, leaf, cell = make_program(seed, n, vocab)
+    trees = [random_tree(rng, int(rng.integers(0, 6)), vocab) for _ in range(int(rng.integers(1, 12)))]
+    weights = torch.randn(len(trees), n)
+
+    tape = weft.Tape()
+    with tape:
+        h = compiler.forward(trees, tape).output()
+        loss = weft.sum(h * tape.constant(weights.numpy()))
+    tape.backward(loss)
+    weft_h = torch.from_dlpack(h.value).clone()
+    weft_grads = [p.grad.clone() for p in list(leaf.parameters()) + list(cell.parameters())]
+    emb_grad = np.asarray(store.get("emb/table").grad).copy()
+
+    for p in list(leaf.parameters()) + list(cell.parameters()):
+        p.grad = None
+    table = torch.tensor(np.asarray(store.get("emb/table").value), requires_grad=True)
+    eager_h = torch.cat([eager(t, table, leaf, cell)[0] for t in trees])
+    (eager_h * weights).sum().backward()
+
+    torch.testing.assert_close(weft_h, eager_h.detach(), **TOL)
+    for got, want in zip(weft_grads, list(leaf.parameters()) + list(cell.parameters())):
+        torch.testing.assert_close(got, want.grad, **TOL)
+    np.testing.assert_allclose(emb_grad, table.grad.numpy(), **TOL)  # back through the bodies
+
+
+def test_one_torch_call_per_batched_call_and_memory_is_shared():
+    seen = []
+
+    def body(x):
+        seen.append((x.shape[0], x.data_ptr()))
+        return x * 2
+
+    f = wt.Function("double", [Type.vector(3)], body, Type.vector(3))
+    compiler = td.Compiler(td.Map(td.Vector(3) >> f) >> td.Sum())
+    tape = weft.Tape()
+    out = compiler.forward([[[1, 2, 3]] * 4, [[0, 1, 0]] * 6], tape).output()
+    assert [rows for rows, _ in seen] == [10]  # ten nodes, one call
+    np.testing.assert_allclose(out.numpy(), [[8, 16, 24], [0, 12, 0]])
+    x = tape.variable(np.ones((2, 3), np.float32))
+    y = wt.call(lambda t: t, x)  # an identity body hands back Weft's own memory
+    assert torch.from_dlpack(y.value).data_ptr() == torch.from_dlpack(x.value).data_ptr()
+
+
+def test_input_gradients_of_a_direct_call_match_torch():
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(4, 3)
+    x0 = np.random.default_rng(0).standard_normal((5, 4)).astype(np.float32)
+    tape = weft.Tape()
+    with tape:
+        x = tape.variable(x0)
+        y, z = wt.call(lambda t: (torch.tanh(lin(t)), t * t), x)
+        loss = weft.sum(y * y) + weft.sum(z)
+    tape.backward(loss)
+    xt = torch.tensor(x0, requires_grad=True)
+    lin.zero_grad()
+    yt = torch.tanh(lin(xt))
+    ((yt * yt).sum() + (xt * xt).sum()).backward()
+    np.testing.assert_allclose(np.asarray(x.grad), xt.grad.numpy(), **TOL)
+    w_grad = lin.weight.grad.clone()
+    lin.zero_grad()
+    tape2 = weft.Tape()
+    with tape2:
+        x = tape2.variable(x0)
+        y, z = wt.call(lambda t: (torch.tanh(lin(t)), t * t), x)
+        tape2.backward(weft.sum(z))  # only the second output has a gradient
+    np.testing.assert_allclose(np.asarray(x.grad), 2 * x0, **TOL)
+    assert lin.weight.grad is None or not lin.weight.grad.any()
+    assert w_grad.abs().sum() > 0
+
+
+def test_a_flow_operation_with_a_torch_body_matches_eager_torch():
+    torch.manual_seed(3)
+    n = 4
+    cell = torch.nn.GRUCell(n, n)
+    loom = flow.Loom()
+    hidden = loom.type([n])
+    step = wt.op(loom, "step", [hidden, hidden], [hidden], lambda x, h: cell(x, h))
+    starts = [np.random.default_rng(i).standard_normal(n).astype(np.float32) for i in range(6)]
+
+    def steps_until_positive(ctx, start):  # decides as it goes: the lengths differ
+        h = ctx.constant(hidden, start)
+        for k in range(1, 7):
+            h = ctx.call(step, h, h)
+            row = yield h
+            if row[0] > 0:
+                break
+        return k, h
+
+    tape = weft.Tape()
+    with tape:
+        engine = flow.Engine(loom, tape)
+        for s in starts:
+            engine.admit(steps_until_positive, s)
+        engine.run()
+        results = [engine.result(i) for i in range(len(starts))]
+        final = engine.gather([h for _, h in results])
+        weights = torch.randn(len(starts), n)
+        tape.backward(weft.sum(final * tape.constant(weights.numpy())))
+    got = [p.grad.clone() for p in cell.parameters()]
+    assert engine.stats["batched_calls"] < engine.stats["calls"]  # batched across examples
+
+    cell.zero_grad()
+    rows, lengths = [], []
+    for s in starts:  # eager torch, one example at a time
+        h = torch.tensor(s).unsqueeze(0)
+        for k in range(1, 7):
+            h = cell(h, h)
+            if h[0, 0] > 0:
+                break
+        rows.append(h)
+        lengths.append(k)
+    assert [k for k, _ in results] == lengths
+    eager = torch.cat(rows)
+    torch.testing.assert_close(torch.from_dlpack(final.value), eager.detach(), **TOL)
+    (eager * weights).sum().backward()
+    for g, p in zip(got, cell.parameters()):
+        torch.testing.assert_close(g, p.grad, **TOL)
+
+
+def test_bodies_that_fail_are_named():
+    x_block = td.Vector(2)
+
+    def boom(x):
+        raise RuntimeError("no luck")
+
+    cases = [
+        (boom, "body 'boom' raised RuntimeError: no luck"),
+        (lambda x: x[:, :1], r"body 'bad_shape'.*\[2, 1\].*declares \[2, 2\]"),
+        (lambda x: x.double(), r"body 'bad_dtype'.*torch.float64"),
+        (lambda x: x.sum(), r"body 'no_batch'.*batch axis"),
+        (lambda x: 3, r"body 'not_tensor'.*int, not a torch.Tensor"),
+    ]
+    for fn, message in cases:
+        name = getattr(fn, "__name__", "")
+        name = "boom" if name == "boom" else message.split("'")[1]
+        f = wt.Function(name, [Type.vector(2)], fn, Type.vector(2))
+        with pytest.raises(weft.Error, match=message):
+            td.Compiler(x_block >> f).forward([[1, 2], [3, 4]], weft.Tape())
+
+
+def test_a_body_raising_keyboard_interrupt_stops_the_run():
+    def body(x):
+        raise KeyboardInterrupt
+
+    f = wt.Function("stop", [Type.vector(2)], body, Type.vector(2))
+    with pytest.raises(KeyboardInterrupt):
+        td.Compiler(td.Vector(2) >> f).forward([[1, 2]], weft.Tape())
+
+
+def test_backward_errors_are_named():
+    class Bad(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            raise RuntimeError("broken gradient")
+
+    tape = weft.Tape()
+    with tape:
+        x = tape.variable(np.ones((2, 2), np.float32))
+        y = wt.call(Bad.apply, x, name="bad_grad")
+        loss = weft.sum(y)
+    with pytest.raises(weft.Error, match="body 'bad_grad'.*backward raised RuntimeError"):
+        tape.backward(loss)
+
+
+def test_many_steps_hold_nothing():
+    """The torch graphs, inputs and outputs of a step go with the tape's clear()."""
+    n = 6
+    compiler, store, emb, leaf, cell = make_program(7, n, 5)
+    rng = np.random.default_rng(7)
+    trees = [random_tree(rng, 4, 5) for _ in range(8)]
+    tape = weft.Tape()
+
+    def step():
+        with tape:
+            h = compiler.forward(trees, tape).output()
+            tape.backward(weft.sum(h))
+        tape.clear()
+
+    for _ in range(5):
+        step()
+    gc.collect()
+    before = len([o for o in gc.get_objects() if isinstance(o, torch.Tensor)])
+    for _ in range(200):
+        step()
+    gc.collect()
+    after = len([o for o in gc.get_objects() if isinstance(o, torch.Tensor)])
+    assert after <= before

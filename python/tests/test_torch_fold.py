@@ -1,0 +1,108 @@
+"""weft.torch, Weft inside a torch model: fold(block)(examples) and the Blocks nn.Module are one
+differentiable torch step (loss.backward() runs Weft's tape backward and, through it, the torch
+bodies); Weft-native parameters are nn.Parameters over Weft's memory, trained by torch.optim,
+saved and restored by state_dict."""
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="PyTorch is absent (Debian: python3-torch)")
+
+import weft  # noqa: E402
+import weft.torch as wt  # noqa: E402
+from weft import blocks as td  # noqa: E402
+from weft.blocks import Type  # noqa: E402
+from test_torch_bodies import TOL, eager, make_program, random_tree  # noqa: E402
+
+
+def native_tree_lstm(n, vocab, seed):
+    """A Tree-LSTM of Weft's own cells (NaryTreeLSTMCell, Embedding): no torch inside."""
+    store = weft.nn.ParameterStore(seed=seed)
+    emb = weft.nn.Embedding(store, "emb", vocab, n)
+    cell = weft.nn.NaryTreeLSTMCell(store, "cell", 0, n, arity=2)
+    state = Type.tuple(Type.vector(n), Type.vector(n))
+    decl = td.ForwardDeclaration(Type.input(), state)
+    leaf = td.GetItem("word") >> td.Scalar("int32") >> td.EmbeddingBlock(emb) >> td.Function(
+        "leaf", [Type.vector(n)], lambda x: (weft.tanh(x), x))
+    node = td.GetItem("children") >> td.Record([decl(), decl()]) >> td.TreeLSTMBlock(cell)
+    model = td.OneOf(lambda t: "word" in t, {True: leaf, False: node})
+    decl.resolve_to(model)
+    return model >> td.GetItem(0), store
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_fold_of_torch_bodies_matches_eager_torch(seed):
+    rng = np.random.default_rng(seed)
+    n, vocab = 5, 7
+    compiler, store, emb, leaf, cell = make_program(seed, n, vocab)
+    head = torch.nn.Linear(n, 3)
+    trees = [random_tree(rng, 5, vocab) for _ in range(9)]
+    labels = torch.tensor(rng.integers(0, 3, len(trees)))
+    step = wt.fold(compiler, store)
+    (table,) = step.torch_params
+    modules = [leaf, cell, head]
+
+    loss = torch.nn.functional.cross_entropy(head(step(trees)), labels)
+    loss.backward()
+    got = [p.grad.clone() for m in modules for p in m.parameters()] + [table.grad.clone()]
+
+    for m in modules:
+        m.zero_grad()
+    ref_table = table.detach().clone().requires_grad_(True)
+    h = torch.cat([eager(t, ref_table, leaf, cell)[0] for t in trees])
+    want_loss = torch.nn.functional.cross_entropy(head(h), labels)
+    want_loss.backward()
+    want = [p.grad for m in modules for p in m.parameters()] + [ref_table.grad]
+    torch.testing.assert_close(loss, want_loss, **TOL)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, **TOL)
+
+
+def test_native_cells_train_with_torch_optim_and_state_dict_round_trips():
+    n, vocab = 6, 9
+    block, store = native_tree_lstm(n, vocab, seed=4)
+    rng = np.random.default_rng(4)
+    trees = [random_tree(rng, 4, vocab) for _ in range(12)]
+    model = wt.Blocks(block, store)
+    names = sorted(k for k, _ in model.named_parameters())
+    assert names == sorted("weft." + p.name.replace("/", "_") for p in store.parameters)
+
+    # The gradients torch sees are Weft's own backward's.
+    out = model(trees)
+    (out * out).sum().backward()
+    tape = weft.Tape()
+    store.zero_grad()
+    with tape:
+        h = td.Compiler(block).forward(trees, tape).output()
+        tape.backward(weft.sum(h * h))
+    for p in store.parameters:
+        view = model.weft[p.name.replace("/", "_")]
+        np.testing.assert_allclose(view.grad.numpy(), np.asarray(p.grad), **TOL)
+
+    # torch.optim updates Weft's memory; state_dict restores it.
+    saved = {k: v.clone() for k, v in model.state_dict().items()}
+    before = model(trees).detach().clone()
+    opt = torch.optim.Adam(model.parameters(), lr=0.05)
+    for _ in range(3):
+        opt.zero_grad()
+        loss = (model(trees) ** 2).mean()
+        loss.backward()
+        opt.step()
+    table = store.get("emb/table")
+    assert not np.allclose(np.asarray(table.value), saved["weft.emb_table"].numpy())
+    after = model(trees).detach()
+    direct = td.Compiler(block).forward(trees, weft.Tape()).output()  # Weft alone sees the steps
+    torch.testing.assert_close(after, torch.from_dlpack(direct.value), rtol=0, atol=0)
+    assert not torch.equal(after, before)
+    model.load_state_dict(saved)
+    np.testing.assert_array_equal(np.asarray(table.value), saved["weft.emb_table"].numpy())
+    torch.testing.assert_close(model(trees).detach(), before, rtol=0, atol=0)
+
+
+def test_a_second_backward_is_refused():
+    block, store = native_tree_lstm(4, 5, seed=1)
+    out = wt.fold(block, store)([{"word": 1}, {"children": [{"word": 2}, {"word": 3}]}])
+    loss = out.sum()
+    loss.backward(retain_graph=True)
+    with pytest.raises(weft.Error, match="already backpropagated"):
+        loss.backward()

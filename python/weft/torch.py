@@ -1,0 +1,286 @@
+"""Weft and PyTorch together, both ways, over shared memory (DLPack, no copies):
+
+- torch bodies in Weft: ``weft.torch.Function(module)`` (a blocks Function), ``weft.torch.op(loom,
+  name, inputs, outputs, module)`` (a loom / ``weft.flow`` operation) and ``weft.torch.call``
+  run any torch callable or ``nn.Module`` once per batched call, on torch tensors viewing Weft's
+  values; Weft's backward runs torch autograd, so input gradients return to Weft's tape and the
+  module's parameters get their ``.grad`` (torch.optim, clipping and state_dict as usual).
+- Weft inside a torch model: ``weft.torch.fold(block)(examples)`` is one differentiable torch
+  step (a ``torch.autograd.Function``); ``weft.torch.Blocks(block, parameters)`` is the same as an
+  ``nn.Module`` whose Weft-native parameters are ``nn.Parameter``s over Weft's memory.
+"""
+
+import traceback as _traceback
+
+import torch as _torch
+
+from . import _weft
+from . import blocks as _td
+from . import nn as _wnn
+
+__all__ = ["call", "Function", "op", "fold", "Blocks", "parameters_of"]
+
+
+# ---- torch bodies in Weft -----------------------------------------------------------------------
+
+
+def _body_name(fn, name):
+    return name or getattr(fn, "__name__", None) or type(fn).__name__
+
+
+def _error_text(error):
+    """"ZeroDivisionError: division by zero (at cell.py:12, in forward)"."""
+    text = type(error).__name__ + (f": {error}" if str(error) else "")
+    frames = _traceback.extract_tb(error.__traceback__)
+    if frames:
+        text += f" (at {frames[-1].filename}:{frames[-1].lineno}, in {frames[-1].name})"
+    return text
+
+
+def _flatten(value, leaf_type, out):
+    """The leaves of nested tuples / lists in order, and the nesting (None for a leaf)."""
+    if isinstance(value, (tuple, list)):
+        return tuple(_flatten(v, leaf_type, out) for v in value)
+    out.append(value)
+    return None
+
+
+def _unflatten(structure, leaves):
+    it = iter(leaves)
+
+    def build(s):
+        return next(it) if s is None else tuple(build(i) for i in s)
+
+    return build(structure)
+
+
+def _to_torch(var, differentiable):
+    t = _torch.from_dlpack(var.value)
+    if differentiable and var.requires_grad and t.is_floating_point():
+        t.requires_grad_(True)  # a fresh leaf over Weft's memory: its .grad is the input's
+    return t
+
+
+def _check_output(name, k, out, batch, expected):
+    if not isinstance(out, _torch.Tensor):
+        raise _weft.Error(f"[torch] body '{name}': output {k} is {type(out).__name__}, not a "
+                          "torch.Tensor (return a tensor or a tuple of tensors)")
+    if out.dtype != _torch.float32:
+        raise _weft.Error(f"[torch] body '{name}': output {k} is {out.dtype} "
+                          f"{list(out.shape)}; Weft's differentiable values are torch.float32")
+    if out.dim() == 0 or (batch is not None and out.shape[0] != batch):
+        raise _weft.Error(f"[torch] body '{name}': output {k} has shape {list(out.shape)}; it "
+                          f"must keep the batch axis first ({batch} rows, one per call)")
+    if expected is not None and list(out.shape[1:]) != list(expected):
+        raise _weft.Error(f"[torch] body '{name}': output {k} has shape {list(out.shape)}, but "
+                          f"the operation declares [{batch}, {', '.join(map(str, expected))}]")
+
+
+def _backward(inputs, outputs):
+    """The Weft-side backward of one torch call: torch autograd from the outputs' gradients;
+    parameters accumulate their .grad, the inputs' gradients go back to Weft."""
+
+    def run(grads):
+        pairs = [(o, _torch.from_dlpack(g)) for o, g in zip(outputs, grads)
+                 if g is not None and o.requires_grad]
+        if pairs:
+            _torch.autograd.backward([o for o, _ in pairs], [g for _, g in pairs],
+                                     retain_graph=True)
+        result = []
+        for t in inputs:
+            g = t.grad if t.requires_grad else None
+            result.append(None if g is None else _weft.from_dlpack(g.contiguous()))
+            t.grad = None
+        return result
+
+    return run
+
+
+def call(fn, *args, name=None, outputs=None):
+    """Runs the torch callable `fn` on Weft Vars (nested tuples of Vars allowed): once, on torch
+    tensors sharing the Vars' memory, recording autograd when Weft's tape records gradients.
+    Returns the result's structure with Vars in place of tensors. `outputs`: the per-row shapes
+    the caller declares (checked); every output is float32 with the inputs' batch rows."""
+    name = _body_name(fn, name)
+    flat_vars = []
+    structure = _flatten(args, _weft.Var, flat_vars)
+    differentiable = _weft._records_grad(flat_vars)
+    inputs = [_to_torch(v, differentiable) for v in flat_vars]
+    try:
+        with _torch.set_grad_enabled(differentiable):
+            result = fn(*_unflatten(structure, inputs))
+    except (KeyboardInterrupt, _weft.Error):
+        raise
+    except Exception as error:
+        raise _weft.Error(f"[torch] body '{name}' raised {_error_text(error)}") from error
+    flat_out = []
+    out_structure = _flatten(result, _torch.Tensor, flat_out)
+    batch = inputs[0].shape[0] if inputs and inputs[0].dim() > 0 else None
+    if outputs is not None and len(outputs) != len(flat_out):
+        raise _weft.Error(f"[torch] body '{name}' returned {len(flat_out)} tensors; the "
+                          f"operation declares {len(outputs)}")
+    for k, out in enumerate(flat_out):
+        _check_output(name, k, out, batch, None if outputs is None else outputs[k])
+    values = [_weft.from_dlpack(o.detach().contiguous()) for o in flat_out]
+    needs_backward = differentiable and any(o.requires_grad for o in flat_out)
+    backward = _backward(inputs, flat_out) if needs_backward else None
+    recorded = _weft._record_op(f"[torch] body '{name}'", flat_vars, values, backward)
+    return _unflatten(out_structure, recorded)
+
+
+def _declared_shapes(output):
+    """Per-row shapes of a blocks Type (a tensor, or a tuple of tensors), or None."""
+    if output is None:
+        return None
+    if output.kind == "tuple":
+        flat = []
+        for item in output.items:
+            flat.extend(_declared_shapes(item) or [None])
+        return flat
+    return [list(output.shape)] if output.kind == "tensor" else None
+
+
+class Function(_td.Function):
+    """A blocks Function whose body is a torch callable or nn.Module, batched like any other:
+    ``Function(module)`` (types from composition, TF Fold's spelling) or ``Function(name, inputs,
+    module, output=None)``. The module runs once per (depth, operation) on [B, ...] tensors."""
+
+    def __init__(self, fn_or_name, *args, name=None, **kwargs):
+        if isinstance(fn_or_name, str):  # Weft's spelling: name, inputs, body, output=None
+            inputs, fn = args[0], args[1]
+            output = args[2] if len(args) > 2 else kwargs.pop("output", None)
+            shapes = _declared_shapes(output)
+
+            def body(*flat):
+                return call(fn, *flat, name=fn_or_name, outputs=shapes)
+
+            super().__init__(fn_or_name, inputs, body, output, **kwargs)
+        else:
+            fn = fn_or_name
+            label = _body_name(fn, name)
+
+            def body(*nested):
+                return call(fn, *nested, name=label)
+
+            body.__name__ = label
+            super().__init__(body, *args, name=label, **kwargs)
+        self.module = fn
+
+
+def op(loom, name, inputs, outputs, fn):
+    """A loom operation (weft.flow.Loom) whose body is the torch callable `fn`: one call per
+    batched step, [B, ...] tensors in and out (one per input / output type)."""
+
+    def body(*vars):
+        result = call(fn, *vars, name=name)
+        return result if isinstance(result, tuple) else (result,)
+
+    return loom.op(name, inputs, outputs, body)
+
+
+# ---- Weft inside a torch model ------------------------------------------------------------------
+
+
+def parameters_of(source):
+    """Weft Parameters of a ParameterStore, a list of them, or None (none)."""
+    if source is None:
+        return []
+    if isinstance(source, _wnn.ParameterStore):
+        return list(source.trainable_parameters())
+    params = list(source)
+    for p in params:
+        if not isinstance(p, _weft.Parameter):
+            raise _weft.Error(f"[weft.torch] expected weft Parameters, got {type(p).__name__}")
+    return params
+
+
+def _torch_view(param):
+    """An nn.Parameter over the Weft parameter's memory (the optimizer's updates are Weft's)."""
+    return _torch.nn.Parameter(_torch.from_dlpack(param.value), requires_grad=param.trainable)
+
+
+class _Run:
+    """One Weft batch behind a torch autograd step: its tape, outputs and parameters."""
+
+    def __init__(self, compiler, examples, weft_params):
+        self.compiler, self.examples, self.weft_params = compiler, examples, weft_params
+        self.tape = _weft.Tape()
+        self.outputs = []
+
+    def forward(self):
+        with self.tape:
+            result = self.compiler.forward(self.examples, self.tape)
+            self.outputs = [result.output(k) for k in range(result.num_outputs)]
+        return [_torch.from_dlpack(v.value) for v in self.outputs]
+
+    def backward(self, grads):
+        for p in self.weft_params:
+            p.zero_grad()
+        for var, g in zip(self.outputs, grads):
+            if g is not None and var.requires_grad:
+                self.tape.backward(var, _weft.from_dlpack(g.detach().contiguous()))
+        out = []
+        for p in self.weft_params:
+            g = p.grad
+            out.append(None if g is None else _torch.from_dlpack(g).clone())
+        self.tape.clear()  # the batch's values, the torch bodies' graphs: gone now
+        return out
+
+
+class _FoldStep(_torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, run, *torch_params):
+        ctx.run = run
+        outputs = run.forward()
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        run, ctx.run = ctx.run, None
+        if run is None:
+            raise _weft.Error("[weft.torch] this Weft step was already backpropagated (a second "
+                              "backward needs retain_graph, which Weft steps do not keep)")
+        return (None, *run.backward(grads))
+
+
+class _Folder:
+    def __init__(self, block, parameters, compiler_options):
+        if isinstance(block, _td.Compiler):
+            self.compiler = block
+        else:
+            self.compiler = _td.Compiler(block, **compiler_options)
+        self.weft_params = parameters_of(parameters)
+        self.torch_params = [_torch_view(p) for p in self.weft_params]
+
+    def __call__(self, examples):
+        run = _Run(self.compiler, examples, self.weft_params)
+        return _FoldStep.apply(run, *self.torch_params)
+
+
+def fold(block, parameters=None, **compiler_options):
+    """fold(block, parameters)(examples) -> torch.Tensor [len(examples), ...] (a tuple for several
+    outputs): the block on the batch, as one differentiable torch step. `parameters` (a
+    ParameterStore or a list of weft Parameters) get gradients through the step; torch bodies'
+    modules get theirs in .grad directly. The returned object's `.torch_params` are the
+    nn.Parameters viewing them."""
+    return _Folder(block, parameters, compiler_options)
+
+
+class Blocks(_torch.nn.Module):
+    """A Weft block as an nn.Module: forward(examples) -> torch.Tensor. The Weft parameters given
+    (a ParameterStore or list) are registered as nn.Parameters sharing Weft's memory, named as
+    in Weft ("/" and "." become "_"), so a torch optimizer trains them and state_dict round-trips.
+    Torch modules used as bodies belong to whatever nn.Module holds them (register them there,
+    or pass them as `modules`)."""
+
+    def __init__(self, block, parameters=None, modules=None, **compiler_options):
+        super().__init__()
+        self._folder = fold(block, parameters, **compiler_options)
+        self.weft = _torch.nn.ParameterDict()
+        for p, view in zip(self._folder.weft_params, self._folder.torch_params):
+            self.weft[p.name.replace("/", "_").replace(".", "_")] = view
+        self.bodies = _torch.nn.ModuleList(modules or [])
+
+    def forward(self, examples):
+        return self._folder(examples)
+
