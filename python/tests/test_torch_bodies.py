@@ -80,7 +80,8 @@ def test_random_tree_programs_match_eager_torch(seed):
     rng = np.random.default_rng(seed)
     n, vocab = int(rng.integers(2, 9)), 7
     compiler, store, emb, leaf, cell = make_program(seed, n, vocab)
-    trees = [random_tree(rng, int(rng.integers(0, 6)), vocab) for _ in range(int(rng.integers(1, 12)))]
+    trees = [random_tree(rng, int(rng.integers(0, 6)), vocab)
+             for _ in range(int(rng.integers(1, 12)))]
     weights = torch.randn(len(trees), n)
 
     tape = weft.Tape()
@@ -204,12 +205,15 @@ def test_bodies_that_fail_are_named():
     def boom(x):
         raise RuntimeError("no luck")
 
+    kept = []
+
     cases = [
         (boom, "body 'boom' raised RuntimeError: no luck"),
         (lambda x: x[:, :1], r"body 'bad_shape'.*\[2, 1\].*declares \[2, 2\]"),
         (lambda x: x.double(), r"body 'bad_dtype'.*torch.float64"),
         (lambda x: x.sum(), r"body 'no_batch'.*batch axis"),
         (lambda x: 3, r"body 'not_tensor'.*int, not a torch.Tensor"),
+        (lambda x: kept.append(x) or x * 2, r"body 'keeps' kept input 0 \[2, 2\] after the call"),
     ]
     for fn, message in cases:
         name = getattr(fn, "__name__", "")

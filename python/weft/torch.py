@@ -8,8 +8,10 @@
 - Weft inside a torch model: ``weft.torch.fold(block)(examples)`` is one differentiable torch
   step (a ``torch.autograd.Function``); ``weft.torch.Blocks(block, parameters)`` is the same as an
   ``nn.Module`` whose Weft-native parameters are ``nn.Parameter``s over Weft's memory.
+- torchfold's API: ``weft.torch.Fold`` (weft/_torchfold.py): change the import, keep the code.
 """
 
+import sys as _sys
 import traceback as _traceback
 
 import torch as _torch
@@ -18,7 +20,7 @@ from . import _weft
 from . import blocks as _td
 from . import nn as _wnn
 
-__all__ = ["call", "Function", "op", "fold", "Blocks", "parameters_of"]
+__all__ = ["call", "Function", "op", "fold", "Blocks", "parameters_of", "Fold", "WeftStep"]
 
 
 # ---- torch bodies in Weft -----------------------------------------------------------------------
@@ -76,6 +78,18 @@ def _check_output(name, k, out, batch, expected):
                           f"the operation declares [{batch}, {', '.join(map(str, expected))}]")
 
 
+def _check_nothing_kept(name, inputs, references, outputs):
+    """A body holding on to an input beyond its call (a view of Weft's memory for that call: kept,
+    it pins the step's memory after the tape is cleared) is an error; returning it is fine.
+    Direct references are seen (a kept view of an input is not)."""
+    for k in range(len(inputs)):  # counted as references[] was: no other local names them
+        returned = sum(o is inputs[k] for o in outputs)
+        if _sys.getrefcount(inputs[k]) > references[k] + returned:
+            raise _weft.Error(f"[torch] body '{name}' kept input {k} {list(inputs[k].shape)} "
+                              "after the call; inputs view Weft's memory for the call only "
+                              "(keep t.clone() instead)")
+
+
 def _backward(inputs, outputs):
     """The Weft-side backward of one torch call: torch autograd from the outputs' gradients;
     parameters accumulate their .grad, the inputs' gradients go back to Weft."""
@@ -96,16 +110,21 @@ def _backward(inputs, outputs):
     return run
 
 
-def call(fn, *args, name=None, outputs=None):
+_FROM_INPUTS = object()
+
+
+def call(fn, *args, name=None, outputs=None, batch_rows=_FROM_INPUTS):
     """Runs the torch callable `fn` on Weft Vars (nested tuples of Vars allowed): once, on torch
     tensors sharing the Vars' memory, recording autograd when Weft's tape records gradients.
     Returns the result's structure with Vars in place of tensors. `outputs`: the per-row shapes
-    the caller declares (checked); every output is float32 with the inputs' batch rows."""
+    the caller declares (checked); every output is float32 with `batch_rows` rows (by default
+    the first input's; None: any)."""
     name = _body_name(fn, name)
     flat_vars = []
     structure = _flatten(args, _weft.Var, flat_vars)
     differentiable = _weft._records_grad(flat_vars)
     inputs = [_to_torch(v, differentiable) for v in flat_vars]
+    references = [_sys.getrefcount(inputs[k]) for k in range(len(inputs))]
     try:
         with _torch.set_grad_enabled(differentiable):
             result = fn(*_unflatten(structure, inputs))
@@ -115,7 +134,11 @@ def call(fn, *args, name=None, outputs=None):
         raise _weft.Error(f"[torch] body '{name}' raised {_error_text(error)}") from error
     flat_out = []
     out_structure = _flatten(result, _torch.Tensor, flat_out)
-    batch = inputs[0].shape[0] if inputs and inputs[0].dim() > 0 else None
+    del result
+    _check_nothing_kept(name, inputs, references, flat_out)
+    batch = batch_rows
+    if batch is _FROM_INPUTS:
+        batch = inputs[0].shape[0] if inputs and inputs[0].dim() > 0 else None
     if outputs is not None and len(outputs) != len(flat_out):
         raise _weft.Error(f"[torch] body '{name}' returned {len(flat_out)} tensors; the "
                           f"operation declares {len(outputs)}")
@@ -199,6 +222,34 @@ def _torch_view(param):
     return _torch.nn.Parameter(_torch.from_dlpack(param.value), requires_grad=param.trainable)
 
 
+def backward_outputs(tape, outputs, grads):
+    """Weft's backward from torch's gradients of `outputs` (Vars of `tape`); one pass each."""
+    for var, g in zip(outputs, grads):
+        if g is not None and var.requires_grad:
+            tape.backward(var, _weft.from_dlpack(g.detach().contiguous()))
+
+
+class WeftStep(_torch.autograd.Function):
+    """A Weft computation as one torch autograd step: `run.forward()` returns the outputs (torch
+    tensors over Weft's memory), `run.backward(grads)` runs Weft's tape backward and returns the
+    gradients of `inputs`. The anchor (a tensor requiring grad) makes the outputs differentiable
+    when only torch bodies' parameters (updated in .grad directly) are trained."""
+
+    @staticmethod
+    def forward(ctx, run, anchor, *inputs):
+        ctx.run = run
+        outputs = run.forward()
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        run, ctx.run = ctx.run, None
+        if run is None:
+            raise _weft.Error("[weft.torch] this Weft step was already backpropagated (a second "
+                              "backward needs retain_graph, which Weft steps do not keep)")
+        return (None, None, *run.backward(grads))
+
+
 class _Run:
     """One Weft batch behind a torch autograd step: its tape, outputs and parameters."""
 
@@ -216,31 +267,13 @@ class _Run:
     def backward(self, grads):
         for p in self.weft_params:
             p.zero_grad()
-        for var, g in zip(self.outputs, grads):
-            if g is not None and var.requires_grad:
-                self.tape.backward(var, _weft.from_dlpack(g.detach().contiguous()))
+        backward_outputs(self.tape, self.outputs, grads)
         out = []
         for p in self.weft_params:
             g = p.grad
             out.append(None if g is None else _torch.from_dlpack(g).clone())
         self.tape.clear()  # the batch's values, the torch bodies' graphs: gone now
         return out
-
-
-class _FoldStep(_torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, run, *torch_params):
-        ctx.run = run
-        outputs = run.forward()
-        return outputs[0] if len(outputs) == 1 else tuple(outputs)
-
-    @staticmethod
-    def backward(ctx, *grads):
-        run, ctx.run = ctx.run, None
-        if run is None:
-            raise _weft.Error("[weft.torch] this Weft step was already backpropagated (a second "
-                              "backward needs retain_graph, which Weft steps do not keep)")
-        return (None, *run.backward(grads))
 
 
 class _Folder:
@@ -251,10 +284,11 @@ class _Folder:
             self.compiler = _td.Compiler(block, **compiler_options)
         self.weft_params = parameters_of(parameters)
         self.torch_params = [_torch_view(p) for p in self.weft_params]
+        self.anchor = _torch.zeros((), requires_grad=True)
 
     def __call__(self, examples):
         run = _Run(self.compiler, examples, self.weft_params)
-        return _FoldStep.apply(run, *self.torch_params)
+        return WeftStep.apply(run, self.anchor, *self.torch_params)
 
 
 def fold(block, parameters=None, **compiler_options):
@@ -284,3 +318,5 @@ class Blocks(_torch.nn.Module):
     def forward(self, examples):
         return self._folder(examples)
 
+
+from ._torchfold import Fold  # noqa: E402,F401  (torchfold's API; it uses call() above)
