@@ -73,7 +73,9 @@ and name scopes: `with store.scope("tree_lstm"): fc = FC(store, "fc", 3, 4)` nam
       [](bool training, Rng* rng) {
         open_modes.push_back(std::make_unique<nn::ForwardMode>(training, rng));
       },
-      py::arg("training"), py::arg("rng") = nullptr, py::keep_alive<1, 2>());
+      // No keep_alive: weft.forward_mode's generator holds the Rng for the mode's extent (a
+      // keep_alive on a free function would tie it to `training`, a bool, and fail).
+      py::arg("training"), py::arg("rng") = nullptr);
   m.def("_pop_mode", [] {
     if (!open_modes.empty()) open_modes.pop_back();
   });

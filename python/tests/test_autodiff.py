@@ -112,3 +112,16 @@ def test_errors_carry_the_cpp_message():
         weft.add(a, b)
     tape.clear()
     assert len(tape) == 0
+
+
+def test_forward_mode_with_an_rng_turns_dropout_on_inside_only():
+    """Regression: forward_mode(training, rng) raised TypeError (a keep_alive tied the Rng to
+    the bool argument)."""
+    x = weft.Tape().variable(np.ones((4, 50), np.float32))
+    assert not weft.nn.is_training()
+    with weft.forward_mode(True, weft.Rng(3)):
+        assert weft.nn.is_training()
+        dropped = weft.nn.mode_dropout(x, 0.5).numpy()
+    assert not weft.nn.is_training()
+    assert set(np.unique(dropped)) <= {0.0, 2.0} and (dropped == 0).any()
+    np.testing.assert_array_equal(weft.nn.mode_dropout(x, 0.5).numpy(), np.ones((4, 50)))

@@ -223,10 +223,18 @@ def _torch_view(param):
 
 
 def backward_outputs(tape, outputs, grads):
-    """Weft's backward from torch's gradients of `outputs` (Vars of `tape`); one pass each."""
-    for var, g in zip(outputs, grads):
-        if g is not None and var.requires_grad:
-            tape.backward(var, _weft.from_dlpack(g.detach().contiguous()))
+    """Weft's backward from torch's gradients of `outputs` (Vars of `tape`): one pass, seeded
+    through sum_k <output_k, grad_k> where several outputs have gradients."""
+    seeded = [(var, _weft.from_dlpack(g.detach().contiguous()))
+              for var, g in zip(outputs, grads) if g is not None and var.requires_grad]
+    if len(seeded) == 1:
+        tape.backward(*seeded[0])
+    elif seeded:
+        with tape:
+            total = _weft.sum(seeded[0][0] * tape.constant(seeded[0][1]))
+            for var, g in seeded[1:]:
+                total = total + _weft.sum(var * tape.constant(g))
+        tape.backward(total)
 
 
 class WeftStep(_torch.autograd.Function):
@@ -253,15 +261,22 @@ class WeftStep(_torch.autograd.Function):
 class _Run:
     """One Weft batch behind a torch autograd step: its tape, outputs and parameters."""
 
-    def __init__(self, compiler, examples, weft_params):
+    def __init__(self, compiler, examples, weft_params, metrics):
         self.compiler, self.examples, self.weft_params = compiler, examples, weft_params
+        self.metrics = metrics
         self.tape = _weft.Tape()
         self.outputs = []
+        self.labels = {}
 
     def forward(self):
+        """The block's outputs, then each metric's rows (its labels kept in self.labels)."""
         with self.tape:
             result = self.compiler.forward(self.examples, self.tape)
             self.outputs = [result.output(k) for k in range(result.num_outputs)]
+            for name in self.metrics:
+                rows = result.metric(name)
+                self.outputs.append(rows.values)
+                self.labels[name] = _torch.from_dlpack(rows.label_tensor()).long()
         return [_torch.from_dlpack(v.value) for v in self.outputs]
 
     def backward(self, grads):
@@ -277,7 +292,7 @@ class _Run:
 
 
 class _Folder:
-    def __init__(self, block, parameters, compiler_options):
+    def __init__(self, block, parameters, metrics, compiler_options):
         if isinstance(block, _td.Compiler):
             self.compiler = block
         else:
@@ -285,19 +300,42 @@ class _Folder:
         self.weft_params = parameters_of(parameters)
         self.torch_params = [_torch_view(p) for p in self.weft_params]
         self.anchor = _torch.zeros((), requires_grad=True)
+        self.metric_names = list(metrics)
+        for name in self.metric_names:
+            if name not in self.compiler.metric_names:
+                raise _weft.Error(f"[weft.torch] fold: the block has no metric '{name}' (it has "
+                                  f"{', '.join(self.compiler.metric_names) or 'none'})")
+        self.metrics = {}
 
     def __call__(self, examples):
-        run = _Run(self.compiler, examples, self.weft_params)
-        return WeftStep.apply(run, self.anchor, *self.torch_params)
+        run = _Run(self.compiler, examples, self.weft_params, self.metric_names)
+        run.tape.grad_enabled = _torch.is_grad_enabled()  # torch.no_grad(): Weft records none
+        out = WeftStep.apply(run, self.anchor, *self.torch_params)
+        if not self.metric_names:
+            return out
+        out = list(out) if isinstance(out, tuple) else [out]
+        split = len(out) - len(self.metric_names)
+        self.metrics = {name: (rows, run.labels[name])
+                        for name, rows in zip(self.metric_names, out[split:])}
+        return out[0] if split == 1 else tuple(out[:split])
+
+    def metric(self, name):
+        """(rows, labels) of a metric named in fold(..., metrics=[...]) for the last call: rows
+        a torch tensor of the same differentiable step, labels a LongTensor."""
+        if name not in self.metrics:
+            raise _weft.Error(f"[weft.torch] fold: no metric '{name}' from the last call (ask for "
+                              "it with fold(block, metrics=[...]) and call the fold first)")
+        return self.metrics[name]
 
 
-def fold(block, parameters=None, **compiler_options):
+def fold(block, parameters=None, metrics=(), **compiler_options):
     """fold(block, parameters)(examples) -> torch.Tensor [len(examples), ...] (a tuple for several
     outputs): the block on the batch, as one differentiable torch step. `parameters` (a
     ParameterStore or a list of weft Parameters) get gradients through the step; torch bodies'
     modules get theirs in .grad directly. The returned object's `.torch_params` are the
-    nn.Parameters viewing them."""
-    return _Folder(block, parameters, compiler_options)
+    nn.Parameters viewing them; `metrics` names td.Metric blocks whose rows and labels
+    `.metric(name)` gives after each call (rows differentiable, in the same step)."""
+    return _Folder(block, parameters, metrics, compiler_options)
 
 
 class Blocks(_torch.nn.Module):
@@ -307,9 +345,9 @@ class Blocks(_torch.nn.Module):
     Torch modules used as bodies belong to whatever nn.Module holds them (register them there,
     or pass them as `modules`)."""
 
-    def __init__(self, block, parameters=None, modules=None, **compiler_options):
+    def __init__(self, block, parameters=None, modules=None, metrics=(), **compiler_options):
         super().__init__()
-        self._folder = fold(block, parameters, **compiler_options)
+        self._folder = fold(block, parameters, metrics, **compiler_options)
         self.weft = _torch.nn.ParameterDict()
         for p, view in zip(self._folder.weft_params, self._folder.torch_params):
             self.weft[p.name.replace("/", "_").replace(".", "_")] = view
@@ -317,6 +355,10 @@ class Blocks(_torch.nn.Module):
 
     def forward(self, examples):
         return self._folder(examples)
+
+    def metric(self, name):
+        """(rows, labels) of a metric of the last forward (see fold)."""
+        return self._folder.metric(name)
 
 
 from ._torchfold import Fold  # noqa: E402,F401  (torchfold's API; it uses call() above)

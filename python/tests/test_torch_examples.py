@@ -1,0 +1,98 @@
+"""python/examples/torch/sst_tree_lstm.py: the SST Tree-LSTM as a torch nn.Module through Weft.
+With torch bodies its loss and every gradient equal the same modules run eagerly per tree; with
+Weft's cells (weft.torch.Blocks) they equal Weft's own tape; on SST it trains under Adam."""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="PyTorch is absent (Debian: python3-torch)")
+
+import weft  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples" / "torch"))
+
+import sst_tree_lstm as sst  # noqa: E402
+
+TOL = dict(rtol=1e-5, atol=1e-5)
+
+
+def random_tree(rng, depth, vocab):
+    label = int(rng.integers(0, 5))
+    if depth == 0 or rng.random() < 0.3:
+        return {"label": label, "pair": 0, "id": int(rng.integers(0, vocab))}
+    return {"label": label, "pair": 1,
+            "children": [random_tree(rng, depth - 1, vocab), random_tree(rng, depth - 1, vocab)]}
+
+
+def eager_node(model, tree, logits, labels):
+    """The torch model one node at a time; its rows come in another order than Weft's metric
+    rows, so the two are compared through the summed loss."""
+    if tree["pair"] == 0:
+        h, c = model.leaf(torch.tensor([tree["id"]], dtype=torch.int32))
+    else:
+        (h1, c1), (h2, c2) = (eager_node(model, t, logits, labels) for t in tree["children"])
+        h, c = model.composer(h1, c1, h2, c2)
+    logits.append(model.classifier(h))
+    labels.append(tree["label"])
+    return h, c
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_torch_cells_equal_eager_torch_per_tree(seed):
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    vocab = 20
+    model = sst.TorchTreeLSTM(vocab, 7, 6, dropout=0.0)
+    trees = [random_tree(rng, 5, vocab) for _ in range(8)]
+    loss, root = sst.loss_of(model, trees)
+    loss.backward()
+    got = {k: p.grad.clone() for k, p in model.named_parameters()}
+
+    model.zero_grad()
+    logits, labels, roots = [], [], []
+    for t in trees:
+        h, _ = eager_node(model, t, logits, labels)
+        roots.append(model.classifier(h))
+    want = torch.nn.functional.cross_entropy(torch.cat(logits), torch.tensor(labels),
+                                             reduction="sum") / len(trees)
+    want.backward()
+    torch.testing.assert_close(loss, want, **TOL)
+    torch.testing.assert_close(root.detach(), torch.cat(roots).detach(), **TOL)
+    for k, p in model.named_parameters():
+        torch.testing.assert_close(got[k], p.grad, **TOL)
+
+
+def test_weft_cells_in_a_torch_model_equal_weft_alone():
+    rng = np.random.default_rng(3)
+    vocab = 15
+    model = sst.WeftTreeLSTM(vocab, 5, 4, dropout=0.0, seed=3)
+    trees = [random_tree(rng, 4, vocab) for _ in range(6)]
+    loss, _ = sst.loss_of(model, trees)
+    loss.backward()
+    # The same loss on Weft's own tape, Weft's own gradients.
+    model.store.zero_grad()
+    tape = weft.Tape()
+    with tape:
+        result = model.weft._folder.compiler.forward(trees, tape)
+        nodes = result.metric("nodes")
+        want = weft.sum(weft.softmax_cross_entropy(nodes.values, nodes.label_tensor()))
+        want = want * (1.0 / len(trees))
+    tape.backward(want)
+    assert abs(float(loss) - want.item()) < 1e-5 * max(1.0, abs(want.item()))
+    for p in model.store.parameters:
+        view = model.weft.weft[p.name.replace("/", "_")]
+        grad = np.zeros(p.shape, np.float32) if p.grad is None else np.asarray(p.grad)
+        np.testing.assert_allclose(view.grad.numpy(), grad, **TOL)
+
+
+@pytest.mark.parametrize("cells", ["torch", "weft"])
+def test_sst_trains_with_adam(cells, data_dir):
+    if not (data_dir / "sst" / "train.txt").exists():
+        pytest.skip(f"no SST data under {data_dir}")
+    history = sst.main(["--data-dir", str(data_dir), "--cells", cells, "--max-train", "150",
+                        "--max-eval", "50", "--epochs", "3", "--hidden", "24",
+                        "--no-embeddings", "--learning-rate", "0.01"])
+    assert history[-1]["loss"] < 0.8 * history[0]["loss"]
