@@ -15,7 +15,6 @@ is torch code and loss.backward() runs Weft's tape backward through the bodies.
 
 import argparse
 import os
-import re
 import sys
 import time
 from pathlib import Path
@@ -28,33 +27,8 @@ import weft.torch as wt
 from weft import blocks as td
 from weft.blocks import Type
 
-
-def read_trees(path, vocab, grow, limit=None):
-    """Bracketed SST trees -> {"label", "pair": 0, "id"} leaves / {"label", "pair": 1,
-    "children"} nodes."""
-    trees = []
-    for line in open(path, encoding="utf-8"):
-        tokens = re.findall(r"\(|\)|[^\s()]+", line)
-        pos = 0
-
-        def node():
-            nonlocal pos
-            label = int(tokens[pos + 1])
-            pos += 2  # "(" label
-            if tokens[pos] == "(":
-                children = [node(), node()]
-                pos += 1  # ")"
-                return {"label": label, "pair": 1, "children": children}
-            word = tokens[pos].lower()
-            pos += 2  # word ")"
-            if word not in vocab and grow:
-                vocab[word] = len(vocab)
-            return {"label": label, "pair": 0, "id": vocab.get(word, 0)}
-
-        trees.append(node())
-        if limit and len(trees) == limit:
-            break
-    return trees
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tree_lstm_sst import read_trees  # noqa: E402  (the SST reader of the Weft-only example)
 
 
 class Leaf(torch.nn.Module):
