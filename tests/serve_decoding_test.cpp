@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "serve_test_util.h"
 #include "weft/core/error.h"
 #include "weft/core/rng.h"
 #include "weft/models/countdown.h"
@@ -36,6 +37,7 @@ namespace {
 using namespace weft;
 using namespace weft::models;
 using nlohmann::json;
+using weft::testing::RawConnection;
 
 void register_test_models() { register_countdown_model(); }
 
@@ -90,6 +92,20 @@ class DecodingServe : public ::testing::Test {
     const std::string path = checkpoint("countdown", max_count);
     options.models.push_back({"countdown", path});
     start(options);
+    return path;
+  }
+  // An untrained tree2seq or seq2tree, its weights spread so that outputs vary in length.
+  std::string decoder_checkpoint(const std::string& name) {
+    OptionValues o = find_model(name).default_options();
+    o.update({{"hidden", 8}, {"max_depth", 2}, {"max_train", 6}, {"max_eval", 4}, {"seed", 11}},
+             "test");
+    std::unique_ptr<Model> model = create_model(o);
+    Rng rng(5);
+    for (Parameter p : model->parameters())
+      for (float& v : std::span(p.value().data<float>(), std::size_t(p.value().numel())))
+        v = rng.uniform(-0.8f, 0.8f);
+    const std::string path = (dir_ / (name + ".safetensors")).string();
+    save_model(path, *model);
     return path;
   }
   serve::HttpResult post(const json& body, const std::string& model = "countdown") {
@@ -414,6 +430,84 @@ TEST_F(DecodingServe, LiveSequencesAreBoundedAndAFullQueueAnswers503) {
   EXPECT_EQ(post({{"instances", {one}}}).status, 200);
 }
 
+// Issue 41, item 3: a client that sends its request and half-closes (nc -N, socat) still reads
+// its answer: every decoding model answers it 200 (HTTP/1.1 with an interim 100 Continue first,
+// HTTP/1.0 without), greedy and beam. A client that closes is cancelled, and counted apart
+// from the 400s.
+TEST_F(DecodingServe, AHalfClosedClientIsAnsweredAndAClosedOneCountedApart) {
+  const json tree = {{"op", "*"},
+                     {"left", {{"op", "-"}, {"left", {{"number", 9}}}, {"right", {{"number", 2}}}}},
+                     {"right", {{"number", 5}}}};
+  const std::map<std::string, json> instances = {{"countdown", {{"count", 3000}, {"word", 2}}},
+                                                 {"tree2seq", tree},
+                                                 {"seq2tree", "((9 - 2) * 5)"}};
+  for (const auto& [name, instance] : instances) {
+    serve::ServerOptions options;
+    options.models.push_back(
+        {name, name == "countdown" ? checkpoint(name, 5000) : decoder_checkpoint(name)});
+    start(options);
+    for (const std::string version : {"HTTP/1.1", "HTTP/1.0"}) {
+      for (const int beam : {0, 2}) {
+        const std::string body = json{{"instances", {instance}}, {"beam", beam}}.dump();
+        RawConnection c(port_);
+        c.send(
+            fmt::format("POST /v1/models/{}:predict {}\r\nHost: t\r\nContent-Length: "
+                        "{}\r\n\r\n{}",
+                        name, version, body.size(), body));
+        c.half_close();
+        const std::string answer = c.read_until_closed();
+        EXPECT_NE(answer.find("HTTP/1.1 200"), std::string::npos)
+            << name << " " << version << " beam " << beam << ": " << answer.substr(0, 300);
+        EXPECT_NE(answer.find("\"predictions\""), std::string::npos) << answer.substr(0, 300);
+        if (version == "HTTP/1.0") {  // no 1xx answer to an HTTP/1.0 client
+          EXPECT_EQ(answer.find("100 Continue"), std::string::npos);
+        }
+      }
+    }
+    const std::string m = server_->metrics_text();
+    EXPECT_EQ(metric(m, "weft_decode_cancelled_total"), 0) << name;
+    EXPECT_EQ(metric(m, "weft_requests_cancelled_total"), 0) << name;
+    server_->stop();
+    thread_.join();
+    server_.reset();
+  }
+  // A client that closes mid-decode: cancelled, counted in no status.
+  serve_countdown(1000000);
+  const int fd = send_and_hold(port_, {{"instances", {{{"count", 900000}}}}});
+  wait_until([&] { return live() == 1; });
+  ::close(fd);
+  wait_until([&] { return metric(server_->metrics_text(), "weft_requests_cancelled_total") == 1; });
+  const std::string m = server_->metrics_text();
+  EXPECT_EQ(metric(m, "weft_decode_cancelled_total"), 1);
+  EXPECT_EQ(m.find("code=\"400\""), std::string::npos) << m;
+}
+
+// Issue 41, item 13: instances queued behind a full server whose clients close are dropped
+// when their turn comes, never encoded; the server answers the next client as before.
+TEST_F(DecodingServe, QueuedInstancesOfClientsGoneAreDroppedBeforeEncoding) {
+  serve::ServerOptions options;
+  options.max_live_sequences = 4;
+  options.max_beam = 4;
+  serve_countdown(100000, options);
+  const int holder = send_and_hold(port_, {{"instances", {{{"count", 99000}}}}, {"beam", 4}});
+  wait_until([&] { return live() == 4; });
+  const double stepped_before =
+      metric(server_->metrics_text(), "weft_decode_time_to_first_step_seconds_count");
+  std::vector<int> queued;
+  for (int c = 0; c < 5; ++c)
+    queued.push_back(send_and_hold(port_, {{"instances", {{{"count", 50}}, {{"count", 60}}}}}));
+  wait_until([&] { return metric(server_->metrics_text(), "weft_queue_depth") == 10; });
+  for (const int fd : queued) ::close(fd);
+  ::close(holder);
+  wait_until([&] { return metric(server_->metrics_text(), "weft_decode_dropped_total") == 10; });
+  wait_until([&] { return metric(server_->metrics_text(), "weft_requests_cancelled_total") == 6; });
+  const std::string m = server_->metrics_text();
+  EXPECT_EQ(metric(m, "weft_decode_cancelled_total"), 1);  // the holder, live
+  EXPECT_EQ(metric(m, "weft_decode_time_to_first_step_seconds_count"), stepped_before);
+  EXPECT_EQ(metric(m, "weft_queue_depth"), 0);
+  EXPECT_EQ(post({{"instances", {{{"count", 5}}}}}).status, 200);
+}
+
 TEST_F(DecodingServe, AProgramThatThrowsFailsItsInstanceAlone) {
   const std::string path = checkpoint("countdown", 64);
   serve::ServerOptions options;
@@ -478,16 +572,7 @@ TEST_F(DecodingServe, Tree2SeqAndSeq2TreeAnswerAsInferUnderConcurrentClients) {
             {"right", {{"number", 5}}}}});
   const json texts = json::array({"7", "(3 + 4)", "((9 - 2) * 5)", "(1 - (2 + 8))"});
   for (const std::string name : {"tree2seq", "seq2tree"}) {
-    OptionValues o = find_model(name).default_options();
-    o.update({{"hidden", 8}, {"max_depth", 2}, {"max_train", 6}, {"max_eval", 4}, {"seed", 11}},
-             "test");
-    std::unique_ptr<Model> model = create_model(o);
-    Rng rng(5);
-    for (Parameter p : model->parameters())
-      for (float& v : std::span(p.value().data<float>(), std::size_t(p.value().numel())))
-        v = rng.uniform(-0.8f, 0.8f);
-    const std::string path = (dir_ / (name + ".safetensors")).string();
-    save_model(path, *model);
+    const std::string path = decoder_checkpoint(name);
     const json& instances = name == "tree2seq" ? trees : texts;
     // Beam 1, beam 2 and beam 2 ranked with a length penalty of 1.
     const std::vector<json> searches = {

@@ -2,14 +2,9 @@
 // between steps, retiring finished and abandoned sequences, and the decoding figures.
 #include "decoding_loop.h"
 
-#include <sys/epoll.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <array>
-#include <cerrno>
-#include <cstring>
 #include <exception>
 #include <tuple>
 
@@ -63,29 +58,9 @@ double thread_cpu_seconds() {
 }  // namespace
 
 DecodingLoop::DecodingLoop(ModelWorker& worker, const ServerOptions& options)
-    : worker_(worker), options_(options), epoll_fd_(::epoll_create1(EPOLL_CLOEXEC)) {
-  if (epoll_fd_ < 0) fail("weft serve", "epoll_create1 failed: ", std::strerror(errno));
-}
+    : worker_(worker), options_(options) {}
 
-DecodingLoop::~DecodingLoop() { ::close(epoll_fd_); }
-
-void DecodingLoop::watch(const Sequence& s) {
-  const int fd = s.instance.request->client_fd;
-  if (fd < 0 || watched_[fd]++ > 0) return;
-  epoll_event event{};
-  event.events = EPOLLRDHUP;  // EPOLLHUP and EPOLLERR are always reported
-  event.data.fd = fd;
-  ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &event);  // a failure leaves it unwatched
-}
-
-void DecodingLoop::unwatch(const Sequence& s) {
-  const int fd = s.instance.request->client_fd;
-  if (fd < 0) return;
-  const auto it = watched_.find(fd);
-  if (it == watched_.end() || --it->second > 0) return;
-  watched_.erase(it);
-  ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
-}
+DecodingLoop::~DecodingLoop() = default;
 
 std::size_t DecodingLoop::live_sequences() const {
   std::size_t n = 0;
@@ -126,7 +101,26 @@ void DecodingLoop::admit_queued() {
   }
   admission_waited_ = 0;
   std::vector<QueuedInstance> taken = worker_.take_queued(room, /*wait=*/live == 0);
+  drop_abandoned(taken);
   if (!taken.empty()) admit(std::move(taken));
+}
+
+void DecodingLoop::drop_abandoned(std::vector<QueuedInstance>& instances) {
+  std::vector<PendingRequest*> requests;
+  for (const QueuedInstance& q : instances) requests.push_back(q.request.get());
+  std::sort(requests.begin(), requests.end());
+  requests.erase(std::unique(requests.begin(), requests.end()), requests.end());
+  clients_.mark_gone_now(requests);
+  std::uint64_t dropped = 0;
+  std::erase_if(instances, [&](QueuedInstance& q) {
+    if (!q.request->abandoned) return false;
+    q.request->finish(q.index, json(), "the client went away");
+    ++dropped;
+    return true;
+  });
+  if (dropped == 0) return;
+  abandoned_at_admission_ = true;
+  worker_.update_decode_stats([&](DecodeStats& d) { d.dropped += dropped; });
 }
 
 DecodingLoop::Generation& DecodingLoop::generation_for(
@@ -184,26 +178,20 @@ void DecodingLoop::encode_into(Generation& g, std::vector<std::unique_ptr<Sequen
     s.job = std::move(jobs[i]);
     s.example = g.engine->admit([&job = *s.job](flow::Context& ctx) { return job.program(ctx); },
                                 fmt::format("instance {}", s.instance.index));
-    watch(s);
+    clients_.watch(*s.instance.request);
     g.live.push_back(std::move(fresh[i]));
   }
 }
 
 void DecodingLoop::retire_abandoned() {
-  if (watched_.empty()) return;
-  std::array<epoll_event, 64> events;  // more close at once: the rest at the next step
-  const int ready = ::epoll_wait(epoll_fd_, events.data(), int(events.size()), 0);
-  if (ready <= 0) return;
-  std::vector<int> closed;
-  for (int i = 0; i < ready; ++i) closed.push_back(events[std::size_t(i)].data.fd);
+  if (!clients_.mark_gone() && !std::exchange(abandoned_at_admission_, false)) return;
   std::size_t cancelled = 0;
   for (const auto& g : generations_) {
     std::size_t kept = 0;
     for (auto& s : g->live) {
-      const int fd = s->instance.request->client_fd;
-      if (fd >= 0 && std::find(closed.begin(), closed.end(), fd) != closed.end()) {
+      if (s->instance.request->abandoned) {
         g->engine->cancel(s->example, "the client went away");
-        unwatch(*s);
+        clients_.unwatch(*s->instance.request);
         s->instance.request->finish(s->instance.index, json(), "the client went away");
         ++cancelled;
         continue;  // the sequence (its decoder, its hypotheses) is freed here
@@ -265,7 +253,7 @@ void DecodingLoop::answer_finished(Generation& g) {
   // Counted before answering, so a client that has its answer sees it in the figures.
   worker_.update_decode_stats([&](DecodeStats& d) { d.sequences += finished.size(); });
   for (auto& s : finished) {
-    unwatch(*s);
+    clients_.unwatch(*s->instance.request);
     QueuedInstance& in = s->instance;
     if (g.engine->state(s->example) == flow::ProgramState::kFailed) {
       in.request->finish(in.index, json(), g.engine->error(s->example));

@@ -10,18 +10,20 @@
 // their end and is freed whole. An empty generation is freed at once, so a quiet server holds
 // nothing, and a server under steady load holds at most a few generations.
 //
-// Clients that go away: every live request's connection is in one epoll set (watched from its
-// first sequence's admission to its last's answer), so a step asks the kernel once for the
-// connections that closed, whatever the number of live sequences (a poll over every live
-// connection per step cost the loop about a tenth of its time at 60 live).
+// Clients that go away (client_watch.h; a half-close is not one): every live request's
+// connection is in one epoll set (watched from its first sequence's admission to its last's
+// answer), so a step asks the kernel once for the connections that changed, whatever the number
+// of live sequences (a poll over every live connection per step cost the loop about a tenth of
+// its time at 60 live). Queued instances whose client went away are dropped before they are
+// encoded: admission looks at their connections first.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <unordered_map>
 #include <vector>
 
+#include "client_watch.h"
 #include "model_worker.h"
 #include "weft/flow/flow.h"
 
@@ -52,12 +54,10 @@ class DecodingLoop {
   void admit(std::vector<QueuedInstance> instances);
   Generation& generation_for(const std::shared_ptr<models::Model>& model);
   void encode_into(Generation& g, std::vector<std::unique_ptr<Sequence>> fresh);
-  // Retires the sequences whose client closed its connection.
+  // Answers the instances whose client went away without encoding them, and removes them.
+  void drop_abandoned(std::vector<QueuedInstance>& instances);
+  // Retires the sequences whose client went away.
   void retire_abandoned();
-  // The connection of a sequence that joins (watch) or leaves (unwatch: before its request is
-  // answered, since the connection may then carry the client's next request).
-  void watch(const Sequence& s);
-  void unwatch(const Sequence& s);
   // One step of every generation; answers the sequences that finished.
   void step_all();
   void answer_finished(Generation& g);
@@ -67,9 +67,9 @@ class DecodingLoop {
   ModelWorker& worker_;
   const ServerOptions& options_;
   std::vector<std::unique_ptr<Generation>> generations_;  // oldest first
-  int epoll_fd_ = -1;
   double cpu_seconds_ = 0;  // this thread's CPU time when the figures last counted it
-  std::unordered_map<int, std::size_t> watched_;  // connection -> its live sequences
+  ClientWatch clients_;
+  bool abandoned_at_admission_ = false;  // a request found gone there may have live sequences
 };
 
 }  // namespace weft::serve::detail

@@ -278,6 +278,11 @@ void ModelWorker::record_request(int status, double seconds) {
   latency_.add(seconds);
 }
 
+void ModelWorker::record_cancelled() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++stats_.cancelled;
+}
+
 ModelStats ModelWorker::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return stats_;

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -41,7 +42,14 @@ struct PendingRequest {
   std::vector<nlohmann::json> results;
   std::vector<std::string> errors;  // empty: a prediction
   std::size_t remaining;
-  int client_fd = -1;  // the client's connection while it waits (a decoding notices it close)
+  // The client's connection while it waits, for a decoding loop to notice it go away
+  // (client_watch.h): whether an interim 1xx answer may be written to it (HTTP/1.1), whether
+  // one was (the decoding thread's), and whether the client went away (then the answer goes
+  // nowhere, and the request is counted apart).
+  int client_fd = -1;
+  bool interim_allowed = false;
+  bool asked = false;
+  std::atomic<bool> abandoned{false};
 };
 
 struct QueuedInstance {
@@ -67,6 +75,7 @@ struct Histogram {
 // A decoding loop's figures (under the worker's lock).
 struct DecodeStats {
   std::uint64_t steps = 0, tokens = 0, cancelled = 0, sequences = 0;
+  std::uint64_t dropped = 0;  // queued instances of clients gone, dropped before encoding
   std::size_t live = 0, generations = 0, tape_nodes = 0;  // now
   double cpu_seconds = 0;  // the decoding thread's CPU time (what a token costs, under any load)
   Histogram first_step{{0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5}};
@@ -125,6 +134,7 @@ class ModelWorker {
     DecodeStats decode;
   };
   void record_request(int status, double seconds);
+  void record_cancelled();  // a request whose client went away before its answer
   ModelStats stats() const;
   Snapshot snapshot() const;
 

@@ -161,14 +161,15 @@ struct Server::Impl {
   void setup_routes();
   void setup_checks();
   void predict(const std::string& name, const httplib::Request& req, httplib::Response& res);
-  Answer answer_predict(detail::ModelWorker& worker, const std::string& body);
+  Answer answer_predict(detail::ModelWorker& worker, const httplib::Request& req, bool& abandoned);
   std::optional<Answer> read_instances(const detail::ModelWorker& worker, const std::string& body,
                                        json& instances, models::DecodeSettings& decode) const;
   std::optional<Answer> read_decode_settings(const detail::ModelWorker& worker, const json& body,
                                              models::DecodeSettings& decode) const;
-  std::shared_ptr<detail::PendingRequest> submit_instances(
-      detail::ModelWorker& worker, const json& instances,
-      const models::DecodeSettings& decode) const;
+  std::shared_ptr<detail::PendingRequest> submit_instances(detail::ModelWorker& worker,
+                                                           const json& instances,
+                                                           const models::DecodeSettings& decode,
+                                                           bool interim_allowed) const;
   static Answer collect_predictions(detail::PendingRequest& pending);
   void reload(const std::string& name, const httplib::Request& req, httplib::Response& res);
   std::optional<std::string> confine_reload(const std::string& model,
@@ -203,26 +204,30 @@ void Server::Impl::predict(const std::string& name, const httplib::Request& req,
   const auto start = Clock::now();
   detail::ModelWorker* worker = find(name, res);
   if (worker == nullptr) return;
-  const Answer answer = answer_predict(*worker, req.body);
+  bool abandoned = false;
+  const Answer answer = answer_predict(*worker, req, abandoned);
   set_json(res, answer.status, answer.body);
   if (answer.status == 503) res.set_header("Retry-After", "1");
+  if (abandoned) return worker->record_cancelled();  // nobody reads it: counted apart
   worker->record_request(answer.status,
                          std::chrono::duration<double>(Clock::now() - start).count());
 }
 
-Answer Server::Impl::answer_predict(detail::ModelWorker& worker, const std::string& body) {
+Answer Server::Impl::answer_predict(detail::ModelWorker& worker, const httplib::Request& req,
+                                    bool& abandoned) {
   json instances;
   models::DecodeSettings decode;
-  if (std::optional<Answer> refused = read_instances(worker, body, instances, decode))
+  if (std::optional<Answer> refused = read_instances(worker, req.body, instances, decode))
     return *refused;
   try {
     const std::shared_ptr<detail::PendingRequest> pending =
-        submit_instances(worker, instances, decode);
+        submit_instances(worker, instances, decode, req.version == "HTTP/1.1");
     if (!pending) {
       return error_answer(
           503, fmt::format("model '{}' is overloaded (queue full); retry later", worker.name()));
     }
     pending->wait();
+    abandoned = pending->abandoned;
     return collect_predictions(*pending);
   } catch (const std::exception& e) {  // a bug, but answered and counted like any other
     return error_answer(500, fmt::format("internal error: {}", e.what()));
@@ -335,11 +340,12 @@ std::optional<Answer> Server::Impl::read_decode_settings(const detail::ModelWork
 // Parses each instance on its own (a bad one fails alone) and queues the good ones; nullptr
 // when the queue is full.
 std::shared_ptr<detail::PendingRequest> Server::Impl::submit_instances(
-    detail::ModelWorker& worker, const json& instances,
-    const models::DecodeSettings& decode) const {
+    detail::ModelWorker& worker, const json& instances, const models::DecodeSettings& decode,
+    bool interim_allowed) const {
   const std::shared_ptr<models::Model> model = worker.model();
   auto pending = std::make_shared<detail::PendingRequest>(instances.size());
   pending->client_fd = detail::HttpServer::answering_socket();
+  pending->interim_allowed = interim_allowed;
   std::vector<detail::QueuedInstance> queued;
   std::vector<std::string> parse_errors(instances.size());
   for (std::size_t i = 0; i < instances.size(); ++i) {
@@ -555,6 +561,11 @@ std::string Server::Impl::metrics() const {
       out += fmt::format("weft_requests_total{{model=\"{}\",code=\"{}\"}} {}\n", name, code, count);
     }
   }
+  family("weft_requests_cancelled_total", "counter",
+         "Predict requests whose client went away before the answer (in no status).");
+  for (const auto& [name, s] : snaps)
+    out +=
+        fmt::format("weft_requests_cancelled_total{{model=\"{}\"}} {}\n", name, s.stats.cancelled);
   family("weft_request_errors_total", "counter", "Predict requests answered with a 4xx or 5xx.");
   for (const auto& [name, s] : snaps) {
     std::uint64_t errors = 0;
@@ -624,6 +635,9 @@ void Server::Impl::decode_metrics(std::string& out, const Snapshots& snaps) {
   per_model("weft_decode_cancelled_total", "counter",
             "Sequences retired because their client went away.",
             [](const Decode& d) { return d.cancelled; });
+  per_model("weft_decode_dropped_total", "counter",
+            "Queued instances dropped before encoding because their client went away.",
+            [](const Decode& d) { return d.dropped; });
   per_model("weft_decode_cpu_seconds_total", "counter",
             "CPU time of the decoding thread (admitting, encoding, stepping, answering).",
             [](const Decode& d) { return d.cpu_seconds; });

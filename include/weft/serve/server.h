@@ -61,6 +61,7 @@ struct ServerOptions {
 // What a model's worker has done since the server started.
 struct ModelStats {
   std::uint64_t requests = 0;         // predict requests answered (any status)
+  std::uint64_t cancelled = 0;        // predict requests whose client went away first
   std::uint64_t batches = 0;          // batches run
   std::uint64_t examples = 0;         // instances predicted (or failed) in batches
   std::uint64_t shared_batches = 0;   // batches holding instances of more than one request
