@@ -1,22 +1,18 @@
 // weft.flow: programs that decide as they go, written in Python and batched by the C++ engine
 // (weft/flow/flow.h). A program is a generator function, program(ctx, *args): ctx.call issues
-// an operation's call at once, `x = yield v` (or `yield ctx.read(a, b)`) suspends it until a
-// step has computed the values and resumes it with their rows as NumPy arrays. Each example's
-// generator is driven by a C++ coroutine; Engine.run() releases the GIL and takes it back only
-// to resume generators and to run operation bodies written in Python. An exception raised in
-// one program fails that example only, and its message names the example.
-#include <deque>
-#include <memory>
+// an operation's call at once, `x = yield v` suspends it until a step has computed v and
+// resumes it with v's row as a NumPy array (`xs = yield ctx.read(a, b, ...)`: a list, whatever
+// the number of values). Each example's generator is driven by a C++ coroutine; Engine.run()
+// releases the GIL and takes it back only to resume generators and to run operation bodies
+// written in Python. An exception raised in one program fails that example only, and its
+// message names the example; KeyboardInterrupt and SystemExit stop the run.
+#include <atomic>
 #include <optional>
 
-#include "common.h"
+#include "flow_core.h"
 #include "weft/core/error.h"
-#include "weft/flow/flow.h"
 
-namespace weft::python {
-namespace {
-
-using flow::Val;
+namespace weft::python::flow_py {
 
 DType flow_dtype(const std::string& name) {
   for (DType d : kAllDTypes)
@@ -24,101 +20,127 @@ DType flow_dtype(const std::string& name) {
   fail("flow", "unknown dtype '", name, "' (float32, float64, int32, int64, bool)");
 }
 
-// An operation of a Loom, as Python sees it.
-struct Op {
-  loom::OpId id;
-  std::string name;
-  std::size_t outputs;
-};
-
-// What a program yields to read several values at once (ctx.read(a, b)).
-struct ReadRequest {
-  std::vector<Val> values;
-  bool many = false;
-};
-
-// One example's Python side: its generator (None for a plain function), what it asked to read,
-// what it gets back, and what it returned.
-struct PyExample {
-  py::object generator;
-  py::object sent;
-  py::object result;
-  ReadRequest waiting;
-  std::vector<Tensor> rows;
-};
-
-// The engine and the Python objects of its examples; Contexts refer to it weakly, so a context
-// kept after its engine is gone raises instead of dangling.
-struct EngineCore : std::enable_shared_from_this<EngineCore> {
-  std::shared_ptr<const loom::Loom> loom;
-  std::unique_ptr<Tape> own_tape;  // when no tape was given: inference, no gradients
-  std::unique_ptr<flow::Engine> engine;
-  std::deque<PyExample> examples;
-  bool running = false;
-  std::string broken;  // why a step failed as a whole (an operation body raised)
-
-  void check_idle(const char* what) const {
-    if (running) fail("flow", what, ": the engine is running (a program or another thread)");
-    if (!broken.empty())
-      fail("flow", what, ": a step of this engine failed as a whole (", broken,
-           "); make a new engine");
-  }
-};
-
-struct PyContext {
-  std::weak_ptr<EngineCore> core;
-  flow::Context* context;
-  flow::Context& get() const {
-    if (core.expired()) fail("flow", "this context's engine is gone");
-    return *context;
-  }
-  const loom::Loom& loom() const {
-    get();
-    return *core.lock()->loom;
-  }
-};
-
-Val as_val(py::handle value, const char* what) {
-  if (!py::isinstance<Val>(value))
-    fail("flow", what, ": expected a Val (from ctx.call, ctx.constant or engine.import_rows), got ",
-         py::str(py::type::of(value).attr("__name__")).cast<std::string>());
-  return value.cast<Val>();
+std::string py_type_name(py::handle value) {
+  return py::str(py::type::of(value).attr("__name__")).cast<std::string>();
 }
+
+bool same_loom(const std::weak_ptr<loom::Loom>& handle, const std::shared_ptr<loom::Loom>& loom) {
+  return !handle.owner_before(loom) && !loom.owner_before(handle);
+}
+
+std::string type_text(const loom::Loom& loom, loom::TypeId type) {
+  return loom.type(type).to_string();
+}
+
+void EngineCore::check_idle(const char* what) const {
+  if (running) fail("flow", what, ": the engine is running (a program or another thread)");
+  if (!broken.empty())
+    fail("flow", what, ": a step of this engine failed as a whole (", broken,
+         "); make a new engine");
+}
+
+Val EngineCore::val_of(py::handle value, const char* what) const {
+  if (!py::isinstance<PyVal>(value))
+    fail("flow", what, ": expected a Val (from ctx.call, ctx.constant or engine.import_rows), got ",
+         py_type_name(value));
+  const PyVal& v = value.cast<const PyVal&>();
+  if (v.engine != serial)
+    fail("flow", what, ": Val ", v.val.id, " belongs to another engine (engine #", v.engine,
+         "; this is engine #", serial, "): a Val is valid only in the engine that made it");
+  return v.val;
+}
+
+loom::TypeId EngineCore::type_of(py::handle type, const char* what) const {
+  if (!py::isinstance<PyType>(type))
+    fail("flow", what, ": expected a type (what Loom.type returns), got ", py_type_name(type));
+  const PyType& t = type.cast<const PyType&>();
+  if (!same_loom(t.loom, loom))
+    fail("flow", what, ": type ", t.id, " is a type of another Loom, not of this engine's");
+  return t.id;
+}
+
+loom::OpId EngineCore::op_of(const Op& op, const char* what) const {
+  if (!same_loom(op.loom, loom))
+    fail("flow", what, ": operation '", op.name, "' is an operation of another Loom, not of this ",
+         "engine's");
+  return op.id;
+}
+
+std::size_t EngineCore::admit_native(const std::function<flow::Program(flow::Context&)>& make,
+                                     std::string name) {
+  examples.emplace_back();
+  return engine->admit(make, std::move(name));
+}
+
+EngineCore& PyContext::owner() const {
+  const std::shared_ptr<EngineCore> c = core.lock();
+  if (!c) fail("flow", "this context's engine is gone");
+  const flow::ProgramState state = c->engine->state(example);
+  if (!c->examples[example].open || state == flow::ProgramState::kDone ||
+      state == flow::ProgramState::kFailed)
+    fail("flow", "the context of example ", example, " ('", context->name(),
+         "') is used after its program ended: a Context is valid only while its program runs");
+  return *c;  // the engine holds it alive while its programs run
+}
+
+void fail_example(EngineCore& core, const py::error_already_set& e) {
+  std::string why = python_error_text(e);
+  if (!PyErr_GivenExceptionMatches(e.type().ptr(), PyExc_Exception)) {
+    // Ctrl-C or sys.exit() in a program: the run stops after this step (run_steps raises it).
+    if (!core.stopped) core.stopped = std::make_exception_ptr(e);
+    why = "interrupted by " + why;
+  }
+  throw Error(why);
+}
+
+namespace {
 
 // The values a program yielded: a Val, ctx.read(...), or a list or tuple of Vals.
-ReadRequest read_request(py::handle yielded) {
-  if (py::isinstance<ReadRequest>(yielded)) return yielded.cast<ReadRequest>();
-  if (py::isinstance<Val>(yielded)) return ReadRequest{{yielded.cast<Val>()}, false};
-  if (py::isinstance<py::list>(yielded) || py::isinstance<py::tuple>(yielded)) {
-    ReadRequest r{{}, true};
-    for (py::handle v : yielded) r.values.push_back(as_val(v, "yield"));
+ReadRequest read_request(const EngineCore& core, py::handle yielded) {
+  if (py::isinstance<ReadRequest>(yielded)) {
+    ReadRequest r = yielded.cast<ReadRequest>();
+    if (r.engine != core.serial) fail("flow", "yield: the ctx.read(...) of another engine");
     return r;
   }
-  fail("flow", "the program yielded ",
-       py::str(py::type::of(yielded).attr("__name__")).cast<std::string>(),
-       yielded.is_none() ? " (a bare `yield`?)" : "",
-       "; yield a Val, ctx.read(a, b, ...) or a list of Vals to wait for their values");
+  if (py::isinstance<PyVal>(yielded))
+    return ReadRequest{{core.val_of(yielded, "yield")}, false, core.serial};
+  if (py::isinstance<py::list>(yielded) || py::isinstance<py::tuple>(yielded)) {
+    ReadRequest r{{}, true, core.serial};
+    for (py::handle v : yielded) r.values.push_back(core.val_of(v, "yield"));
+    return r;
+  }
+  fail(
+      "flow", "the program yielded ", py_type_name(yielded),
+      yielded.is_none() ? " (a bare `yield`?)" : "",
+      "; yield a Val for its array, or ctx.read(a, b, ...) or a list of Vals for a list of arrays");
 }
 
-// Resumes the generator with what it read; false once it has returned. Under the GIL.
-bool advance(PyExample& ex) {
+// Resumes the generator with what it read; false once it has returned. Every resume counts
+// against max_steps, whether the values it read were computed by a step or already there.
+bool advance(EngineCore& core, PyExample& ex) {
   py::gil_scoped_acquire gil;
-  std::string error;
   try {
     py::object yielded = ex.generator.attr("send")(ex.sent);
     ex.sent = py::none();
-    ex.waiting = read_request(yielded);
+    if (++ex.yields > core.max_steps)
+      throw Error("it did not finish within its bound of " + std::to_string(core.max_steps) +
+                  " steps (max_steps of flow.Engine; every yield counts, whether it waits or "
+                  "not): a decoder that never chooses its end token, or an unbounded loop?");
+    ex.waiting = read_request(core, yielded);
     return true;
   } catch (py::error_already_set& e) {
-    if (!e.matches(PyExc_StopIteration)) {
-      error = python_error_text(e);
-    } else {
+    if (e.matches(PyExc_StopIteration)) {
       ex.result = e.value().attr("value");
       ex.generator = py::none();
+      ex.open = false;
       return false;
     }
+    ex.open = false;
+    fail_example(core, e);
+  } catch (...) {
+    ex.open = false;
+    throw;
   }
-  throw Error(error);
 }
 
 // The rows read, as NumPy arrays (copies: a row is a view of a batch chunk). Under the GIL.
@@ -132,9 +154,9 @@ void deliver(PyExample& ex) {
 }
 
 // The C++ coroutine that drives one example's generator.
-flow::Program drive(flow::Context& ctx, PyExample& ex) {
+flow::Program drive(flow::Context& ctx, EngineCore& core, PyExample& ex) {
   for (;;) {
-    if (!advance(ex)) co_return;
+    if (!advance(core, ex)) co_return;
     for (std::size_t i = 0; i < ex.waiting.values.size(); ++i) {
       Tensor row = co_await ctx.read(ex.waiting.values[i]);
       ex.rows.push_back(std::move(row));
@@ -144,33 +166,45 @@ flow::Program drive(flow::Context& ctx, PyExample& ex) {
 }
 
 // Outputs of a call: one Val, or a tuple of them.
-py::object call_outputs(std::span<const Val> outs) {
-  if (outs.size() == 1) return py::cast(outs[0]);
+py::object call_outputs(const EngineCore& core, std::span<const Val> outs) {
+  if (outs.size() == 1) return core.wrap(outs[0]);
   py::tuple t(outs.size());
-  for (std::size_t i = 0; i < outs.size(); ++i) t[i] = py::cast(outs[i]);
+  for (std::size_t i = 0; i < outs.size(); ++i) t[i] = core.wrap(outs[i]);
   return t;
 }
 
-py::object py_call(const PyContext& c, const Op& op, py::args args) {
-  std::vector<Val> vals;
-  // ctx.call(op, [a, b]) and ctx.call(op, a, b) both read naturally.
-  py::handle list =
-      args.size() == 1 && (py::isinstance<py::list>(args[0]) || py::isinstance<py::tuple>(args[0]))
-          ? args[0]
-          : py::handle(args);
-  for (py::handle a : list) vals.push_back(as_val(a, "ctx.call"));
-  return call_outputs(c.get().call(op.id, vals));
+// The arguments of ctx.call(op, a, b) or ctx.call(op, [a, b]) (both read naturally).
+py::handle argument_list(const py::args& args) {
+  return args.size() == 1 &&
+                 (py::isinstance<py::list>(args[0]) || py::isinstance<py::tuple>(args[0]))
+             ? args[0]
+             : py::handle(args);
 }
 
-Val py_constant(const PyContext& c, loom::TypeId type, py::handle value) {
-  const loom::Loom& loom = c.loom();
-  if (type >= loom.num_types()) fail("flow", "ctx.constant: type ", type, " is not registered");
-  const loom::TypeShape& ts = loom.type(type);
+py::object py_call(const PyContext& c, const Op& op, py::args args) {
+  const EngineCore& core = c.owner();
+  const loom::OpId id = core.op_of(op, "ctx.call");
+  std::vector<Val> vals;
+  for (py::handle a : argument_list(args)) vals.push_back(core.val_of(a, "ctx.call"));
+  return call_outputs(core, c.get().call(id, vals));
+}
+
+py::object py_read(const PyContext& c, py::args args) {
+  const EngineCore& core = c.owner();
+  ReadRequest r{{}, true, core.serial};
+  for (py::handle v : argument_list(args)) r.values.push_back(core.val_of(v, "ctx.read"));
+  return py::cast(std::move(r));
+}
+
+py::object py_constant(const PyContext& c, py::handle type, py::handle value) {
+  const EngineCore& core = c.owner();
+  const loom::TypeId id = core.type_of(type, "ctx.constant");
+  const loom::TypeShape& ts = core.loom->type(id);
   Tensor t = as_tensor(value, std::string(dtype_name(ts.dtype)));
   if (t.numel() != ts.shape.numel())
     fail("flow", "ctx.constant: ", t.describe(), " does not hold the ", ts.shape.numel(),
          " elements of type ", ts.to_string());
-  return c.get().constant(type, t.reshaped(ts.shape));
+  return core.wrap(c.get().constant(id, t.reshaped(ts.shape)));
 }
 
 // A program that has nothing left to do (a plain function's: it ran when admitted).
@@ -179,45 +213,62 @@ flow::Program finished() { co_return; }
 std::size_t py_admit(EngineCore& core, const py::function& program, const py::args& args,
                      std::string name) {
   core.check_idle("admit");
+  const std::size_t example = core.examples.size();
   PyExample& ex = core.examples.emplace_back();
   std::shared_ptr<EngineCore> self = core.shared_from_this();
-  return core.engine->admit(
+  core.engine->admit(
       [&](flow::Context& ctx) {
-        py::object made = program(PyContext{self, &ctx}, *args);
+        py::object made;
+        try {
+          made = program(PyContext{self, &ctx, example}, *args);
+        } catch (py::error_already_set& e) {
+          ex.open = false;
+          fail_example(core, e);
+        }
         if (py::hasattr(made, "send") && py::hasattr(made, "throw")) {
           ex.generator = std::move(made);
           ex.sent = py::none();
-          return drive(ctx, ex);
+          return drive(ctx, core, ex);
         }
         ex.result = std::move(made);  // a plain function: it issued its calls and read nothing
+        ex.open = false;
         return finished();
       },
       std::move(name));
+  if (core.stopped) std::rethrow_exception(std::exchange(core.stopped, nullptr));
+  return example;
 }
 
-// Runs steps with the GIL released (taken back to resume generators and run Python bodies).
-bool py_step(EngineCore& core, bool all) {
-  core.check_idle(all ? "run" : "step");
-  core.running = true;
+}  // namespace
+
+bool EngineCore::run_steps(bool all) {
+  check_idle(all ? "run" : "step");
+  running = true;
   bool stepped = false;
   {
     py::gil_scoped_release nogil;
     try {
-      if (all)
-        core.engine->run();
-      else
-        stepped = core.engine->step();
+      do {
+        stepped = engine->step();
+        py::gil_scoped_acquire gil;  // Ctrl-C while C++ ran: Python runs its handler now
+        if (!stopped && PyErr_CheckSignals() != 0)
+          stopped = std::make_exception_ptr(py::error_already_set());
+      } while (all && stepped && !stopped);
     } catch (const std::exception& e) {
       // A body runs for every example of the step at once: the whole step failed.
-      core.running = false;
+      running = false;
       const std::string what = e.what();
-      core.broken = what.substr(0, what.find('\n'));  // a Python error's first line
+      broken = what.substr(0, what.find('\n'));  // a Python error's first line
       throw;
     }
   }
-  core.running = false;
+  running = false;
+  // The programs still live go on at the next run(); the interrupted one has failed.
+  if (stopped) std::rethrow_exception(std::exchange(stopped, nullptr));
   return stepped;
 }
+
+namespace {
 
 const char* state_name(flow::ProgramState state) {
   switch (state) {
@@ -236,6 +287,9 @@ const char* state_name(flow::ProgramState state) {
 py::object py_result(const EngineCore& core, std::size_t example) {
   const flow::ProgramState state = core.engine->state(example);
   if (state == flow::ProgramState::kFailed) throw Error(core.engine->error(example));
+  if (state != flow::ProgramState::kDone && !core.broken.empty())
+    fail("flow", "example ", example, " did not finish: a step of this engine failed as a whole (",
+         core.broken, ")");
   if (state != flow::ProgramState::kDone)
     fail("flow", "example ", example, " has not finished (it is ", state_name(state),
          "): run() the engine first");
@@ -243,9 +297,15 @@ py::object py_result(const EngineCore& core, std::size_t example) {
 }
 
 std::shared_ptr<EngineCore> make_engine(std::shared_ptr<loom::Loom> loom, py::object tape,
-                                        std::uint32_t max_steps, std::uint64_t max_calls) {
+                                        std::int64_t max_steps, std::int64_t max_calls) {
+  static std::atomic<std::uint64_t> engines{0};
+  if (max_steps <= 0 || max_steps > std::int64_t(UINT32_MAX))
+    fail("flow", "Engine: max_steps must be in [1, ", UINT32_MAX, "], not ", max_steps);
+  if (max_calls <= 0) fail("flow", "Engine: max_calls must be positive, not ", max_calls);
   auto core = std::make_shared<EngineCore>();
+  core->serial = ++engines;
   core->loom = std::move(loom);
+  core->max_steps = std::uint32_t(max_steps);
   Tape* on = nullptr;
   if (tape.is_none()) {
     core->own_tape = std::make_unique<Tape>();
@@ -255,76 +315,158 @@ std::shared_ptr<EngineCore> make_engine(std::shared_ptr<loom::Loom> loom, py::ob
     on = &tape.cast<Tape&>();
   }
   flow::EngineOptions options;
-  options.max_steps = max_steps;
-  options.max_calls = max_calls;
+  options.max_steps = std::uint32_t(max_steps);
+  options.max_calls = std::uint64_t(max_calls);
   core->engine = std::make_unique<flow::Engine>(*core->loom, *on, options);
   return core;
 }
 
-loom::TypeShape type_shape(const loom::Loom& loom, loom::TypeId type) {
-  if (type >= loom.num_types()) fail("flow", "type ", type, " is not registered in this Loom");
-  return loom.type(type);
+// The types of an operation's inputs or outputs, each one of `loom`'s.
+std::vector<loom::TypeShape> type_shapes(const std::shared_ptr<loom::Loom>& loom,
+                                         const py::sequence& types, const std::string& where) {
+  std::vector<loom::TypeShape> out;
+  for (py::handle t : types) {
+    if (!py::isinstance<PyType>(t))
+      fail("flow", where, ": expected types (what Loom.type returns), got ", py_type_name(t));
+    const PyType& type = t.cast<const PyType&>();
+    if (!same_loom(type.loom, loom))
+      fail("flow", where, ": type ", type.id, " is a type of another Loom");
+    out.push_back(loom->type(type.id));
+  }
+  return out;
 }
 
-Op add_op(loom::Loom& loom, const std::string& name, const std::vector<loom::TypeId>& inputs,
-          const std::vector<loom::TypeId>& outputs, py::function body) {
-  std::vector<loom::TypeShape> in, out;
-  for (loom::TypeId t : inputs) in.push_back(type_shape(loom, t));
-  for (loom::TypeId t : outputs) out.push_back(type_shape(loom, t));
+Op add_op(const std::shared_ptr<loom::Loom>& loom, const std::string& name,
+          const py::sequence& inputs, const py::sequence& outputs, py::function body) {
+  const std::string where = "Loom.op('" + name + "')";
+  const std::vector<loom::TypeShape> in = type_shapes(loom, inputs, where);
+  const std::vector<loom::TypeShape> out = type_shapes(loom, outputs, where);
   const loom::OpId id =
-      loom.add_operation(name, in, out, python_body(std::move(body), "operation '" + name + "'"));
-  return Op{id, name, outputs.size()};
+      loom->add_operation(name, in, out, python_body(std::move(body), "operation '" + name + "'"));
+  return Op{id, name, out.size(), loom};
+}
+
+PyType add_type(const std::shared_ptr<loom::Loom>& loom, const std::vector<std::int64_t>& shape,
+                const std::string& dtype, const std::string& name) {
+  return PyType{loom->add_type(loom::TypeShape{flow_dtype(dtype), Shape(shape), name}), loom};
 }
 
 void bind_loom(py::module_& m) {
   py::class_<loom::Loom, std::shared_ptr<loom::Loom>>(m, "Loom", R"doc(
 The operations programs call: Loom(); t = loom.type(shape, dtype="float32") registers a value
-type (per-example shape, no batch axis) and returns its id; loom.op(name, inputs, outputs, body)
-an operation over types, body(*vars) -> Var or tuple of Vars, batched ([B, ...] per input)
-over every call of a step.)doc")
+type (per-example shape, no batch axis); loom.op(name, inputs, outputs, body) an operation over
+types, body(*vars) -> Var or tuple of Vars, batched ([B, ...] per input) over every call of a
+step. Types and operations belong to their Loom: an engine of another Loom refuses them.)doc")
       .def(py::init([] { return std::make_shared<loom::Loom>(); }))
-      .def(
-          "type",
-          [](loom::Loom& l, const std::vector<std::int64_t>& shape, const std::string& dtype,
-             const std::string& name) {
-            return l.add_type(loom::TypeShape{flow_dtype(dtype), Shape(shape), name});
-          },
-          py::arg("shape"), py::arg("dtype") = "float32", py::arg("name") = "")
+      .def("type", &add_type, py::arg("shape"), py::arg("dtype") = "float32", py::arg("name") = "")
       .def("op", &add_op, py::arg("name"), py::arg("inputs"), py::arg("outputs"), py::arg("body"));
+  py::class_<PyType>(m, "Type", "A value type of a Loom (what Loom.type returns).")
+      .def_readonly("id", &PyType::id)
+      .def_property_readonly("shape",
+                             [](const PyType& t) {
+                               const auto l = t.loom.lock();
+                               if (!l) fail("flow", "Type.shape: its Loom is gone");
+                               const Shape& s = l->type(t.id).shape;
+                               return std::vector<std::int64_t>(s.dims().begin(), s.dims().end());
+                             })
+      .def_property_readonly("dtype",
+                             [](const PyType& t) {
+                               const auto l = t.loom.lock();
+                               if (!l) fail("flow", "Type.dtype: its Loom is gone");
+                               return std::string(dtype_name(l->type(t.id).dtype));
+                             })
+      .def("__eq__",
+           [](const PyType& a, const PyType& b) {
+             return a.id == b.id && !a.loom.owner_before(b.loom) && !b.loom.owner_before(a.loom);
+           })
+      .def("__hash__", [](const PyType& t) { return std::hash<std::uint32_t>()(t.id); })
+      .def("__repr__", [](const PyType& t) {
+        const auto l = t.loom.lock();
+        return "<flow.Type " + std::to_string(t.id) + (l ? ": " + type_text(*l, t.id) : "") + ">";
+      });
   py::class_<Op>(m, "Op", "An operation of a Loom (what ctx.call takes).")
       .def_readonly("name", &Op::name)
       .def_readonly("outputs", &Op::outputs)
       .def("__repr__", [](const Op& op) { return "<flow.Op '" + op.name + "'>"; });
-  py::class_<Val>(m, "Val", "A value of an engine's batch, computed or pending (a handle).")
-      .def_readonly("id", &Val::id)
-      .def("__eq__", [](const Val& a, const Val& b) { return a == b; })
-      .def("__hash__", [](const Val& v) { return std::hash<std::uint32_t>()(v.id); })
-      .def("__repr__", [](const Val& v) { return "<flow.Val " + std::to_string(v.id) + ">"; });
-  py::class_<ReadRequest>(m, "Read", "What `yield ctx.read(a, b)` waits on.");
+  py::class_<PyVal>(m, "Val", "A value of one engine's batch, computed or pending (a handle).")
+      .def_property_readonly("id", [](const PyVal& v) { return v.val.id; })
+      .def("__eq__",
+           [](const PyVal& a, const PyVal& b) { return a.val == b.val && a.engine == b.engine; })
+      .def("__hash__",
+           [](const PyVal& v) { return std::hash<std::uint64_t>()(v.engine << 32 ^ v.val.id); })
+      .def("__repr__", [](const PyVal& v) {
+        return "<flow.Val " + std::to_string(v.val.id) + " of engine #" + std::to_string(v.engine) +
+               ">";
+      });
+  py::class_<ReadRequest>(m, "Read", "What `yield ctx.read(a, b, ...)` waits on.");
 }
 
 void bind_context(py::module_& m) {
   py::class_<PyContext>(m, "Context", R"doc(
-One program's view of the engine. call(op, *args) issues a call at once and returns its output
-Val (a tuple of Vals for several outputs); constant(type, value) and parameter(type, param) make
-values; `x = yield v` or `a, b = yield ctx.read(a, b)` waits for computed values.)doc")
+One program's view of the engine, valid while its program runs. call(op, *args) issues a call at
+once and returns its output Val (a tuple of Vals for several outputs); constant(type, value) and
+parameter(type, param) make values; `x = yield v` waits for one value and gives its array,
+`xs = yield ctx.read(a, b, ...)` (or ctx.read(list), or `yield [a, b]`) a list of arrays, one
+per value, whatever their number.)doc")
       .def_property_readonly("example", [](const PyContext& c) { return c.get().example(); })
       .def_property_readonly("name", [](const PyContext& c) { return c.get().name(); })
       .def("call", &py_call, py::arg("op"))
       .def("constant", &py_constant, py::arg("type"), py::arg("value"))
       .def(
           "parameter",
-          [](const PyContext& c, loom::TypeId type, const Parameter& p) {
-            return c.get().parameter(type, p);
+          [](const PyContext& c, py::handle type, const Parameter& p) {
+            const EngineCore& core = c.owner();
+            return core.wrap(c.get().parameter(core.type_of(type, "ctx.parameter"), p));
           },
           py::arg("type"), py::arg("parameter"))
-      .def("read",
-           [](const PyContext&, py::args values) {
-             ReadRequest r{{}, values.size() != 1};
-             for (py::handle v : values) r.values.push_back(as_val(v, "ctx.read"));
-             return r;
-           })
-      .def("type_of", [](const PyContext& c, Val v) { return c.get().type_of(v); });
+      .def("read", &py_read)
+      .def("type_of", [](const PyContext& c, py::handle v) {
+        const EngineCore& core = c.owner();
+        return PyType{c.get().type_of(core.val_of(v, "ctx.type_of")), core.loom};
+      });
+}
+
+std::vector<Val> vals_of(const EngineCore& core, const py::iterable& values, const char* what) {
+  std::vector<Val> out;
+  for (py::handle v : values) out.push_back(core.val_of(v, what));
+  return out;
+}
+
+py::list wrap_all(const EngineCore& core, const std::vector<Val>& values) {
+  py::list out;
+  for (Val v : values) out.append(core.wrap(v));
+  return out;
+}
+
+// engine.import_rows(rows, type): a Var of the engine's tape, or an array (a constant on it).
+py::list py_import_rows(EngineCore& core, py::handle rows, py::handle type) {
+  core.check_idle("import_rows");
+  const loom::TypeId id = core.type_of(type, "import_rows");
+  Tape& tape = core.engine->tape();
+  if (!py::isinstance<Var>(rows)) {
+    const loom::TypeShape& ts = core.loom->type(id);
+    return wrap_all(
+        core,
+        core.engine->import(tape.constant(as_tensor(rows, std::string(dtype_name(ts.dtype)))), id));
+  }
+  const Var var = rows.cast<Var>();
+  if (var.defined() && &var.tape() != &tape)
+    fail("flow", "import_rows: the Var is of another tape than this engine's (",
+         core.own_tape ? "the engine has its own tape: pass flow.Engine(loom, tape) the tape the "
+                         "Var was recorded on, or pass the rows as an array"
+                       : "record it on the tape given to flow.Engine",
+         ")");
+  return wrap_all(core, core.engine->import(var, id));
+}
+
+py::dict stats_dict(const flow::FlowStats& s) {
+  py::dict d;
+  d["steps"] = s.steps;
+  d["calls"] = s.calls;
+  d["batched_calls"] = s.batched_calls;
+  d["programs_done"] = s.programs_done;
+  d["programs_failed"] = s.programs_failed;
+  return d;
 }
 
 void bind_engine(py::module_& m) {
@@ -333,8 +475,9 @@ Engine(loom, tape=None, max_steps=10000, max_calls=10000000): runs programs batc
 program, *args, name=...) makes program(ctx, *args) (a generator function, or a plain function
 that reads nothing) one example; run() steps until every example has finished or failed. On
 `tape` the calls are differentiable (engine.gather(vals) gives a Var for a loss); without one
-they run without gradients. A program that waits more than max_steps steps fails, naming its
-example, as does one whose code raises: the others run on.)doc")
+they run without gradients. A program that yields more than max_steps times fails, naming its
+example, as does one whose code raises: the others run on. KeyboardInterrupt and SystemExit
+stop run() and are raised from it.)doc")
       .def(py::init(&make_engine), py::arg("loom"), py::arg("tape") = py::none(),
            py::arg("max_steps") = 10000, py::arg("max_calls") = 10'000'000, py::keep_alive<1, 3>())
       .def(
@@ -345,8 +488,8 @@ example, as does one whose code raises: the others run on.)doc")
                             name ? *name : "example " + std::to_string(core.examples.size()));
           },
           py::arg("program"), py::kw_only(), py::arg("name") = py::none())
-      .def("step", [](EngineCore& core) { return py_step(core, false); })
-      .def("run", [](EngineCore& core) { py_step(core, true); })
+      .def("step", [](EngineCore& core) { return core.run_steps(false); })
+      .def("run", [](EngineCore& core) { core.run_steps(true); })
       .def("state",
            [](const EngineCore& c, std::size_t e) { return state_name(c.engine->state(e)); })
       .def("error", [](const EngineCore& c, std::size_t e) { return c.engine->error(e); })
@@ -354,38 +497,28 @@ example, as does one whose code raises: the others run on.)doc")
       .def_property_readonly("num_examples",
                              [](const EngineCore& c) { return c.engine->num_examples(); })
       .def("value",
-           [](const EngineCore& c, Val v) {
-             return py::module_::import("numpy").attr("array")(py::cast(c.engine->value(v)));
+           [](const EngineCore& c, py::handle v) {
+             return py::module_::import("numpy").attr("array")(
+                 py::cast(c.engine->value(c.val_of(v, "engine.value"))));
            })
       .def(
           "gather",
-          [](const EngineCore& c, const std::vector<Val>& values) {
-            return c.engine->gather(values);
+          [](const EngineCore& c, const py::iterable& values) {
+            return c.engine->gather(vals_of(c, values, "engine.gather"));
           },
           py::arg("values"))
-      .def(
-          "import_rows",
-          [](EngineCore& c, const Var& rows, loom::TypeId type) {
-            c.check_idle("import_rows");
-            return c.engine->import(rows, type);
-          },
-          py::arg("rows"), py::arg("type"))
-      .def_property_readonly("stats", [](const EngineCore& c) {
-        const flow::FlowStats& s = c.engine->stats();
-        py::dict d;
-        d["steps"] = s.steps;
-        d["calls"] = s.calls;
-        d["batched_calls"] = s.batched_calls;
-        d["programs_done"] = s.programs_done;
-        d["programs_failed"] = s.programs_failed;
-        return d;
-      });
+      .def("import_rows", &py_import_rows, py::arg("rows"), py::arg("type"))
+      .def_property_readonly("stats",
+                             [](const EngineCore& c) { return stats_dict(c.engine->stats()); });
 }
 
 }  // namespace
 
-// "ZeroDivisionError: division by zero (at decoder.py:12, in greedy)": the Python error's type
-// and text, and where it was raised.
+}  // namespace weft::python::flow_py
+
+namespace weft::python {
+
+// "ZeroDivisionError: division by zero (at decoder.py:12, in greedy)".
 std::string python_error_text(const py::error_already_set& e) {
   std::string text = py::str(e.type().attr("__name__")).cast<std::string>();
   const std::string message = py::str(e.value()).cast<std::string>();
@@ -401,9 +534,10 @@ std::string python_error_text(const py::error_already_set& e) {
 
 void init_flow(py::module_& m) {
   py::module_ flow = m.def_submodule("flow", "Programs that decide as they go (weft.flow).");
-  bind_loom(flow);
-  bind_context(flow);
-  bind_engine(flow);
+  flow_py::bind_loom(flow);
+  flow_py::bind_context(flow);
+  flow_py::bind_engine(flow);
+  flow_py::bind_search(flow);
 }
 
 }  // namespace weft::python

@@ -202,3 +202,281 @@ def test_a_blocks_loop_batched_equals_one_at_a_time_from_python():
     bad[1] = {"h": [0.0, 0.0, 0.0], "clock": [-1000.0]}
     with pytest.raises(weft.Error, match="example 1.*bound of 50 steps"):
         compiler.forward(bad, weft.Tape())
+
+
+def test_read_answers_a_list_whatever_the_number_of_values():
+    """`yield ctx.read(...)` gives a list of arrays, one per value, for any number of values
+    (before, one value gave a bare array, so a beam shrinking to one live value paired it with
+    the array's elements); `yield v` gives the one value's array."""
+    model = Decoder()
+
+    def program(ctx, start):
+        h = ctx.call(model.cell, ctx.constant(model.hidden, start))
+        s = ctx.call(model.head, h)
+        answers = {"bare": (yield h)}
+        answers["one"] = yield ctx.read(h)
+        answers["two"] = yield ctx.read(s, h)
+        answers["list_of_one"] = yield ctx.read([s])
+        answers["yield_list_of_one"] = yield [h]
+        answers["none"] = yield ctx.read()
+        live = [h, s, h]
+        while live:  # a beam whose live values shrink one by one
+            rows = yield ctx.read(*live)
+            assert isinstance(rows, list) and len(rows) == len(live)
+            live.pop()
+        return answers, h, s
+
+    engine = flow.Engine(model.loom)
+    engine.admit(program, starts(1)[0])
+    engine.run()
+    answers, h, s = engine.result(0)
+    h_row, s_row = engine.value(h), engine.value(s)
+    assert isinstance(answers["bare"], np.ndarray)
+    np.testing.assert_array_equal(answers["bare"], h_row)
+    for key, expected in (("one", [h_row]), ("two", [s_row, h_row]), ("list_of_one", [s_row]),
+                          ("yield_list_of_one", [h_row]), ("none", [])):
+        assert isinstance(answers[key], list), key
+        assert len(answers[key]) == len(expected), key
+        for got, want in zip(answers[key], expected):
+            np.testing.assert_array_equal(got, want)
+
+
+def test_max_steps_bounds_a_program_that_reads_a_computed_value_forever():
+    """Every resume counts against max_steps, waiting or not: before, `while True: r = yield x`
+    with x computed never returned (the program resumed at once, forever, in one step)."""
+    model = Decoder()
+    rounds = []
+
+    def spins(ctx, start):
+        x = ctx.call(model.cell, ctx.constant(model.hidden, start))
+        yield x  # one step computes x; from here on every read is answered at once
+        while True:
+            yield x
+            rounds.append(1)
+            if len(rounds) > 10000:  # the old engine's endless loop, ended so the test can fail
+                raise RuntimeError("not bounded")
+
+    engine = flow.Engine(model.loom, max_steps=10)
+    engine.admit(spins, starts(1)[0], name="spinner")
+    engine.run()
+    assert engine.state(0) == "failed"
+    with pytest.raises(weft.Error, match=r"example 0 \('spinner'\).*bound of 10 steps") as error:
+        engine.result(0)
+    assert "EngineOptions" not in str(error.value) and "max_steps" in str(error.value)
+    assert len(rounds) == 9  # 10 yields in all
+    assert engine.stats["steps"] == 1
+
+
+def test_python_errors_name_python_options_not_cpp_ones():
+    model = Decoder()
+
+    def forever(ctx, start):
+        h = ctx.constant(model.hidden, start)
+        while True:
+            h = ctx.call(model.cell, h)
+            yield h
+
+    engine = flow.Engine(model.loom, max_steps=3)
+    engine.admit(forever, starts(1)[0])
+    engine.run()
+    for text in (engine.error(0),):
+        assert "max_steps" in text and "::" not in text, text
+    with pytest.raises(weft.Error, match="max_steps") as error:
+        flow.Engine(model.loom, max_steps=0)
+    assert "::" not in str(error.value)
+    blocks = weft._weft.blocks
+    body = blocks.Function("step", [blocks.Type.vector(1)], lambda x: x + 0.0,
+                           output=blocks.Type.vector(1))
+    compiler = blocks.Compiler(td.Vector(1) >> td.Loop(body, td.Identity(), max_steps=3,
+                                                       threshold=1.0))
+    with pytest.raises(weft.Error, match="bound of 3 steps") as error:
+        compiler.forward([[0.0]], weft.Tape())
+    assert "::" not in str(error.value) and "at_bound" in str(error.value)
+
+
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, SystemExit])
+def test_keyboard_interrupt_and_system_exit_stop_the_run(stop):
+    """Before, Ctrl-C or sys.exit() inside a program failed that example and run() went on."""
+    model = Decoder()
+    steps_seen = []
+
+    def program(ctx, start, stop_at=None):
+        h = ctx.constant(model.hidden, start)
+        for step in range(20):
+            h = ctx.call(model.cell, h)
+            yield h
+            steps_seen.append(step)
+            if step == stop_at:
+                raise stop()
+        return "done"
+
+    engine = flow.Engine(model.loom)
+    engine.admit(program, starts(1)[0])
+    engine.admit(program, starts(1)[0], 2, name="stopper")
+    engine.admit(program, starts(1)[0])
+    with pytest.raises(stop):
+        engine.run()
+    assert engine.state(1) == "failed"
+    with pytest.raises(weft.Error, match=r"'stopper'.*interrupted by " + stop.__name__):
+        engine.result(1)
+    assert engine.state(0) == "running" and max(steps_seen) < 19  # stopped, not run to the end
+    engine.run()  # the others go on when asked
+    assert engine.result(0) == "done" and engine.result(2) == "done"
+
+    def plain(ctx):
+        raise stop()
+
+    with pytest.raises(stop):  # raised while admitting (a plain function) stops as well
+        engine.admit(plain)
+
+
+INTERRUPTED_RUN = """
+import sys, numpy as np, weft
+from weft import flow
+loom = flow.Loom()
+hidden = loom.type([4])
+w = weft.Parameter("w", np.eye(4, dtype=np.float32) * 0.5)
+cell = loom.op("cell", [hidden], [hidden], lambda h: weft.tanh(weft.matmul(h, w)))
+
+def program(ctx, start):
+    h = ctx.constant(hidden, start)
+    for step in range(10 ** 8):
+        h = ctx.call(cell, h)
+        yield h
+        if step == 1 and ctx.example == 0:
+            print("running", flush=True)
+
+engine = flow.Engine(loom, max_steps=10 ** 9)
+for i in range(4):
+    engine.admit(program, np.ones(4, np.float32))
+try:
+    engine.run()
+except KeyboardInterrupt:
+    print("KeyboardInterrupt", flush=True)
+    sys.exit(3)
+print("finished", flush=True)
+"""
+
+
+def test_sigint_during_a_flow_run_raises_keyboard_interrupt():
+    import os
+    import signal
+    import subprocess
+    import sys
+    proc = subprocess.Popen([sys.executable, "-c", INTERRUPTED_RUN], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=os.environ)
+    try:
+        assert proc.stdout.readline().strip() == "running", proc.stderr.read()
+        proc.send_signal(signal.SIGINT)
+        # Liveness, not speed: without the fix the run goes on for hours.
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 3 and out.strip() == "KeyboardInterrupt", err
+
+
+def test_handles_of_another_engine_or_loom_are_refused():
+    model, other = Decoder(), Decoder()
+    engine_a, engine_b = flow.Engine(model.loom), flow.Engine(model.loom)
+    a_vals = engine_a.import_rows(np.stack(starts(3)), model.hidden)
+    b_vals = engine_b.import_rows(np.stack(starts(3, seed=9)), model.hidden)
+    assert a_vals[0].id == b_vals[0].id and a_vals[0] != b_vals[0]
+    with pytest.raises(weft.Error, match="belongs to another engine"):
+        engine_b.value(a_vals[0])
+    with pytest.raises(weft.Error, match="belongs to another engine"):
+        engine_b.gather([b_vals[0], a_vals[1]])
+
+    def uses(ctx, what):
+        if what == "val":
+            yield ctx.call(model.cell, a_vals[0])
+        elif what == "read":
+            yield a_vals[0]
+        elif what == "read_list":
+            yield ctx.read(b_vals[0], a_vals[0])
+        elif what == "op":
+            yield ctx.call(other.cell, b_vals[0])
+        elif what == "type":
+            yield ctx.constant(other.hidden, starts(1)[0])
+        elif what == "own":
+            return float((yield ctx.call(model.cell, b_vals[0])).sum())
+
+    kinds = ["val", "read", "read_list", "op", "type", "own"]
+    for kind in kinds:
+        engine_b.admit(uses, kind, name=kind)
+    engine_b.run()
+    expected = {"val": "belongs to another engine", "read": "belongs to another engine",
+                "read_list": "belongs to another engine", "op": "operation 'cell'.*another Loom",
+                "type": "type 0 is a type of another Loom"}
+    for i, kind in enumerate(kinds[:-1]):
+        with pytest.raises(weft.Error, match=rf"\('{kind}'\).*{expected[kind]}"):
+            engine_b.result(i)
+    assert isinstance(engine_b.result(len(kinds) - 1), float)
+    with pytest.raises(weft.Error, match="another Loom"):
+        engine_b.import_rows(np.stack(starts(2)), other.hidden)
+    with pytest.raises(weft.Error, match="type 0 is a type of another Loom"):
+        model.loom.op("mixed", [model.hidden], [other.hidden], lambda h: h)
+    with pytest.raises(weft.Error, match="expected a type"):
+        engine_b.import_rows(np.stack(starts(2)), 0)  # a bare id says nothing of its Loom
+
+
+def test_import_rows_of_a_var_of_another_tape_fails_at_once():
+    model = Decoder()
+    tape, other_tape = weft.Tape(), weft.Tape()
+    engine = flow.Engine(model.loom, tape)
+    foreign = other_tape.constant(np.stack(starts(2)))
+    with pytest.raises(weft.Error, match="another tape than this engine's"):
+        engine.import_rows(foreign, model.hidden)
+    own = engine.import_rows(tape.constant(np.stack(starts(2))), model.hidden)
+    engine.admit(lambda ctx: float((yield ctx.call(model.cell, own[1])).sum()))
+    engine.run()
+    assert isinstance(engine.result(0), float)  # the engine is still whole
+    bare = flow.Engine(model.loom)  # its own tape: a Var of any tape the user has is foreign
+    with pytest.raises(weft.Error, match="pass the rows as an array"):
+        bare.import_rows(foreign, model.hidden)
+
+
+def test_a_context_kept_after_its_program_ended_refuses_calls():
+    model = Decoder()
+    kept = {}
+
+    def generator(ctx, start):
+        kept[ctx.example] = ctx
+        yield ctx.call(model.cell, ctx.constant(model.hidden, start))
+
+    def plain(ctx, start):
+        kept[ctx.example] = ctx
+        return ctx.constant(model.hidden, start)
+
+    engine = flow.Engine(model.loom)
+    engine.admit(generator, starts(1)[0])
+    engine.admit(plain, starts(1)[0])
+    engine.admit(generator, starts(1)[0])
+    # The plain function has returned: its context is closed before the engine even steps.
+    with pytest.raises(weft.Error, match=r"example 1 .*used after its program ended"):
+        kept[1].constant(model.hidden, starts(1)[0])
+    engine.run()
+    for i, ctx in sorted(kept.items()):
+        with pytest.raises(weft.Error, match=rf"example {i} .*used after its program ended"):
+            ctx.constant(model.hidden, starts(1)[0])
+        with pytest.raises(weft.Error, match="used after its program ended"):
+            ctx.read()
+    assert engine.stats["calls"] == 2  # the two generators' cells: nothing from closed contexts
+
+
+def test_after_an_operation_body_raised_result_says_the_step_failed():
+    model = Decoder()
+    broken = model.loom.op("broken", [model.hidden], [model.hidden], lambda h: 1 / 0)
+
+    def program(ctx, start):
+        yield ctx.call(broken, ctx.constant(model.hidden, start))
+
+    engine = flow.Engine(model.loom)
+    engine.admit(program, starts(1)[0])
+    with pytest.raises(ZeroDivisionError):
+        engine.run()
+    with pytest.raises(weft.Error, match="did not finish: a step of this engine failed as a "
+                                         "whole.*ZeroDivisionError") as error:
+        engine.result(0)
+    assert "run() the engine first" not in str(error.value)

@@ -104,7 +104,7 @@ WeaveValue LoopImpl::eval(WeaveState& state, const WeaveValue& input) const {
     if (t == options_.max_steps) {
       if (options_.at_bound == LoopBound::kFail)
         fail("blocks", describe(), " did not stop within its bound of ", options_.max_steps,
-             " steps (LoopOptions::max_steps; at_bound = LoopBound::kStop ends it there)");
+             " steps (its max_steps; a Loop whose at_bound is \"stop\" ends there instead)");
       break;
     }
     WeaveValue r = body_.impl().eval(state, s);

@@ -189,7 +189,7 @@ Val Engine::add_woven(loom::Value local) {
 void Engine::count_call(Slot& caller, const char* what) {
   if (++caller.calls > options_.max_calls)
     fail("flow", "the program issued more than ", options_.max_calls,
-         " calls (EngineOptions::max_calls) at ", what, ": a loop that never reads a value?");
+         " calls (the engine's max_calls) at ", what, ": a loop that never reads a value?");
 }
 
 std::span<const Val> Engine::call(Slot& caller, OpId op, std::span<const Val> args) {
@@ -291,7 +291,7 @@ void Engine::resume_readers() {
     if (s.steps_waited > options_.max_steps)
       fail_program(s, failure_text(s, "it did not finish within its bound of " +
                                           std::to_string(options_.max_steps) +
-                                          " steps (EngineOptions::max_steps): a decoder that "
+                                          " steps (the engine's max_steps): a decoder that "
                                           "never chooses its end token, or an unbounded loop?"));
     else if (!s.resume_at)
       fail_program(s, failure_text(s,
