@@ -83,6 +83,12 @@ EngineCore& PyContext::owner() const {
   return *c;  // the engine holds it alive while its programs run
 }
 
+EngineCore& PyContext::untraceable_owner() const {
+  EngineCore& c = owner();
+  if (c.recording) c.recording->untraceable = true;
+  return c;
+}
+
 void fail_example(EngineCore& core, const py::error_already_set& e) {
   std::string why = python_error_text(e);
   if (!PyErr_GivenExceptionMatches(e.type().ptr(), PyExc_Exception)) {
@@ -186,11 +192,15 @@ py::object py_call(const PyContext& c, const Op& op, py::args args) {
   const loom::OpId id = core.op_of(op, "ctx.call");
   std::vector<Val> vals;
   for (py::handle a : argument_list(args)) vals.push_back(core.val_of(a, "ctx.call"));
-  return call_outputs(core, c.get().call(id, vals));
+  const std::span<const Val> outputs = c.get().call(id, vals);
+  if (core.recording)
+    core.recording->events.push_back(
+        {Recorded::Kind::kCall, id, vals, {outputs.begin(), outputs.end()}, 0, {}, {}});
+  return call_outputs(core, outputs);
 }
 
 py::object py_read(const PyContext& c, py::args args) {
-  const EngineCore& core = c.owner();
+  const EngineCore& core = c.untraceable_owner();
   ReadRequest r{{}, true, core.serial};
   for (py::handle v : argument_list(args)) r.values.push_back(core.val_of(v, "ctx.read"));
   return py::cast(std::move(r));
@@ -204,7 +214,11 @@ py::object py_constant(const PyContext& c, py::handle type, py::handle value) {
   if (t.numel() != ts.shape.numel())
     fail("flow", "ctx.constant: ", t.describe(), " does not hold the ", ts.shape.numel(),
          " elements of type ", ts.to_string());
-  return core.wrap(c.get().constant(id, t.reshaped(ts.shape)));
+  const Val made = c.get().constant(id, t.reshaped(ts.shape));
+  if (core.recording)
+    core.recording->events.push_back(
+        {Recorded::Kind::kConstant, 0, {}, {made}, id, t.reshaped(ts.shape).clone(), {}});
+  return core.wrap(made);
 }
 
 // A program that has nothing left to do (a plain function's: it ran when admitted).
@@ -327,7 +341,9 @@ std::vector<loom::TypeShape> type_shapes(const std::shared_ptr<loom::Loom>& loom
   std::vector<loom::TypeShape> out;
   for (py::handle t : types) {
     if (!py::isinstance<PyType>(t))
-      fail("flow", where, ": expected types (what Loom.type returns), got ", py_type_name(t));
+      fail("flow", where,
+           ": expected a type (what Loom.type returns) for each input and output, got ",
+           py_type_name(t));
     const PyType& type = t.cast<const PyType&>();
     if (!same_loom(type.loom, loom))
       fail("flow", where, ": type ", type.id, " is a type of another Loom");
@@ -408,15 +424,28 @@ once and returns its output Val (a tuple of Vals for several outputs); constant(
 parameter(type, param) make values; `x = yield v` waits for one value and gives its array,
 `xs = yield ctx.read(a, b, ...)` (or ctx.read(list), or `yield [a, b]`) a list of arrays, one
 per value, whatever their number.)doc")
-      .def_property_readonly("example", [](const PyContext& c) { return c.get().example(); })
-      .def_property_readonly("name", [](const PyContext& c) { return c.get().name(); })
+      .def_property_readonly("example",
+                             [](const PyContext& c) {
+                               c.untraceable_owner();
+                               return c.get().example();
+                             })
+      .def_property_readonly("name",
+                             [](const PyContext& c) {
+                               c.untraceable_owner();
+                               return c.get().name();
+                             })
       .def("call", &py_call, py::arg("op"))
       .def("constant", &py_constant, py::arg("type"), py::arg("value"))
       .def(
           "parameter",
           [](const PyContext& c, py::handle type, const Parameter& p) {
             const EngineCore& core = c.owner();
-            return core.wrap(c.get().parameter(core.type_of(type, "ctx.parameter"), p));
+            const loom::TypeId id = core.type_of(type, "ctx.parameter");
+            const Val made = c.get().parameter(id, p);
+            if (core.recording)
+              core.recording->events.push_back(
+                  {Recorded::Kind::kParameter, 0, {}, {made}, id, {}, p});
+            return core.wrap(made);
           },
           py::arg("type"), py::arg("parameter"))
       .def("read", &py_read)

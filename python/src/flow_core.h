@@ -46,6 +46,23 @@ struct ReadRequest {
   std::uint64_t engine = 0;
 };
 
+// What a search's step did when it was called to be traced (flow_search.cpp): its calls,
+// constants and parameters in order, and whether it looked at anything that may differ between
+// calls (its example, a read), which makes it untraceable.
+struct Recorded {
+  enum class Kind { kCall, kConstant, kParameter };
+  Kind kind = Kind::kCall;
+  loom::OpId op = 0;
+  std::vector<Val> args, outputs;
+  loom::TypeId type = 0;
+  Tensor value;
+  Parameter parameter;
+};
+struct Recording {
+  std::vector<Recorded> events;
+  bool untraceable = false;
+};
+
 // One example's Python side: its generator (None for a plain function or a search), what it
 // asked to read, what it gets back, what it returned, and whether its context may still be used.
 struct PyExample {
@@ -68,8 +85,9 @@ struct EngineCore : std::enable_shared_from_this<EngineCore> {
   std::deque<PyExample> examples;
   std::uint32_t max_steps = 0;
   bool running = false;
-  std::string broken;          // why a step failed as a whole (an operation body raised)
-  std::exception_ptr stopped;  // a KeyboardInterrupt or SystemExit raised inside the run
+  std::string broken;              // why a step failed as a whole (an operation body raised)
+  std::exception_ptr stopped;      // a KeyboardInterrupt or SystemExit raised inside the run
+  Recording* recording = nullptr;  // while a search's step is traced
 
   void check_idle(const char* what) const;
   // A Val of this engine, else weft.Error naming `what` and whose it is.
@@ -92,6 +110,8 @@ struct PyContext {
   std::size_t example = 0;
   // The engine, while this context's program runs; else weft.Error.
   EngineCore& owner() const;
+  // owner(), for what a traced step may not depend on (its example, the values it reads).
+  EngineCore& untraceable_owner() const;
   flow::Context& get() const {
     owner();
     return *context;

@@ -246,3 +246,95 @@ def test_a_search_shares_steps_across_examples_and_beams():
     # One step per token position, not per example or beam: every beam of every example shares it.
     assert engine.stats["steps"] <= 6
     assert engine.stats["calls"] > 32 * 3 * 4
+
+
+def test_a_traced_step_equals_the_step_called_every_time():
+    """With token_type and states of Vals the step is called once and replayed in C++; the
+    replay must issue what the step would: tuple states, a constant, a parameter and a value the
+    step captured, against trace=False (the step called for every beam and step)."""
+    model = Tiny(seed=12)
+    xs = starts(10, seed=13)
+    bias = weft.Parameter("bias", np.linspace(-0.5, 0.5, H).astype("float32"))
+    add = model.loom.op("add", [model.hidden, model.hidden], [model.hidden], lambda a, b: a + b)
+    calls = []
+
+    def run(trace, kind):
+        engine = flow.Engine(model.loom)
+        rows = engine.import_rows(np.stack(xs), model.hidden)
+        shared = engine.import_rows(np.full((1, H), 0.25, np.float32), model.hidden)[0]
+
+        def step(ctx, state, token):
+            calls.append(1)
+            h, (memory,) = state
+            x = ctx.call(add, ctx.call(model.embed, token), ctx.parameter(model.hidden, bias))
+            x = ctx.call(add, x, ctx.constant(model.hidden, np.full(H, 0.1, np.float32)))
+            h = ctx.call(model.cell, ctx.call(add, h, ctx.call(add, memory, shared)), x)
+            return (h, (memory,)), ctx.call(model.head, h)
+
+        memories = engine.import_rows(np.stack(xs)[::-1] * 0.5, model.hidden)
+        initial = [(r, (m,)) for r, m in zip(rows, memories)]
+        options = dict(start=START, end=END, max_length=5, token_type=model.token, trace=trace)
+        if kind == "greedy":
+            return [[h] for h in flow.greedy(engine, step, initial, **options)]
+        return flow.beam_search(engine, step, initial, width=3, **options)
+
+    for kind in ("beam", "greedy"):
+        calls.clear()
+        traced = run(True, kind)
+        assert len(calls) == 2  # traced, confirmed by a second call, replayed after
+        untraced = run(False, kind)
+        assert len(calls) > 20
+        for a, b in zip(traced, untraced, strict=True):
+            for x, y in zip(a, b, strict=True):
+                same(x, y)
+
+
+def test_a_step_that_asks_for_its_example_is_not_traced():
+    """A step whose calls depend on ctx.example would be replayed wrongly for other examples: it
+    is called every time instead, and its answers equal each example decoded alone."""
+    model = Tiny(seed=14)
+    xs = starts(6, seed=15)
+    offsets = np.random.default_rng(16).normal(0, 1, (6, H)).astype("float32")
+    add = model.loom.op("add", [model.hidden, model.hidden], [model.hidden], lambda a, b: a + b)
+
+    def stepper(which):
+        def step(ctx, h, token):
+            offset = ctx.constant(model.hidden, offsets[which(ctx)])
+            h = ctx.call(model.cell, ctx.call(add, h, offset), ctx.call(model.embed, token))
+            return h, ctx.call(model.head, h)
+        return step
+
+    engine = flow.Engine(model.loom)
+    initial = engine.import_rows(np.stack(xs), model.hidden)
+    together = flow.beam_search(engine, stepper(lambda ctx: ctx.example), initial, start=START,
+                                end=END, max_length=5, width=3, token_type=model.token)
+    for i, x in enumerate(xs):
+        engine = flow.Engine(model.loom)
+        alone = flow.beam_search(engine, stepper(lambda ctx: i), engine.import_rows(x[None], model.hidden),
+                                 start=START, end=END, max_length=5, width=3,
+                                 token_type=model.token)[0]
+        for a, b in zip(together[i], alone, strict=True):
+            same(a, b)
+
+
+def test_a_captured_val_that_was_also_the_state_is_not_taken_for_the_state():
+    """Every example starts from one Val that the step also uses by name: on the first call the
+    two look alike, so the trace is checked against a call from other Vals before it is
+    replayed; here they differ, and the step is called every time."""
+    model = Tiny(seed=17)
+    add = model.loom.op("add", [model.hidden, model.hidden], [model.hidden], lambda a, b: a + b)
+    engine = flow.Engine(model.loom)
+    origin = engine.import_rows(np.full((1, H), 0.3, np.float32), model.hidden)[0]
+
+    def step(ctx, h, token):
+        h = ctx.call(model.cell, ctx.call(add, h, origin), ctx.call(model.embed, token))
+        return h, ctx.call(model.head, h)
+
+    options = dict(start=START, end=END, max_length=5, width=3, token_type=model.token)
+    traced = flow.beam_search(engine, step, [origin] * 4, **options)
+    engine = flow.Engine(model.loom)
+    origin = engine.import_rows(np.full((1, H), 0.3, np.float32), model.hidden)[0]
+    called = flow.beam_search(engine, step, [origin] * 4, trace=False, **options)
+    for a, b in zip(traced, called, strict=True):
+        for x, y in zip(a, b, strict=True):
+            same(x, y)

@@ -218,3 +218,109 @@ def test_block_constructors_with_any_arguments(a, b, dtype):
             make()
         except FOLD_ERRORS as e:
             expect_documented_error(e, FOLD_ERRORS)
+
+
+# ---- weft.flow handles of a foreign engine or Loom (issue 41, item 6) -------------------------
+# Two Looms built alike (so their type and operation ids coincide) and engines on each: a handle
+# used with an engine or Loom that does not own it must raise weft.Error saying so, never read or
+# run what the other owner has under the same id; a handle of the right owner works.
+
+FLOW_USES = ["value", "gather", "call_arg", "yield", "read", "call_op", "constant_type",
+             "import_type", "op_type"]
+FLOW_OWNERS = ["own", "other_engine", "other_loom", "int", "none", "array"]
+
+
+def flow_world():
+    from weft import flow
+    world = {}
+    for name in ("a", "b"):
+        loom = flow.Loom()
+        row = loom.type([2])
+        ops = [loom.op(f"sum{k}", [row] * k, [row], lambda *xs: sum(xs[1:], xs[0]))
+               for k in (1, 2, 3)]
+        world[name] = (loom, row, ops)
+    loom_a, row_a, _ = world["a"]
+    loom_b, row_b, _ = world["b"]
+    world["other_engine"] = flow.Engine(loom_a)
+    world["other_engine_vals"] = world["other_engine"].import_rows(-np.ones((3, 2), np.float32), row_a)
+    world["other_loom"] = flow.Engine(loom_b)
+    world["other_loom_vals"] = world["other_loom"].import_rows(-2 * np.ones((3, 2), np.float32), row_b)
+    return world
+
+
+@pytest.fixture(scope="module")
+def flow_handles():
+    return flow_world()
+
+
+def flow_handle(world, kind, owner, own_vals, i):
+    junk = {"int": 0, "none": None, "array": np.zeros(2, np.float32)}
+    if owner in junk:
+        return junk[owner]
+    loom = "b" if owner == "other_loom" else "a"
+    if kind == "val":
+        return own_vals[i] if owner == "own" else world[f"{owner}_vals"][i]
+    return world[loom][1] if kind == "type" else world[loom][2][i]
+
+
+@given(st.sampled_from(FLOW_USES), st.lists(st.sampled_from(FLOW_OWNERS), min_size=1, max_size=3))
+@settings(max_examples=150)
+def test_flow_handles_of_a_foreign_engine_or_loom_raise(flow_handles, use, owners):
+    from weft import flow
+    world = flow_handles
+    if use in ("value", "constant_type", "import_type"):
+        owners = owners[:1]  # these take one handle
+    loom, row, ops = world["a"]
+    engine = flow.Engine(loom)
+    rows = np.arange(6, dtype=np.float32).reshape(3, 2)
+    own_vals = engine.import_rows(rows, row)
+    kind = {"call_op": "op", "constant_type": "type", "import_type": "type", "op_type": "type"}
+    kind = kind.get(use, "val")
+    handles = [flow_handle(world, kind, owner, own_vals, i) for i, owner in enumerate(owners)]
+    valid = all(o == "own" or (o == "other_engine" and kind != "val") for o in owners)
+    if use == "call_op":  # the operation of arity len(owners), called with own values
+        handles = [flow_handle(world, "op", owners[0], own_vals, len(owners) - 1)]
+        valid = owners[0] in ("own", "other_engine")
+
+    def program(ctx):
+        if use == "call_arg":
+            return (yield ctx.call(ops[len(handles) - 1], *handles))
+        if use == "call_op":
+            return (yield ctx.call(handles[0], *own_vals[:len(owners)]))
+        if use == "yield":
+            return (yield handles)
+        if use == "read":
+            return (yield ctx.read(*handles))
+        return (yield ctx.constant(handles[0], [1.0, 2.0]))
+
+    try:
+        if use == "value":
+            got = engine.value(handles[0])
+            expected = rows[0]
+        elif use == "gather":
+            got = engine.gather(handles).numpy()
+            expected = rows[:len(handles)]
+        elif use == "import_type":
+            got = engine.value(engine.import_rows(rows, handles[0])[2])
+            expected = rows[2]
+        elif use == "op_type":
+            op = loom.op(f"op{id(handles)}", handles, [row], lambda *xs: xs[0])
+            got, expected = op.outputs, 1
+        else:
+            engine.admit(program)
+            engine.run()
+            got = engine.result(0)
+            expected = {"call_arg": rows[:len(handles)].sum(0), "call_op": rows[:len(owners)].sum(0),
+                        "yield": list(rows[:len(handles)]), "read": list(rows[:len(handles)]),
+                        "constant_type": np.array([1.0, 2.0], np.float32)}[use]
+    except Exception as error:  # noqa: BLE001 -- the property is about which errors
+        assert not valid, f"{use} {owners}: {error}"
+        expect_documented_error(error)
+        first_bad = next(o for o in owners if o != "own" and (o != "other_engine" or kind == "val"))
+        if first_bad in ("int", "none", "array"):
+            assert use == "call_op" or "expected a" in str(error) or "yielded" in str(error), error
+        else:
+            assert ("another engine" if kind == "val" else "another Loom") in str(error), error
+        return
+    assert valid, f"{use} {owners} was accepted"
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))

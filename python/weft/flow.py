@@ -65,7 +65,8 @@ def run(loom, program, examples, tape=None, max_steps=10000, errors="raise"):
     return results
 
 
-def greedy(engine, step, initial, *, start, end, max_length, token_type=None, errors="raise"):
+def greedy(engine, step, initial, *, start, end, max_length, token_type=None, trace=True,
+           errors="raise"):
     """Greedy decoding of every example as one batch; returns one Hypothesis per example.
 
     step(ctx, state, token) -> (state, log_probs) issues the calls of one decoding step and
@@ -76,21 +77,27 @@ def greedy(engine, step, initial, *, start, end, max_length, token_type=None, er
     log_softmax of the scores). Each example picks its best token (the lowest among equals)
     until it picks `end` or has max_length tokens (an int, or one per example). The steps of
     all examples run batched on `engine` (a flow.Engine; a Loom makes a new engine).
-    errors="raise" raises the first failure (a weft.Error naming the example) after every
+
+    With token_type and states made of Vals (tuples and lists of them), the step is traced: its
+    first call is recorded and replayed in C++ for every other beam and step, as a C++ decoder
+    would run (the Python step is called once per search). A step that asks for ctx.example or
+    reads, or returns a state shaped unlike the one it got, is called every time instead; pass
+    trace=False when its calls depend on anything else than its arguments (a counter, a random
+    choice). errors="raise" raises the first failure (a weft.Error naming the example) after every
     example has run; errors="return" puts the weft.Error in that example's place.
     """
     if isinstance(engine, Loom):
         engine = Engine(engine)
-    return _flow._search(engine, step, initial, start, end, max_length, 0, 0.0, token_type,
+    return _flow._search(engine, step, initial, start, end, max_length, 0, 0.0, token_type, trace,
                          errors)
 
 
 def beam_search(engine, step, initial, *, start, end, max_length, width=4, length_penalty=0.0,
-                token_type=None, errors="raise"):
+                token_type=None, trace=True, errors="raise"):
     """Beam search of every example as one batch; returns, per example, its hypotheses best
     first (at most `width`).
 
-    step, initial, start, end, max_length, token_type, errors: as for greedy(). At each step
+    step, initial, start, end, max_length, token_type, trace, errors: as for greedy(). At each step
     every live beam's expansions are ranked by their summed log-probability; the best `width`
     that do not end go on, those among the best `width` that end are kept; the search stops
     when no live beam can still beat the width-th best kept one. Hypotheses are ranked by
@@ -103,4 +110,4 @@ def beam_search(engine, step, initial, *, start, end, max_length, width=4, lengt
     if isinstance(engine, Loom):
         engine = Engine(engine)
     return _flow._search(engine, step, initial, start, end, max_length, width,
-                         float(length_penalty), token_type, errors)
+                         float(length_penalty), token_type, trace, errors)
