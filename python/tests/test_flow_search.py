@@ -67,6 +67,13 @@ def same(a, b):
     assert a.score == pytest.approx(b.score, abs=1e-5)
 
 
+def same_beams(a, b):
+    """Two searches' hypotheses, example by example."""
+    for x, y in zip(a, b, strict=True):
+        for h, k in zip(x, y, strict=True):
+            same(h, k)
+
+
 @pytest.mark.parametrize("kind,options", [("beam", {"width": 3}),
                                           ("beam", {"width": 4, "length_penalty": 0.8}),
                                           ("greedy", {})])
@@ -165,9 +172,7 @@ def test_states_of_any_shape_and_the_token_as_an_int():
     initial = [(v, 0) for v in engine.import_rows(np.stack(xs), model.hidden)]
     as_int = flow.beam_search(engine, step, initial, start=START, end=END, max_length=5, width=3)
     as_val = model.search(xs, "beam", max_length=5, width=3)
-    for a, b in zip(as_int, as_val):
-        for x, y in zip(a, b, strict=True):
-            same(x, y)
+    same_beams(as_int, as_val)
 
 
 def test_failures_name_their_example_and_interrupts_stop_the_search():
@@ -186,8 +191,7 @@ def test_failures_name_their_example_and_interrupts_stop_the_search():
     assert isinstance(results[2], weft.Error)
     assert "example 2" in str(results[2]) and "ZeroDivisionError: example two" in str(results[2])
     for i in (0, 1, 3):
-        for x, y in zip(results[i], model.search([xs[i]], max_length=4)[0], strict=True):
-            same(x, y)
+        same_beams([results[i]], model.search([xs[i]], max_length=4))
     engine = flow.Engine(model.loom)
     initial = engine.import_rows(np.stack(xs), model.hidden)
     with pytest.raises(weft.Error, match=r"example 2 .*ZeroDivisionError"):
@@ -231,8 +235,7 @@ def test_failures_name_their_example_and_interrupts_stop_the_search():
         flow.beam_search(engine, interrupted, initial, **options)
     # The interrupted search's programs were retired; the engine serves the next search.
     again = flow.beam_search(engine, model.step, initial, width=2, **options)
-    for x, y in zip(again[3], model.search([xs[3]], max_length=4, width=2)[0], strict=True):
-        same(x, y)
+    same_beams(again[3:], model.search([xs[3]], max_length=4, width=2))
 
 
 def test_a_search_shares_steps_across_examples_and_beams():
@@ -284,9 +287,7 @@ def test_a_traced_step_equals_the_step_called_every_time():
         assert len(calls) == 2  # traced, confirmed by a second call, replayed after
         untraced = run(False, kind)
         assert len(calls) > 20
-        for a, b in zip(traced, untraced, strict=True):
-            for x, y in zip(a, b, strict=True):
-                same(x, y)
+        same_beams(traced, untraced)
 
 
 def test_a_step_that_asks_for_its_example_is_not_traced():
@@ -313,8 +314,7 @@ def test_a_step_that_asks_for_its_example_is_not_traced():
         alone = flow.beam_search(engine, stepper(lambda ctx: i), engine.import_rows(x[None], model.hidden),
                                  start=START, end=END, max_length=5, width=3,
                                  token_type=model.token)[0]
-        for a, b in zip(together[i], alone, strict=True):
-            same(a, b)
+        same_beams([together[i]], [alone])
 
 
 def test_a_captured_val_that_was_also_the_state_is_not_taken_for_the_state():
@@ -335,6 +335,4 @@ def test_a_captured_val_that_was_also_the_state_is_not_taken_for_the_state():
     engine = flow.Engine(model.loom)
     origin = engine.import_rows(np.full((1, H), 0.3, np.float32), model.hidden)[0]
     called = flow.beam_search(engine, step, [origin] * 4, trace=False, **options)
-    for a, b in zip(traced, called, strict=True):
-        for x, y in zip(a, b, strict=True):
-            same(x, y)
+    same_beams(traced, called)
