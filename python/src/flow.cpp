@@ -527,8 +527,11 @@ stop run() and are raised from it.)doc")
                              [](const EngineCore& c) { return c.engine->num_examples(); })
       .def("value",
            [](const EngineCore& c, py::handle v) {
-             return py::module_::import("numpy").attr("array")(
-                 py::cast(c.engine->value(c.val_of(v, "engine.value"))));
+             const Val value = c.val_of(v, "engine.value");
+             if (!c.engine->computed(value))
+               fail("flow", "engine.value: value ", value.id, " is not computed yet: yield it in ",
+                    "a program, or step() / run() the engine first");
+             return py::module_::import("numpy").attr("array")(py::cast(c.engine->value(value)));
            })
       .def(
           "gather",

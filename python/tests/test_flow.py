@@ -290,6 +290,12 @@ def test_python_errors_name_python_options_not_cpp_ones():
     with pytest.raises(weft.Error, match="bound of 3 steps") as error:
         compiler.forward([[0.0]], weft.Tape())
     assert "::" not in str(error.value) and "at_bound" in str(error.value)
+    pending = []
+    engine = flow.Engine(model.loom)
+    engine.admit(lambda ctx: pending.append(ctx.constant(model.hidden, starts(1)[0])))
+    with pytest.raises(weft.Error, match="not computed yet: yield it") as error:
+        engine.value(pending[0])
+    assert "co_await" not in str(error.value)
 
 
 @pytest.mark.parametrize("stop", [KeyboardInterrupt, SystemExit])
