@@ -274,3 +274,26 @@ def test_many_steps_hold_nothing():
     gc.collect()
     after = len([o for o in gc.get_objects() if isinstance(o, torch.Tensor)])
     assert after <= before
+
+
+def test_tf_fold_spelling_infers_types_and_nests_tuples():
+    torch.manual_seed(8)
+    lin = torch.nn.Linear(2, 3)
+    f = wt.Function(lambda a, b: (lin(a + b), a * b))  # types from composition, as td.Function
+    block = td.Record([td.Vector(2), td.Vector(2)]) >> f
+    assert repr(block.output_type) == "TupleType(TensorType((3,), 'float32'), " \
+                                      "TensorType((2,), 'float32'))"
+    pairs = [[[1, 2], [3, 4]], [[0, 1], [1, 0]], [[-1, 2], [0.5, 0]]]
+    tape = weft.Tape()
+    with tape:
+        out = td.Compiler(block).forward(pairs, tape)
+        tape.backward(weft.sum(out.output(0)) + weft.sum(out.output(1)))
+    got = [p.grad.clone() for p in lin.parameters()]
+    lin.zero_grad()
+    a, b = (torch.tensor([p[k] for p in pairs], dtype=torch.float32) for k in (0, 1))
+    want0, want1 = lin(a + b), a * b
+    (want0.sum() + want1.sum()).backward()
+    torch.testing.assert_close(torch.from_dlpack(out.output(0).value), want0.detach(), **TOL)
+    torch.testing.assert_close(torch.from_dlpack(out.output(1).value), want1, **TOL)
+    for g, p in zip(got, lin.parameters()):
+        torch.testing.assert_close(g, p.grad, **TOL)
