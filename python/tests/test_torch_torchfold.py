@@ -9,7 +9,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="PyTorch is absent (Debian: python3-torch)")
 
 import weft  # noqa: E402
-from weft.torch import Fold  # noqa: E402
+from weft.torch import Fold, Unfold  # noqa: E402
 
 TOL = dict(rtol=1e-5, atol=1e-5)
 
@@ -186,3 +186,16 @@ def test_errors_name_the_method():
         torch_model = Model(4, 3)
         torch_model.logits = lambda a, b: a @ b  # [1, 3] @ [1, 3]: shapes do not agree
         f.apply(torch_model, [[bad]])
+
+
+def test_unfold_runs_the_same_program_one_call_at_a_time():
+    torch.manual_seed(6)
+    rng = np.random.default_rng(6)
+    model = Model(9, 5)
+    trees = [random_tree(rng, 3, 9) for _ in range(6)]
+    f, u = Fold(), Unfold(model)
+    (batched,) = f.apply(model, [[encode(f, t) for t in trees]])
+    (alone,) = u.apply(model, [[encode(u, t) for t in trees]])
+    torch.testing.assert_close(batched.detach(), alone.detach(), **TOL)
+    with pytest.raises(weft.Error, match="another module"):
+        u.apply(Model(9, 5), [[encode(u, trees[0])]])

@@ -202,3 +202,45 @@ class _FoldRun:
             out.append(None if g is None else torch.from_dlpack(g).clone())
         self.tape.clear()
         return out
+
+
+class Unfold:
+    """torchfold.Unfold: the same calls run at once, one at a time, on `nn` (for debugging a
+    Fold program: same add / split / nobatch / apply, no batching)."""
+
+    class Node:
+        def __init__(self, value):
+            self.value = value
+
+        def split(self, num):
+            return tuple(Unfold.Node(self.value[k]) for k in range(num))
+
+        def nobatch(self):
+            return self
+
+        def __repr__(self):
+            return repr(self.value)
+
+    def __init__(self, nn, volatile=False, cuda=False):
+        self.nn, self.volatile, self._cuda = nn, volatile, cuda
+
+    def cuda(self):
+        self._cuda = True
+        return self
+
+    def _value(self, arg):
+        if isinstance(arg, Unfold.Node):
+            return arg.value
+        if isinstance(arg, int):
+            return torch.tensor([arg], device="cuda" if self._cuda else "cpu")
+        return arg
+
+    def add(self, op, *args):
+        with torch.set_grad_enabled(torch.is_grad_enabled() and not self.volatile):
+            return Unfold.Node(getattr(self.nn, op)(*[self._value(a) for a in args]))
+
+    def apply(self, nn, nodes):
+        if nn is not self.nn:
+            raise _weft.Error("[Unfold] apply() got another module than the one Unfold was "
+                              "made with")
+        return [torch.cat([self._value(a) for a in column]) for column in nodes]

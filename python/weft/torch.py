@@ -20,7 +20,7 @@ from . import _weft
 from . import blocks as _td
 from . import nn as _wnn
 
-__all__ = ["call", "Function", "op", "fold", "Blocks", "parameters_of", "Fold", "WeftStep"]
+__all__ = ["call", "Function", "op", "fold", "Blocks", "parameters_of", "Fold", "Unfold", "WeftStep"]
 
 
 # ---- torch bodies in Weft -----------------------------------------------------------------------
@@ -361,4 +361,4 @@ class Blocks(_torch.nn.Module):
         return self._folder.metric(name)
 
 
-from ._torchfold import Fold  # noqa: E402,F401  (torchfold's API; it uses call() above)
+from ._torchfold import Fold, Unfold  # noqa: E402,F401  (torchfold's API, over call() above)
