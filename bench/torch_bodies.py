@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """weft.torch's speed and memory on the SST Tree-LSTM (python/examples/torch/sst_tree_lstm.py),
-one thread, training steps of `--batch-size` trees under Adam, rounds interleaved:
+one thread, training steps of `--batch-size` trees under Adam, after an untimed warm-up, rounds
+interleaved:
 
   torch-bodies   Weft batching, torch modules as the leaf / composer / classifier bodies
   weft-cells     Weft's own cells inside the torch model (weft.torch.Blocks)
@@ -161,6 +162,9 @@ def main():
             "eager": (lambda: sst.TorchTreeLSTM(len(vocab), 100, args.hidden), eager_loss)}
     skip = set(filter(None, args.skip.split(",")))
     rates = {name: [] for name in ways if name not in skip}
+    for name in rates:  # warm-up, untimed: first calls calibrate kernels, fill memory pools
+        make, loss_fn = ways[name]
+        train_rate(make(), loss_fn, trees[:4 * args.batch_size], args.batch_size)
     for _ in range(args.rounds):
         for name in rates:
             make, loss_fn = ways[name]
