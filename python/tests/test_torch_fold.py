@@ -106,3 +106,18 @@ def test_a_second_backward_is_refused():
     loss.backward(retain_graph=True)
     with pytest.raises(weft.Error, match="already backpropagated"):
         loss.backward()
+
+
+def test_outputs_outlive_their_step_when_the_tape_is_reused():
+    """A fold reuses a step's tape once its backward ran; the tensors it returned still hold
+    their values (they keep Weft's memory alive), whatever later steps compute."""
+    block, store = native_tree_lstm(5, 6, seed=2)
+    step = wt.fold(block, store)
+    first = step([{"word": 1}, {"children": [{"word": 2}, {"word": 3}]}])
+    kept = first.detach().clone()
+    first.sum().backward()
+    for words in ([4, 5], [0, 1], [3, 3]):
+        out = step([{"children": [{"word": w} for w in words]}] * 3)
+        (out * out).sum().backward()
+    assert len(step.tapes) == 1  # one tape, cleared and reused
+    torch.testing.assert_close(first.detach(), kept, rtol=0, atol=0)

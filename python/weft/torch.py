@@ -261,10 +261,11 @@ class WeftStep(_torch.autograd.Function):
 class _Run:
     """One Weft batch behind a torch autograd step: its tape, outputs and parameters."""
 
-    def __init__(self, compiler, examples, weft_params, metrics):
+    def __init__(self, compiler, examples, weft_params, metrics, tapes):
         self.compiler, self.examples, self.weft_params = compiler, examples, weft_params
         self.metrics = metrics
-        self.tape = _weft.Tape()
+        self.tapes = tapes  # cleared tapes to reuse (their node blocks stay allocated)
+        self.tape = tapes.pop() if tapes else _weft.Tape()
         self.outputs = []
         self.labels = {}
 
@@ -288,6 +289,7 @@ class _Run:
             g = p.grad
             out.append(None if g is None else _torch.from_dlpack(g).clone())
         self.tape.clear()  # the batch's values, the torch bodies' graphs: gone now
+        self.tapes.append(self.tape)
         return out
 
 
@@ -306,9 +308,10 @@ class _Folder:
                 raise _weft.Error(f"[weft.torch] fold: the block has no metric '{name}' (it has "
                                   f"{', '.join(self.compiler.metric_names) or 'none'})")
         self.metrics = {}
+        self.tapes = []
 
     def __call__(self, examples):
-        run = _Run(self.compiler, examples, self.weft_params, self.metric_names)
+        run = _Run(self.compiler, examples, self.weft_params, self.metric_names, self.tapes)
         run.tape.grad_enabled = _torch.is_grad_enabled()  # torch.no_grad(): Weft records none
         out = WeftStep.apply(run, self.anchor, *self.torch_params)
         if not self.metric_names:
