@@ -78,7 +78,9 @@ void python_op_backward(Tape& tape, std::uint32_t id) {
     result = op->backward->fn()(grads_for_python(*op));
   } catch (py::error_already_set& e) {
     // Ctrl-C, and errors the backward already names (weft.Error), go through as they are.
-    static const py::object weft_error = py::module_::import("weft._weft").attr("Error");
+    // (Held for the process's life, never released: no decref after the interpreter ends.)
+    static const py::handle weft_error =
+        py::object(py::module_::import("weft._weft").attr("Error")).release();
     if (e.matches(PyExc_KeyboardInterrupt) || e.matches(weft_error)) throw;
     fail("torch", op->name, ": the backward raised ", python_error_text(e));
   }

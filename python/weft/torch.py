@@ -147,7 +147,7 @@ def call(fn, *args, name=None, outputs=None, batch_rows=_FROM_INPUTS):
     values = [_weft.from_dlpack(o.detach().contiguous()) for o in flat_out]
     needs_backward = differentiable and any(o.requires_grad for o in flat_out)
     backward = _backward(inputs, flat_out) if needs_backward else None
-    recorded = _weft._record_op(f"[torch] body '{name}'", flat_vars, values, backward)
+    recorded = _weft._record_op(f"body '{name}'", flat_vars, values, backward)
     return _unflatten(out_structure, recorded)
 
 
