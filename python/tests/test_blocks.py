@@ -2,6 +2,8 @@
 model in C++ (identical outputs and gradients), Python exceptions inside bodies and transforms,
 and weaving on several threads with Python callables."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -24,7 +26,8 @@ def test_type_errors_are_raised_at_composition():
 def test_eval_of_simple_blocks():
     assert td.Scalar().eval(3) == 3.0
     np.testing.assert_array_equal((td.Map(td.Scalar()) >> td.Sum()).eval([1, 2, 3.5]), 6.5)
-    rec = td.Record({"b": td.Scalar(), "a": td.Vector(2)})  # a dict's keys are sorted
+    with pytest.warns(UserWarning, match=r"sorts a dict's keys.*\('a', 'b'\), not in the order"):
+        rec = td.Record({"b": td.Scalar(), "a": td.Vector(2)})  # a dict's keys are sorted
     a, b = rec.eval({"a": [1, 2], "b": 5})
     np.testing.assert_array_equal(a, [1, 2])
     assert b == 5
@@ -32,6 +35,19 @@ def test_eval_of_simple_blocks():
     one_of = td.OneOf(lambda x: isinstance(x, list), {True: td.Map(td.Scalar()) >> td.Sum(), False: td.Scalar()})
     assert one_of.eval([1, 2]) == 3 and one_of.eval(7) == 7
     assert (td.InputTransform(lambda s: len(s)) >> td.Scalar()).eval("hello") == 5
+
+
+def test_record_warns_only_when_a_dicts_order_changes():
+    value = {"h": [1, 2], "clock": 3}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a list of pairs, or a dict already sorted: no warning
+        in_order = td.Record([("h", td.Vector(2)), ("clock", td.Scalar())]).eval(value)
+        already_sorted = td.Record({"clock": td.Scalar(), "h": td.Vector(2)}).eval(value)
+    assert in_order[1] == 3 and already_sorted[0] == 3
+    with pytest.warns(UserWarning, match=r"\('clock', 'h'\).*list of \(key, block\) pairs") as got:
+        record = td.Record({"h": td.Vector(2), "clock": td.Scalar()})
+    assert record.eval(value)[0] == 3  # the keys sorted: the clock comes first
+    assert got[0].filename == __file__  # the warning points at the caller's line
 
 
 def test_blocks_in_every_dtype():

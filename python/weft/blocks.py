@@ -12,6 +12,7 @@ import contextlib
 import functools
 import itertools
 import threading
+import warnings
 
 import numpy as np
 
@@ -426,7 +427,13 @@ def _record_fields(named_children):
     if isinstance(named_children, collections.OrderedDict):
         return list(named_children.items())
     if isinstance(named_children, dict):
-        return sorted(named_children.items(), key=lambda kv: kv[0])
+        fields = sorted(named_children.items(), key=lambda kv: kv[0])
+        if [k for k, _ in fields] != list(named_children):
+            # Written {"h": ..., "clock": ...}, the Record gives (clock, h): GetItem(1) is h.
+            warnings.warn("td.Record sorts a dict's keys, as TensorFlow Fold did: its fields are "
+                          f"({', '.join(repr(k) for k, _ in fields)}), not in the order written; "
+                          "pass a list of (key, block) pairs to keep that order", stacklevel=3)
+        return fields
     items = list(named_children)
     if items and all(isinstance(i, tuple) and len(i) == 2 and isinstance(i[0], (str, int, slice))
                      for i in items):
