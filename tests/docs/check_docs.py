@@ -26,6 +26,9 @@ RUNNABLE = {"python": "python", "py": "python", "cpp": "cpp", "c++": "cpp", "sh"
             "bash": "sh"}
 MODES = ("partial", "no-run", "continues")
 BLOCK_TIMEOUT_S = 300
+# A Python block importing one of these is skipped (and says so) where it is not installed, as
+# the Python tests skip: python3-torch is optional (scripts/install_deps.sh, WEFT_NO_TORCH).
+OPTIONAL_MODULES = ("torch",)
 FENCE = re.compile(r"^(\s*)(```+|~~~+)(.*)$")
 
 
@@ -230,9 +233,21 @@ def run_python(root, python, build):
     env = dict(os.environ, PYTHONPATH=":".join(paths))
     failures = []
     for chain in python_chains(root):
+        missing = missing_modules(python, env, "".join(b.code for b in chain))
+        if missing:
+            print(f"{chain[0].where}: skipped, {python} lacks {', '.join(missing)}")
+            continue
         payload = json.dumps([[str(b.path.relative_to(root)), b.line, b.code] for b in chain])
         failures += run_one(chain[0], [python, "-c", DRIVER], payload, build, env)
     return failures
+
+
+def missing_modules(python, env, code):
+    """The optional modules (OPTIONAL_MODULES) that code imports and python cannot import."""
+    wanted = [m for m in OPTIONAL_MODULES
+              if re.search(rf"^\s*(import|from)\s+{m}\b", code, re.MULTILINE)]
+    return [m for m in wanted if subprocess.run([python, "-c", f"import {m}"], env=env,
+                                                capture_output=True).returncode]
 
 
 def run_sh(root, build):

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The documentation test catches what it should, on made-up pages: an unmarked or malformed
 fence, a mark without a reason, an excerpt that drifted from its file, a skipped block that does
-not parse, a failing Python or shell block (named by page and line), and `continues` sharing a
-namespace. Usage: check_docs_test.py path/to/check_docs.py"""
+not parse, a failing Python or shell block (named by page and line); `continues` shares a
+namespace, and a block needing an optional module that is absent is skipped.
+Usage: check_docs_test.py path/to/check_docs.py"""
 
 import importlib.util
 import sys
@@ -65,6 +66,10 @@ def main():
     expect(docs.run_python(failing, sys.executable, None), "README.md:4: exit 1",
            'File "README.md", line 12', "ValueError: 1")
     expect(docs.run_sh(failing, None), "README.md:18: exit 1")
+    # A block importing an optional module the interpreter lacks is skipped, not failed.
+    docs.OPTIONAL_MODULES = ("no_such_module_for_check_docs",)
+    optional = tree(page(("python", "import no_such_module_for_check_docs\n")))
+    assert docs.run_python(optional, sys.executable, None) == []
     print("check_docs catches every case")
 
 
