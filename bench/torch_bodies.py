@@ -171,7 +171,8 @@ def main():
             rates[name].append(train_rate(make(), loss_fn, trees, args.batch_size))
     for name, r in rates.items():
         r = sorted(r)
-        print(f"{name}: median {r[len(r) // 2]:.1f} trees/s (rounds {', '.join(f'{x:.1f}' for x in r)})")
+        rounds = ", ".join(f"{x:.1f}" for x in r)
+        print(f"{name}: median {r[len(r) // 2]:.1f} trees/s (rounds {rounds})")
 
 
 if __name__ == "__main__":

@@ -247,7 +247,8 @@ def test_backward_errors_are_named():
         x = tape.variable(np.ones((2, 2), np.float32))
         y = wt.call(Bad.apply, x, name="bad_grad")
         loss = weft.sum(y)
-    with pytest.raises(weft.Error, match=r"^\[torch\] body 'bad_grad': the backward raised RuntimeError"):
+    message = r"^\[torch\] body 'bad_grad': the backward raised RuntimeError"
+    with pytest.raises(weft.Error, match=message):
         tape.backward(loss)
 
 

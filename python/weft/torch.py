@@ -20,7 +20,8 @@ from . import _weft
 from . import blocks as _td
 from . import nn as _wnn
 
-__all__ = ["call", "Function", "op", "fold", "Blocks", "parameters_of", "Fold", "Unfold", "WeftStep"]
+__all__ = ["call", "Function", "op", "fold", "Blocks", "parameters_of", "Fold", "Unfold",
+           "WeftStep"]
 
 
 # ---- torch bodies in Weft -----------------------------------------------------------------------

@@ -206,7 +206,8 @@ def main(argv=None):
             opt.step()
             total += float(loss) * len(batch)
         seconds = time.perf_counter() - start
-        figures = {"epoch": epoch, "loss": total / len(train), "dev_root": root_accuracy(model, dev),
+        figures = {"epoch": epoch, "loss": total / len(train),
+                   "dev_root": root_accuracy(model, dev),
                    "trees_per_second": len(train) / seconds}
         history.append(figures)
         print(f"epoch {epoch}: loss {figures['loss']:.3f}, dev root accuracy "
