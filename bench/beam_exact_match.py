@@ -12,7 +12,7 @@ test = m.examples("test")
 inputs = [{"text": e["text"]} for e in test] if name == "seq2tree" else test
 def hits(answers):
     if name == "seq2tree":
-        return sum(a["complete"] and a["expression"] == e["expression"] for a, e in zip(answers, test))
+        return sum(a["ended"] and a["expression"] == e["expression"] for a, e in zip(answers, test))
     return sum(a["ended"] and a["text"] == text(e["expression"]) for a, e in zip(answers, test))
 out = {"greedy": hits(m.predict(inputs, beam=0)) / len(test)}
 for p in penalties:

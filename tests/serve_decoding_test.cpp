@@ -430,16 +430,23 @@ TEST_F(DecodingServe, LiveSequencesAreBoundedAndAFullQueueAnswers503) {
   EXPECT_EQ(post({{"instances", {one}}}).status, 200);
 }
 
+// The tree2seq tests' expressions: a digit, one operator, two.
+json test_trees() {
+  return json::array(
+      {json{{"number", 7}},
+       json{{"op", "+"}, {"left", {{"number", 3}}}, {"right", {{"number", 4}}}},
+       json{{"op", "*"},
+            {"left", {{"op", "-"}, {"left", {{"number", 9}}}, {"right", {{"number", 2}}}}},
+            {"right", {{"number", 5}}}}});
+}
+
 // Issue 41, item 3: a client that sends its request and half-closes (nc -N, socat) still reads
 // its answer: every decoding model answers it 200 (HTTP/1.1 with an interim 100 Continue first,
 // HTTP/1.0 without), greedy and beam. A client that closes is cancelled, and counted apart
 // from the 400s.
 TEST_F(DecodingServe, AHalfClosedClientIsAnsweredAndAClosedOneCountedApart) {
-  const json tree = {{"op", "*"},
-                     {"left", {{"op", "-"}, {"left", {{"number", 9}}}, {"right", {{"number", 2}}}}},
-                     {"right", {{"number", 5}}}};
   const std::map<std::string, json> instances = {{"countdown", {{"count", 3000}, {"word", 2}}},
-                                                 {"tree2seq", tree},
+                                                 {"tree2seq", test_trees()[2]},
                                                  {"seq2tree", "((9 - 2) * 5)"}};
   for (const auto& [name, instance] : instances) {
     serve::ServerOptions options;
@@ -508,6 +515,84 @@ TEST_F(DecodingServe, QueuedInstancesOfClientsGoneAreDroppedBeforeEncoding) {
   EXPECT_EQ(post({{"instances", {{{"count", 5}}}}}).status, 200);
 }
 
+// One decoding answer's hypothesis in the schema README "Serving" writes down (`bound`: the
+// steps the request or the server allowed, -1: the model's own); whether it ended.
+bool check_hypothesis(const json& h, const std::string& model, std::int64_t bound) {
+  EXPECT_TRUE(h.at("ended").is_boolean()) << h;
+  EXPECT_TRUE(h.at("length").is_number_unsigned()) << h;
+  EXPECT_TRUE(h.at("log_prob").is_number() && h.at("score").is_number()) << h;
+  const bool ended = h.at("ended").get<bool>();
+  EXPECT_EQ(h.contains("stopped"), !ended) << h;
+  const std::string end = model == "seq2tree" ? "the tree was complete" : "the end token";
+  if (!ended) {  // it stopped at its bound: the request's, or below it the example's own
+    EXPECT_EQ(h["stopped"],
+              fmt::format("the step bound of {} was reached before {}", h["length"].dump(), end));
+    EXPECT_TRUE(bound < 0 || h["length"].get<std::int64_t>() <= bound) << h;
+  }
+  const bool payload =
+      model == "countdown"
+          ? h.at("tokens").size() == h["length"].get<std::size_t>()
+          : h.at("text").is_string() && (model == "tree2seq" || h.at("expression").is_object() ||
+                                         (h["expression"].is_null() && h["length"] == 0));
+  EXPECT_TRUE(payload) << model << ": " << h;
+  return ended;
+}
+
+// Issue 41, item 9: every decoding model answers in one schema, at its bound too ("ended":
+// false and "stopped" saying why), greedy and beam; "max_steps" beyond what the model ever
+// decodes, or the server allows, is a 400 naming the limit, never silently capped.
+TEST_F(DecodingServe, EveryDecodingModelAnswersInOneSchemaAndRefusesStepsBeyondItsBound) {
+  const json trees = test_trees();
+  const std::map<std::string, std::pair<json, int>> models = {
+      // instances, longest decoding
+      {"countdown", {json::array({{{"count", 5}}, {{"count", 9}, {"word", 3}}}), 65}},
+      {"tree2seq", {trees, 256}},
+      {"seq2tree", {json::array({"(3 + 4)", "((9 - 2) * 5)", "(1 - (2 + 8))"}), 128}}};
+  for (const auto& [name, model] : models) {
+    const auto& [instances, longest] = model;
+    for (const std::int32_t server_bound : {0, 1000, 3}) {
+      serve::ServerOptions options;
+      options.models.push_back(
+          {name, name == "countdown" ? checkpoint(name, 64) : decoder_checkpoint(name)});
+      options.max_decode_steps = server_bound;
+      start(options);
+      int stopped = 0;
+      for (const int beam : {0, 2}) {
+        for (const int steps : {0, 2}) {
+          json body = {{"instances", instances}, {"beam", beam}};
+          if (steps > 0) body["max_steps"] = steps;
+          const serve::HttpResult r = post(body, name);
+          ASSERT_EQ(r.status, 200) << name << " " << body.dump() << ": " << r.body;
+          const int bound = steps > 0 ? steps : server_bound == 3 ? 3 : -1;
+          const json answer = json::parse(r.body);
+          for (const json& p : answer.at("predictions")) {
+            stopped += !check_hypothesis(p, name, bound);
+            EXPECT_EQ(p.contains("beams"), beam > 0) << p;
+            for (const json& h : p.value("beams", json::array())) check_hypothesis(h, name, bound);
+          }
+        }
+      }
+      EXPECT_GT(stopped, 0) << name << " never reached its bound";
+      const bool server_limits = server_bound > 0 && server_bound <= longest;
+      const std::string says =
+          server_limits
+              ? fmt::format("is more than this server allows ({}; --max-decode-steps)",
+                            server_bound)
+              : fmt::format("is more than model '{}' ever decodes ({} steps)", name, longest);
+      for (const std::int64_t too_many :
+           {std::int64_t(server_limits ? server_bound : longest) + 1, std::int64_t(1000000000)}) {
+        const serve::HttpResult r = post({{"instances", instances}, {"max_steps", too_many}}, name);
+        EXPECT_EQ(r.status, 400) << name << " max_steps " << too_many << ": " << r.body;
+        EXPECT_EQ(json::parse(r.body).value("error", ""),
+                  fmt::format("\"max_steps\": {} {}", too_many, says));
+      }
+      server_->stop();
+      thread_.join();
+      server_.reset();
+    }
+  }
+}
+
 TEST_F(DecodingServe, AProgramThatThrowsFailsItsInstanceAlone) {
   const std::string path = checkpoint("countdown", 64);
   serve::ServerOptions options;
@@ -564,12 +649,7 @@ bool same_answer(const json& a, const json& b) {
 // tree2seq and seq2tree (untrained, weights spread so that outputs vary in length): answers
 // equal weft infer's, greedy and beam 2, under concurrent clients.
 TEST_F(DecodingServe, Tree2SeqAndSeq2TreeAnswerAsInferUnderConcurrentClients) {
-  const json trees = json::array(
-      {json{{"number", 7}},
-       json{{"op", "+"}, {"left", {{"number", 3}}}, {"right", {{"number", 4}}}},
-       json{{"op", "*"},
-            {"left", {{"op", "-"}, {"left", {{"number", 9}}}, {"right", {{"number", 2}}}}},
-            {"right", {{"number", 5}}}}});
+  const json trees = test_trees();
   const json texts = json::array({"7", "(3 + 4)", "((9 - 2) * 5)", "(1 - (2 + 8))"});
   for (const std::string name : {"tree2seq", "seq2tree"}) {
     const std::string path = decoder_checkpoint(name);

@@ -49,6 +49,7 @@ class CountdownModel final : public Model, public DecodingModel {
             .max_steps = std::int32_t(options_.integer("max_steps")),
             .length_penalty = options_.number("length_penalty")};
   }
+  std::int32_t max_decode_steps() const override { return decoder_.max_length; }
   std::vector<std::unique_ptr<DecodeJob>> encode(flow::Engine& engine,
                                                  std::span<const json> examples,
                                                  const DecodeSettings& settings) override;

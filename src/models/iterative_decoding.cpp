@@ -29,13 +29,20 @@ flow::Program decode_program(flow::Context& ctx, const flow::Decoder& decoder, f
       flow::BeamOptions{.width = beam, .length_penalty = settings.length_penalty}, kept);
 }
 
+void mark_ending(json& hypothesis, bool ended, std::int32_t bound, std::string_view end) {
+  hypothesis["ended"] = ended;
+  if (!ended)
+    hypothesis["stopped"] = fmt::format("the step bound of {} was reached before {}", bound, end);
+}
+
 json hypotheses_json(std::span<const flow::Hypothesis> kept, const DecodeSettings& settings,
                      std::int32_t bound) {
   const auto one = [&](const flow::Hypothesis& h) {
-    json j = {
-        {"tokens", h.tokens}, {"log_prob", h.log_prob}, {"score", h.score}, {"ended", h.ended}};
-    if (!h.ended)
-      j["stopped"] = fmt::format("the step bound of {} was reached before the end token", bound);
+    json j = {{"tokens", h.tokens},
+              {"length", h.tokens.size()},
+              {"log_prob", h.log_prob},
+              {"score", h.score}};
+    mark_ending(j, h.ended, bound);
     return j;
   };
   if (kept.empty()) fail("decode", "the search kept no hypothesis");

@@ -93,14 +93,23 @@ void preorder(const json& node, std::vector<std::int32_t>& out) {
   preorder(node["right"], out);
 }
 
-// The tree of complete pre-order decisions, from `at` on.
+// The tree of pre-order decisions, from `at` on; children still undecided are null.
 json build_tree(std::span<const std::int32_t> decisions, std::size_t& at) {
+  if (at == decisions.size()) return nullptr;
   const std::int32_t d = decisions[at++];
   if (d < tokens::kPlus) return json{{"number", d}};
   json left = build_tree(decisions, at);
   json right = build_tree(decisions, at);
   return json{
       {"op", tokens::operator_text(d)}, {"left", std::move(left)}, {"right", std::move(right)}};
+}
+
+// A tree's text as the calculator writes it, an undecided child as "?".
+std::string tree_text(const json& tree) {
+  if (tree.is_null()) return "?";
+  if (tree.contains("number")) return std::to_string(tree["number"].get<int>());
+  return "(" + tree_text(tree["left"]) + " " + tree["op"].get<std::string>() + " " +
+         tree_text(tree["right"]) + ")";
 }
 
 }  // namespace
@@ -188,19 +197,18 @@ flow::Program beam_tree(flow::Context& ctx, const AttentionDecoder& decoder,
   if (kept.size() > width) kept.resize(width);
 }
 
-json tree_json(const TreeHypothesis& h, double length_penalty) {
-  json out{{"complete", h.complete()},
+// A tree in the decoding answer's schema (iterative_decoding.h): "ended" once every pending
+// child was decided within `bound` decisions; what it has otherwise, undecided children null
+// in "expression" and "?" in "text".
+json tree_json(const TreeHypothesis& h, double length_penalty, std::int32_t bound) {
+  std::size_t at = 0;
+  json expression = build_tree(h.decisions, at);
+  json out{{"expression", expression},
+           {"text", tree_text(expression)},
            {"length", h.decisions.size()},
            {"log_prob", h.log_prob},
            {"score", flow::normalised_score(h.log_prob, h.decisions.size(), length_penalty)}};
-  if (h.complete() && !h.decisions.empty()) {
-    std::size_t at = 0;
-    out["expression"] = build_tree(h.decisions, at);
-    out["text"] = expression_text(out["expression"]);
-  } else {
-    out["expression"] = nullptr;
-    out["text"] = "";
-  }
+  mark_ending(out, h.complete(), bound, "the tree was complete");
   return out;
 }
 
@@ -220,13 +228,13 @@ class TreeJob : public DecodeJob {
   json answer() const override {
     if (settings_.beam == 0) {
       if (greedy_.decisions.empty()) fail("seq2tree", "the answer was asked before decoding");
-      return tree_json(greedy_, 0.0);
+      return tree_json(greedy_, 0.0, text_->max_decisions);
     }
     if (beams_.empty()) fail("seq2tree", "the answer was asked before decoding");
-    json out = tree_json(beams_[0], settings_.length_penalty);
+    json out = tree_json(beams_[0], settings_.length_penalty, text_->max_decisions);
     out["beams"] = json::array();
     for (const TreeHypothesis& h : beams_)
-      out["beams"].push_back(tree_json(h, settings_.length_penalty));
+      out["beams"].push_back(tree_json(h, settings_.length_penalty, text_->max_decisions));
     return out;
   }
 
@@ -311,6 +319,8 @@ tokens::Tokenized text_symbols(const json& example, std::string_view where) {
 
 }  // namespace
 
+std::int32_t Seq2TreeModel::max_decode_steps() const { return std::int32_t(kMaxSymbols); }
+
 json Seq2TreeModel::parse_example(std::string_view line, std::string_view where) const {
   json example;
   const std::size_t first = line.find_first_not_of(" \t");
@@ -382,7 +392,7 @@ std::unique_ptr<DecodeJob> Seq2TreeModel::decode_job(std::unique_ptr<Encoding> e
 }
 
 bool Seq2TreeModel::exact_match(const json& answer, const json& example) const {
-  return answer.value("complete", false) && answer["expression"] == example["expression"];
+  return answer.value("ended", false) && answer["expression"] == example["expression"];
 }
 
 }  // namespace weft::models

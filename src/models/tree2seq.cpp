@@ -136,6 +136,10 @@ Tree2SeqModel::Tree2SeqModel(const OptionValues& options, const ModelInit& init)
 
 Tree2SeqModel::~Tree2SeqModel() = default;
 
+std::int32_t Tree2SeqModel::max_decode_steps() const {
+  return std::int32_t(2 * AttentionDecoder::kMemorySizes.back());
+}
+
 json Tree2SeqModel::parse_example(std::string_view line, std::string_view where) const {
   const json value = io::parse_json(line, where, "tree2seq");
   const json& expression = expression_of(value);
@@ -194,15 +198,17 @@ flow::Program Tree2SeqModel::teacher_program(flow::Context& ctx, const Encoding&
 
 namespace {
 
-// The text of a hypothesis (its end token dropped).
-json hypothesis_json(const flow::Hypothesis& h) {
+// A hypothesis in the decoding answer's schema (iterative_decoding.h): its text (the end token
+// dropped), and whether it ended within `bound` tokens.
+json hypothesis_json(const flow::Hypothesis& h, std::int32_t bound) {
   std::vector<std::int32_t> symbols = h.tokens;
   if (h.ended && !symbols.empty()) symbols.pop_back();
-  return json{{"text", tokens::tokens_text(symbols)},
-              {"length", h.tokens.size()},
-              {"log_prob", h.log_prob},
-              {"score", h.score},
-              {"ended", h.ended}};
+  json out{{"text", tokens::tokens_text(symbols)},
+           {"length", h.tokens.size()},
+           {"log_prob", h.log_prob},
+           {"score", h.score}};
+  mark_ending(out, h.ended, bound);
+  return out;
 }
 
 class TextJob : public DecodeJob {
@@ -231,12 +237,13 @@ class TextJob : public DecodeJob {
   json answer() const override {
     if (settings_.beam == 0) {
       if (greedy_.tokens.empty()) fail("tree2seq", "the answer was asked before decoding");
-      return hypothesis_json(greedy_);
+      return hypothesis_json(greedy_, decoder_.max_length);
     }
     if (beams_.empty()) fail("tree2seq", "the answer was asked before decoding");
-    json out = hypothesis_json(beams_[0]);
+    json out = hypothesis_json(beams_[0], decoder_.max_length);
     out["beams"] = json::array();
-    for (const flow::Hypothesis& h : beams_) out["beams"].push_back(hypothesis_json(h));
+    for (const flow::Hypothesis& h : beams_)
+      out["beams"].push_back(hypothesis_json(h, decoder_.max_length));
     return out;
   }
 

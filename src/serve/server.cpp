@@ -10,7 +10,6 @@
 #include <chrono>
 #include <filesystem>
 #include <iostream>
-#include <limits>
 #include <map>
 #include <optional>
 #include <regex>
@@ -275,9 +274,10 @@ std::optional<Answer> Server::Impl::read_instances(const detail::ModelWorker& wo
 }
 
 // A request's "beam" (0: greedy, k: beam search of width k) or "max_steps" (positive), an
-// integer from `least` up to `limit`, into `out`.
+// integer from `least` up to `limit` (`over`: what a larger one is more than), into `out`.
 static std::optional<Answer> read_bound(const json& body, const char* key, std::int64_t least,
-                                        std::int64_t limit, const char* flag, std::int64_t& out) {
+                                        std::int64_t limit, const std::string& over,
+                                        std::int64_t& out) {
   if (!body.contains(key)) return std::nullopt;
   const json& value = body[key];
   if (!value.is_number_integer() || value.get<std::int64_t>() < least)
@@ -287,8 +287,8 @@ static std::optional<Answer> read_bound(const json& body, const char* key, std::
                                     : "a positive integer",
                          value.dump(-1, ' ', false, json::error_handler_t::replace)));
   if (value.get<std::int64_t>() > limit)
-    return error_answer(400, fmt::format("\"{}\": {} is more than this server allows ({}; {})", key,
-                                         value.get<std::int64_t>(), limit, flag));
+    return error_answer(
+        400, fmt::format("\"{}\": {} is more than {}", key, value.get<std::int64_t>(), over));
   out = value.get<std::int64_t>();
   return std::nullopt;
 }
@@ -320,17 +320,26 @@ std::optional<Answer> Server::Impl::read_decode_settings(const detail::ModelWork
   }
   // Unless the request says, the model's own settings (its runtime options, as weft infer's)
   // within the server's bound on steps (0: the model's own bound).
-  decode = worker.model()->decoding()->decode_settings();
+  const models::DecodingModel& model = *worker.model()->decoding();
+  decode = model.decode_settings();
   const std::int32_t bound = options.max_decode_steps;
   std::int64_t beam = decode.beam, steps = bound > 0 ? bound : decode.max_steps;
-  if (auto refused = read_bound(body, "beam", 0, options.max_beam, "--max-beam", beam))
+  if (auto refused =
+          read_bound(body, "beam", 0, options.max_beam,
+                     fmt::format("this server allows ({}; --max-beam)", options.max_beam), beam))
     return refused;
   if (beam > options.max_beam)  // the model's own option, which no request overrode
     return error_answer(400, fmt::format("the model's beam option ({}) is more than this server "
                                          "allows ({}; --max-beam): ask for \"beam\" in the request",
                                          beam, options.max_beam));
-  const std::int64_t limit = bound > 0 ? bound : std::numeric_limits<std::int32_t>::max();
-  if (auto refused = read_bound(body, "max_steps", 1, limit, "--max-decode-steps", steps))
+  // More steps than the server allows, or than the model ever takes, is refused, not capped.
+  const std::int32_t longest = model.max_decode_steps();
+  const std::string over =
+      bound > 0 && bound <= longest
+          ? fmt::format("this server allows ({}; --max-decode-steps)", bound)
+          : fmt::format("model '{}' ever decodes ({} steps)", worker.name(), longest);
+  if (auto refused = read_bound(body, "max_steps", 1,
+                                bound > 0 ? std::min(bound, longest) : longest, over, steps))
     return refused;
   decode.beam = int(beam);
   decode.max_steps = std::int32_t(steps);

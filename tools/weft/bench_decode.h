@@ -88,8 +88,8 @@ class TrainingArm {
   Rng rng_{1};
 };
 
-// Whether a decoding ended by the model's choice rather than at its step bound: tree2seq's
-// answers say "ended", seq2tree's "complete".
+// Whether a decoding ended by the model's choice rather than at its step bound (every decoding
+// model's answer says so in "ended").
 bool ended(const nlohmann::json& answer);
 
 }  // namespace weft::tool::decode_bench

@@ -62,9 +62,7 @@ double Rates::median() const {
   return n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
 }
 
-bool ended(const json& answer) {
-  return answer.value("ended", false) || answer.value("complete", false);
-}
+bool ended(const json& answer) { return answer.value("ended", false); }
 
 void check_batched_equals_alone(models::DecodingModel& model, std::string_view model_name,
                                 std::span<const json> examples, Search& search) {

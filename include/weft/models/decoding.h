@@ -53,6 +53,9 @@ class DecodingModel {
   virtual Device decoding_device() const = 0;
   // The settings its options ask for (the runtime option "beam").
   virtual DecodeSettings decode_settings() const = 0;
+  // The most steps any example's decoding can take (its longest output, the end token
+  // included): a request for more (DecodeSettings::max_steps) is refused, not capped.
+  virtual std::int32_t max_decode_steps() const = 0;
   // Encodes `examples` (parse_example's form) onto the engine's tape with one static weave and
   // returns one job per example, in order. Throws weft::Error naming the example ("example 3:
   // ...") when one is malformed. Call it, and step the engine, under a TapeScope of the

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -45,9 +46,19 @@ flow::Decoder bounded_decoder(flow::Decoder decoder, const DecodeSettings& setti
 flow::Program decode_program(flow::Context& ctx, const flow::Decoder& decoder, flow::Val initial,
                              const DecodeSettings& settings, std::vector<flow::Hypothesis>& kept);
 
-// The common JSON of a decoding: {"tokens", "log_prob", "score", "ended"} of the best, and
-// "beams" (every kept hypothesis) for beam search (settings.beam >= 1); a hypothesis that did not
-// end says so in "stopped" ("the step bound of N was reached before the end token").
+// Every decoding model answers in one schema (README "Serving"): the best hypothesis's
+// "ended" (true: it finished on its own, choosing the end token or completing its tree),
+// "length" (the steps it took: tokens with the end token, or decisions), "log_prob", "score"
+// and the model's own output ("tokens", "text", "expression"); a hypothesis that did not end
+// also has "stopped" saying which bound it reached. Beam search (settings.beam >= 1) adds
+// "beams": every kept hypothesis so, best first (the answer is the first).
+
+// Sets "ended", and "stopped" when the hypothesis reached `bound` steps first (`end`: what it
+// did not reach, "the end token").
+void mark_ending(nlohmann::json& hypothesis, bool ended, std::int32_t bound,
+                 std::string_view end = "the end token");
+
+// That JSON for token sequences: {"tokens", "length", "log_prob", "score", "ended"} and so on.
 nlohmann::json hypotheses_json(std::span<const flow::Hypothesis> kept,
                                const DecodeSettings& settings, std::int32_t bound);
 

@@ -4,10 +4,11 @@
 // tree's shape is known only while decoding: a flow program per example keeps a stack of the
 // pending children, each step fed its parent's state and attending to the text. Trained by
 // teacher forcing on the gold tree; predicts greedily or by beam search over the decisions in
-// top-down order. A prediction is {"expression": the tree as the calculator writes it (null
-// when incomplete), "text", "complete": every pending child decided within the bound (as many
-// decisions as the input has symbols), "length": decisions taken, "log_prob", "score"}, and with
-// a beam "beams": every kept tree so, best first.
+// top-down order. A prediction is {"expression": the tree as the calculator writes it (a child
+// left undecided null), "text" (an undecided child "?"), "ended": every pending child decided
+// within the bound (as many decisions as the input has symbols), and "stopped" when not,
+// "length": decisions taken, "log_prob", "score"}, and with a beam "beams": every kept tree so,
+// best first: the schema of every decoding model (models/iterative_decoding.h).
 #pragma once
 
 #include <memory>
@@ -26,6 +27,8 @@ class Seq2TreeModel : public FlowModel {
   // Infix text ("((3 + 4) * 2)", or "3 + 4 * 2" with the usual precedence), as the line
   // itself, a JSON string or {"text": ...}. A malformed text fails naming its column.
   nlohmann::json parse_example(std::string_view line, std::string_view where) const override;
+  // A decision per symbol of the text, of at most the largest attention memory.
+  std::int32_t max_decode_steps() const override;
 
  private:
   std::vector<std::unique_ptr<Encoding>> encode_batch(flow::Engine& engine,

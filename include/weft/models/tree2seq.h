@@ -4,8 +4,9 @@
 // nodes, since equal digits have equal states): a decoder whose length the model decides (flow
 // programs; greedy or beam search). Trained by teacher forcing on text generated from a seed.
 // A prediction is {"text": "((3 + 4) * 2)", "length": tokens written (the end token included),
-// "log_prob", "score" (length-normalised), "ended": chose the end token}, and with a beam
-// "beams": every kept hypothesis so, best first (the prediction is the first).
+// "log_prob", "score" (length-normalised), "ended": chose the end token, and "stopped" when it
+// did not}, and with a beam "beams": every kept hypothesis so, best first (the prediction is the
+// first): the schema of every decoding model (models/iterative_decoding.h).
 #pragma once
 
 #include <memory>
@@ -24,6 +25,8 @@ class Tree2SeqModel : public FlowModel {
   // An expression as the calculator reads it ({"number": 7} / {"op", "left", "right"}),
   // optionally wrapped as {"expression": ...}.
   nlohmann::json parse_example(std::string_view line, std::string_view where) const override;
+  // 2n tokens for a tree of n nodes, of at most the largest attention memory.
+  std::int32_t max_decode_steps() const override;
 
  private:
   std::vector<std::unique_ptr<Encoding>> encode_batch(flow::Engine& engine,
