@@ -56,7 +56,7 @@ weft::Tensor parameter_value(const std::string& name, py::handle value) {
            py::str(a.attr("strides")).cast<std::string>(),
            "); a Parameter is a view, so it would be a silent copy the optimizer's updates never "
            "reach (copy on purpose: np.ascontiguousarray(a))");
-    return tensor_from_numpy(a);
+    return tensor_from_numpy(a, where);
   }
   return tensor_copy(value, "float32");
 }
@@ -116,7 +116,8 @@ A trainable float32 tensor with its gradient. Parameter("W", np.zeros((2, 3), np
 view of the array (no copy: the optimizer's updates are visible in it); a weft.Tensor is shared
 the same way. NumPy arrays that cannot be viewed (another dtype, strided, not C-contiguous) are
 refused rather than silently copied: pass np.ascontiguousarray(a, dtype=np.float32) to copy
-on purpose. Lists, tuples and Python numbers are copied (there is nothing to share). Used in
+on purpose; so are read-only arrays (a read-only np.memmap, np.frombuffer of bytes), which the
+optimizer could not update: pass np.array(a). Lists, tuples and Python numbers are copied (there is nothing to share). Used in
 ops it is a leaf on the current tape.)doc")
       .def(py::init([](std::string name, py::handle value, bool trainable) {
              return Parameter(name, parameter_value(name, value), trainable);

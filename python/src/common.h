@@ -48,7 +48,8 @@ void check_var_is_live(py::handle var_object, const weft::Var& var);
 
 // Tensors from Python: a view of a NumPy array (no copy, or an error saying why not), a
 // converting copy of any array-like, and "a Tensor as it is, else a copy" for arguments.
-weft::Tensor tensor_from_numpy(const py::array& array);
+// Read-only arrays are refused (`where` names the caller in the error).
+weft::Tensor tensor_from_numpy(const py::array& array, const std::string& where);
 weft::Tensor tensor_copy(py::handle data, const std::optional<std::string>& dtype);
 weft::Tensor as_tensor(py::handle value, std::optional<std::string> dtype = std::nullopt);
 

@@ -39,6 +39,48 @@ train::TrainerOptions recipe_options(const Model& model) {
   return models::find_model(model.options().owner()).training_options(model.options());
 }
 
+// One example as `weft infer` reads a line and `weft serve` an instance: a str is the line, any
+// other value (a dict, a list, a number) its JSON text ({"number": 3} for the calculator).
+nlohmann::json parse_example_of(const Model& model, py::handle example, const std::string& where) {
+  if (py::isinstance<py::str>(example)) return model.parse_example(utf8_of(example, where), where);
+  return model.parse_example(to_json(example).dump(), where);
+}
+
+// The decoding settings of predict(beam=, length_penalty=): the model's own, with what the call
+// gives checked by the model's options of those names (the bounds `weft infer` applies too).
+std::optional<models::DecodeSettings> decode_settings_of(Model& model, const py::object& beam,
+                                                         const py::object& length_penalty) {
+  if (beam.is_none() && length_penalty.is_none()) return std::nullopt;
+  models::DecodingModel* decoder = model.decoding();
+  if (!decoder)
+    fail("models", model.name(), " does not decode step by step: beam= and ",
+         "length_penalty= apply to models such as tree2seq and seq2tree");
+  OptionValues checked = model.options();
+  if (!beam.is_none()) checked.set("beam", to_json(beam), "predict(beam=...)");
+  if (!length_penalty.is_none())
+    checked.set("length_penalty", to_json(length_penalty), "predict(length_penalty=...)");
+  models::DecodeSettings settings = decoder->decode_settings();
+  settings.beam = int(checked.integer("beam"));
+  settings.length_penalty = checked.number("length_penalty");
+  return settings;
+}
+
+py::list predict(Model& model, py::iterable examples, py::object beam, py::object length_penalty) {
+  std::vector<nlohmann::json> in;
+  for (py::handle e : examples)
+    in.push_back(parse_example_of(model, e, "example " + std::to_string(in.size())));
+  const std::optional<models::DecodeSettings> settings =
+      decode_settings_of(model, beam, length_penalty);
+  std::vector<nlohmann::json> out;
+  {
+    py::gil_scoped_release nogil;
+    out = settings ? model.decoding()->decode(in, *settings) : model.predict(in);
+  }
+  py::list result;
+  for (const auto& o : out) result.append(from_json(o));
+  return result;
+}
+
 }  // namespace
 
 void init_models(py::module_& parent) {
@@ -54,8 +96,8 @@ The registered models (the ones `weft train` knows): create(name, **options), lo
 A registered model: fit(**trainer options) trains it with its recipe and these options of
 weft.train.options() on top (epochs, batch_size, learning_rate, optimizer, schedule, checkpoint,
 best_checkpoint, log, resume, progress, ...); evaluate(split) gives its figures;
-predict(examples) one dict per example (strings are parsed as `weft infer` reads lines;
-dicts/lists are the model's Input form; beam=k for the models that decode);
+predict(examples) one dict per example (a string as `weft infer` reads a line, any other value
+as its JSON text, as `weft serve` reads an instance; beam=k for the models that decode);
 save(path) writes a self-contained checkpoint.)doc")
       .def_property_readonly("name", [](const Model& mdl) { return mdl.options().owner(); })
       .def_property_readonly("options",
@@ -88,47 +130,13 @@ save(path) writes a self-contained checkpoint.)doc")
             return from_json(mdl.parse_example(line, "parse_example"));
           },
           py::arg("line"))
-      .def(
-          "predict",
-          [](Model& mdl, py::iterable examples, std::optional<int> beam,
-             std::optional<double> length_penalty) {
-            std::vector<nlohmann::json> in;
-            std::size_t i = 0;
-            for (py::handle e : examples) {
-              const std::string where = "example " + std::to_string(i);
-              if (py::isinstance<py::str>(e))
-                in.push_back(mdl.parse_example(utf8_of(e, where), where));
-              else
-                in.push_back(to_json(e));
-              ++i;
-            }
-            std::vector<nlohmann::json> out;
-            models::DecodingModel* decoder = mdl.decoding();
-            if ((beam || length_penalty) && !decoder)
-              fail("models", mdl.name(), " does not decode step by step: beam= and ",
-                   "length_penalty= apply to models such as tree2seq and seq2tree");
-            if (length_penalty &&
-                !(*length_penalty >= 0.0 && *length_penalty <= models::kMaxLengthPenalty))
-              fail("models", "length_penalty= must be in [0, ", models::kMaxLengthPenalty,
-                   "], got ", *length_penalty);
-            {
-              py::gil_scoped_release nogil;
-              if (beam || length_penalty) {
-                models::DecodeSettings settings = decoder->decode_settings();
-                if (beam) settings.beam = *beam;
-                if (length_penalty) settings.length_penalty = *length_penalty;
-                out = decoder->decode(in, settings);
-              } else {
-                out = mdl.predict(in);
-              }
-            }
-            py::list result;
-            for (const auto& o : out) result.append(from_json(o));
-            return result;
-          },
-          py::arg("examples"), py::arg("beam") = py::none(), py::arg("length_penalty") = py::none(),
-          "One dict per example; beam=k (decoding models) searches k beams, 0 decodes greedily; "
-          "length_penalty=p ranks beams by log_prob / length^p.")
+      .def("predict", &predict, py::arg("examples"), py::arg("beam") = py::none(),
+           py::arg("length_penalty") = py::none(),
+           "One dict per example, read as `weft infer` and `weft serve` read them (a str is a "
+           "line, any other value its JSON text); beam=k (decoding models) searches k beams, 0 "
+           "decodes greedily; length_penalty=p ranks beams by log_prob / length^p. Both are "
+           "checked against the model's options of the same names (the bounds `weft infer` "
+           "applies).")
       .def(
           "fit",
           [](Model& mdl, py::kwargs kw) {

@@ -121,9 +121,17 @@ DType dtype_named(const std::string& name, const char* where) {
 
 }  // namespace
 
-// A view of a C-contiguous NumPy array of a Weft dtype: no copy; the array stays alive while
-// the tensor (or any view of it) does, and writes through either are seen by both.
-weft::Tensor tensor_from_numpy(const py::array& array) {
+// A view of a C-contiguous, writable NumPy array of a Weft dtype: no copy; the array stays alive
+// while the tensor (or any view of it) does, and writes through either are seen by both.
+// Read-only arrays are refused: Weft writes into the memory it views (an optimizer's update,
+// np.asarray(t)[...] = ..., an op's output buffer), and a read-only mapping would fault.
+weft::Tensor tensor_from_numpy(const py::array& array, const std::string& where) {
+  if (!array.writeable())
+    fail(where, "the array ", py::str(array.attr("shape")).cast<std::string>(),
+         " is read-only (flags.writeable is False: np.frombuffer of bytes, np.load(..., "
+         "mmap_mode='r'), a read-only np.memmap, a broadcast view); a Weft tensor viewing it "
+         "could be written (optimizer updates, np.asarray(t)[...] = ...), so pass a writable "
+         "copy: np.array(a) or a.copy() (weft.tensor(a) copies as well)");
   const py::dtype dt = array.dtype();
   const std::optional<DType> found = dtype_of_numpy(dt.kind(), dt.itemsize());
   if (!found)
@@ -335,9 +343,11 @@ copies and converts.)doc")
            })
       .def("__repr__", &weft::Tensor::to_string);
 
-  m.def("from_numpy", &tensor_from_numpy, py::arg("array"),
-        "A tensor over a C-contiguous float32/int32 NumPy array's memory (no copy); other "
-        "layouts and dtypes raise (weft.tensor copies instead).");
+  m.def(
+      "from_numpy", [](const py::array& array) { return tensor_from_numpy(array, "from_numpy"); },
+      py::arg("array"),
+      "A tensor over a writable, C-contiguous NumPy array's memory (no copy); read-only arrays, "
+      "other layouts and dtypes raise (weft.tensor copies instead).");
   m.def("tensor", &tensor_copy, py::arg("data"), py::arg("dtype") = py::none(),
         "A new tensor with a copy of data (floats -> float32, integers -> int32).");
   m.def("from_dlpack", &from_dlpack, py::arg("x"),

@@ -2,6 +2,7 @@
 (its training loss falls), predictions, and checkpoints shared with the command line both ways."""
 
 import json
+import re
 import subprocess
 
 import pytest
@@ -141,7 +142,51 @@ def test_decoding_models_answer_in_python_as_weft_infer_does(name, data_dir, wef
     # One convention everywhere: 0 decodes greedily, width 1 searches one beam and finds the same.
     assert [a["text"] for a in best[1, 0.0]] == [a["text"] for a in best[0, 0.0]]
     assert [a["log_prob"] for a in best[1, 0.0]] == approx_floats([a["log_prob"] for a in best[0, 0.0]])
-    with pytest.raises(weft.Error, match=r"length_penalty= must be in \[0, 4\], got -1"):
+    with pytest.raises(weft.Error, match=r"option 'length_penalty' must be a finite number in \[0, 4\], got -1"):
         model.predict(lines, beam=2, length_penalty=-1.0)
     with pytest.raises(weft.Error, match="does not decode step by step"):
         small_model("calculator", data_dir).predict(INFER["calculator"], beam=2)
+
+
+def option_bounds(model_name, option):
+    spec = next(o for o in weft.models.describe(model_name)["options"] if o["name"] == option)
+    return int(spec["min"]), int(spec["max"])
+
+
+@pytest.mark.parametrize("name", ["tree2seq", "seq2tree"])
+def test_predict_bounds_the_beam_as_weft_infer_does(name, data_dir, weft_cli, tmp_path):
+    # One bound everywhere, from the model's option: beam=10**9 used to grow to gigabytes.
+    model = small_model(name, data_dir)
+    low, high = option_bounds(name, "beam")
+    path = tmp_path / f"{name}.safetensors"
+    model.save(str(path))
+    line = INFER[name][0]
+    for beam in (high + 1, 10**9, low - 1):
+        refusal = rf"option 'beam' must be an integer in \[{low}, {high}\], got {beam}"
+        with pytest.raises(weft.Error, match=r"predict\(beam=\.\.\.\): " + refusal):
+            model.predict([line], beam=beam)
+        infer = subprocess.run([weft_cli, "infer", name, "--checkpoint", str(path), "--beam", str(beam)],
+                               input=line + "\n", capture_output=True, text=True)
+        assert infer.returncode != 0 and re.search(refusal, infer.stderr), infer.stderr
+    for wrong in (True, 2.5, "3"):
+        with pytest.raises(weft.Error, match="option 'beam' must be an integer"):
+            model.predict([line], beam=wrong)
+    assert len(model.predict([line], beam=high)[0]["beams"]) <= high
+
+
+def test_predict_reads_the_json_object_form_as_weft_infer_and_the_server_do(data_dir, weft_cli, tmp_path):
+    model = small_model("calculator", data_dir)
+    path = tmp_path / "calc.safetensors"
+    model.save(str(path))
+    values = [{"number": 3}, {"op": "-", "left": {"number": 2}, "right": {"number": 7}},
+              {"expression": {"number": 3}}]
+    lines = [json.dumps(v) for v in values]
+    infer = subprocess.run([weft_cli, "infer", "calculator", "--checkpoint", str(path)],
+                           input="\n".join(lines) + "\n", capture_output=True, text=True, check=True)
+    expected = [json.loads(line) for line in infer.stdout.splitlines()]
+    assert model.predict(values) == approx_floats(expected)
+    assert model.predict(lines) == model.predict(values)
+    loaded = weft.models.load(str(path))
+    assert loaded.predict([{"number": 3}]) == model.predict(['{"number": 3}'])
+    with pytest.raises(weft.Error, match="example 1"):
+        model.predict([{"number": 3}, {"op": "?"}])

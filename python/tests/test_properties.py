@@ -1,5 +1,5 @@
 """Property-based tests of the Python surface (Hypothesis): random shapes (huge, negative, empty),
-dtypes, strided and non-contiguous arrays, and Python values of every kind and nesting depth into
+dtypes, strided, non-contiguous, read-only and memory-mapped arrays, and Python values of every kind and nesting depth into
 weft.zeros, weft.tensor, from_numpy, Parameter, Block.eval, predict and the blocks' constructors.
 The property: the call either succeeds with the right result or raises one of the documented
 exception types (weft.Error, a ValueError; TypeError for arguments of the wrong kind) with a
@@ -102,11 +102,33 @@ def arrays_of_every_layout():
     dtypes = st.sampled_from([np.float32, np.float64, np.float16, np.int32, np.int64, np.int8, np.uint8,
                               np.uint64, np.bool_, np.complex64, ">f4"])
     base = hnp.arrays(dtypes, hnp.array_shapes(min_dims=0, max_dims=4, min_side=0, max_side=5))
-    views = st.sampled_from(["as is", "transposed", "every other", "reversed", "fortran", "unaligned"])
+    views = st.sampled_from(["as is", "transposed", "every other", "reversed", "fortran", "unaligned",
+                             "read-only", "read-only memmap", "writable memmap", "bytes"])
     return st.tuples(base, views).map(lambda p: relayout(*p))
 
 
+MAPPED = tempfile.TemporaryDirectory(prefix="weft-properties-")
+mapped_files = iter(range(1 << 62))
+
+
+def mapped(array, mode):
+    """The array's values in a file mapped with np.memmap: "r" maps it read-only (writes would fault)."""
+    if array.nbytes == 0 or array.dtype.itemsize == 0:  # (an empty file cannot be mapped)
+        return array
+    path = os.path.join(MAPPED.name, "%d.bin" % next(mapped_files))
+    array.tofile(path)
+    return np.memmap(path, dtype=array.dtype, mode=mode, shape=array.shape)
+
+
 def relayout(array, view):
+    if view == "read-only":
+        array = array.copy()
+        array.flags.writeable = False
+        return array
+    if view in ("read-only memmap", "writable memmap"):
+        return mapped(array, "r" if view.startswith("read-only") else "r+")
+    if view == "bytes":  # the memory of an immutable bytes object
+        return np.frombuffer(array.tobytes(), array.dtype).reshape(array.shape)
     if view == "transposed":
         return array.T
     if view == "every other" and array.ndim:
@@ -123,7 +145,7 @@ def relayout(array, view):
 
 def viewable(array, dtypes):
     return (array.dtype.isnative and array.dtype.name in dtypes and array.flags.c_contiguous
-            and array.ctypes.data % array.dtype.itemsize == 0)
+            and array.flags.writeable and array.ctypes.data % array.dtype.itemsize == 0)
 
 
 @given(arrays_of_every_layout())
@@ -148,6 +170,37 @@ def test_parameter_views_or_refuses_arrays(array):
         assert not viewable(array, ("float32",)), str(e)
         return
     assert viewable(array, ("float32",)) and p.value.data_ptr == array.ctypes.data  # never a copy
+
+
+@given(arrays_of_every_layout())
+def test_a_parameter_over_any_array_trains_in_place_or_is_refused(array):
+    # Read-only memory (a read-only memmap, bytes) must be refused here: Adam writes the update.
+    try:
+        p = weft.Parameter("p", array)
+    except DOCUMENTED as e:
+        expect_documented_error(e)
+        return
+    before = array.copy()
+    with weft.Tape() as tape:
+        tape.backward(weft.sum(weft.Var(p)))  # a gradient of 1 everywhere: Adam moves each by 0.1
+    weft.train.Adam([p]).step(0.1)
+    assert p.value.data_ptr == array.ctypes.data
+    moved = np.isfinite(before) & (np.abs(before) < 1e3)  # (larger ones round to themselves)
+    assert (array[moved] != before[moved]).all()  # the update reached the caller's array
+
+
+@given(arrays_of_every_layout())
+def test_copies_of_any_array_are_writable(array):
+    # weft.tensor copies whatever memory it reads, read-only and mapped included.
+    try:
+        t = weft.tensor(array)
+    except DOCUMENTED as e:
+        expect_documented_error(e)
+        return
+    view = np.asarray(t)
+    assert view.shape == array.shape and view.flags.writeable
+    if view.size:
+        view.flat[0] = 1
 
 
 # Python values of every kind: None, bools, ints of any size, floats (nan, inf), text (lone
