@@ -64,7 +64,7 @@ def self_test(weft_tests):
     assert (optimizer["sgd/velocity/fc/weight"] == 1).all()
     assert (optimizer["sgd/velocity/fc/bias"] == 2).all()
     assert state == {"epoch": 3, "step": 1, "rng": [1, 2, 2**64 - 1, 12345678901234567],
-                     "best_dev": 0.75, "best_epoch": 2}, state
+                     "best_dev": 0.75, "best_epoch": 2, "best_dev_loss": 1.5}, state
     assert metadata["format_version"] == "1"
     assert metadata["model_name"] == "python-check"
     assert json.loads(metadata["config"]) == {"hidden": 3, "cell": "fc"}

@@ -102,7 +102,7 @@ TEST_F(TrainCheckpoint, RoundTripRestoresEverything) {
   auto optimizer = train::make_optimizer(adam_spec(), model.parameters());
   Rng rng(3);
   train_steps(model, *optimizer, rng, 0, 3);
-  const TrainingState state{2, 3, rng.state(), 0.875, 1};
+  const TrainingState state{2, 3, rng.state(), 0.875, 1, 0.25};
   const io::TensorMap extra{{"best/reg/w", Tensor::full({3, 2}, 1.5f)}};
   train::save_checkpoint(path("c.safetensors"), model.parameters(), optimizer.get(), state,
                          {"regression", R"({"hidden": 3})"}, extra);
@@ -137,7 +137,8 @@ TEST_F(TrainCheckpoint, RoundTripRestoresEverything) {
   EXPECT_EQ(eval.w.value().to_float_vector(), model.w.value().to_float_vector());
   EXPECT_EQ(train::read_checkpoint_info(path("c.safetensors")).state.step, 3);
   // No best figure round-trips as none, and the full 64 bits of the RNG words survive.
-  const TrainingState plain{0, 0, {~0ull, 1, 2, 0x8000000000000000ull}, std::nullopt, 0};
+  TrainingState plain;
+  plain.rng = {~0ull, 1, 2, 0x8000000000000000ull};
   train::save_checkpoint(path("d.safetensors"), model.parameters(), nullptr, plain, {"m"});
   EXPECT_EQ(train::read_checkpoint_info(path("d.safetensors")).state, plain);
   EXPECT_FALSE(train::read_checkpoint_info(path("d.safetensors")).has_optimizer);
@@ -155,7 +156,7 @@ TEST_F(TrainCheckpoint, ResumeEqualsUninterrupted) {
     Rng rng(42);
     train_steps(first, *optimizer, rng, 0, 5);
     train::save_checkpoint(path("half.safetensors"), first.parameters(), optimizer.get(),
-                           {0, 5, rng.state(), std::nullopt, 0}, {"regression"});
+                           {0, 5, rng.state(), std::nullopt, 0, std::nullopt}, {"regression"});
   }
   Regression resumed(77);  // different initial values: the load must overwrite them
   auto optimizer = train::make_optimizer(adam_spec(), resumed.parameters());
@@ -298,7 +299,12 @@ TEST_F(TrainCheckpoint, WritesAFileForPython) {
   w.grad() = Tensor::full({2, 3}, 1.0f);  // one step at lr 0.5: velocity 1, value - 0.5
   b.grad() = Tensor::full({3}, 2.0f);
   optimizer->step(0.5);
-  const TrainingState state{3, 1, {1, 2, 0xFFFFFFFFFFFFFFFFull, 12345678901234567ull}, 0.75, 2};
+  const TrainingState state{.epoch = 3,
+                            .step = 1,
+                            .rng = {1, 2, 0xFFFFFFFFFFFFFFFFull, 12345678901234567ull},
+                            .best_dev = 0.75,
+                            .best_epoch = 2,
+                            .best_dev_loss = 1.5};
   train::save_checkpoint(target, std::vector<Parameter>{w, b}, optimizer.get(), state,
                          {"python-check", R"({"hidden": 3, "cell": "fc"})"});
 }

@@ -344,10 +344,11 @@ TEST_F(TrainTrainer, WeightAveragingResumesExactly) {
 }
 
 // One parameter p, pushed up by exactly 1 per epoch (one batch, gradient -1, lr 1), whose dev
-// "score" is scripted by epoch; "loss" follows the score too.
+// "score" is scripted by epoch; the dev loss follows the score too, unless scripted apart.
 class Scripted : public train::TrainableModel {
  public:
-  explicit Scripted(std::vector<double> scores) : scores_(std::move(scores)) {}
+  explicit Scripted(std::vector<double> scores, std::vector<double> losses = {})
+      : scores_(std::move(scores)), losses_(std::move(losses)) {}
   std::vector<Parameter> parameters() override { return {p_}; }
   std::size_t num_examples(Split split) const override { return split == Split::kTest ? 0 : 4; }
   BatchFigures train_batch(const train::Batch& batch, Rng&) override {
@@ -355,9 +356,11 @@ class Scripted : public train::TrainableModel {
     return {double(batch.example_ids.size()), std::int64_t(batch.example_ids.size()), {}};
   }
   BatchFigures eval_batch(const train::Batch& batch) override {
-    const double score = scores_.empty() ? 0.0 : scores_.at(std::size_t(p_.value().item()) - 1);
+    const auto epoch = std::size_t(p_.value().item()) - 1;
+    const double score = scores_.empty() ? 0.0 : scores_.at(epoch);
+    const double loss = losses_.empty() ? score : losses_.at(epoch);
     const auto n = std::int64_t(batch.example_ids.size());
-    BatchFigures f{score * double(n), n, {}};
+    BatchFigures f{loss * double(n), n, {}};
     f.metrics.add_mean("score", score, double(n));
     if (report_loss_) f.metrics.add_mean("loss", 0.0);
     return f;
@@ -367,6 +370,7 @@ class Scripted : public train::TrainableModel {
 
  private:
   std::vector<double> scores_;
+  std::vector<double> losses_;
 };
 
 train::TrainerOptions scripted_options(int epochs) {
@@ -418,6 +422,53 @@ TEST_F(TrainTrainer, KeepsAndRestoresTheBestEpoch) {
   o.set("restore_best", false);
   train::Trainer(o).fit(last);
   EXPECT_EQ(last.p_.value().item(), 3.0f);
+}
+
+// The epoch with the best score, ties going to the lower loss (1-based, as Trainer counts).
+std::int64_t best_by_score_then_loss(const std::vector<double>& scores,
+                                     const std::vector<double>& losses) {
+  std::size_t best = 0;
+  for (std::size_t e = 1; e < scores.size(); ++e)
+    if (scores[e] > scores[best] || (scores[e] == scores[best] && losses[e] < losses[best]))
+      best = e;
+  return std::int64_t(best) + 1;
+}
+
+TEST_F(TrainTrainer, EpochsThatTieOnTheBestMetricGoToTheLowerDevLoss) {
+  // A short run ties at 0% exact match: the best epoch is the one whose loss fell furthest, not
+  // the first (issue 44), also when the run is resumed between the tied epochs.
+  const std::vector<double> scores{0, 0, 0, 0, 0}, losses{3, 1.5, 2, 1, 4};
+  Scripted tied(scores, losses);
+  train::TrainerOptions o = scripted_options(5);
+  const train::TrainResult result = train::Trainer(o).fit(tied);
+  const std::int64_t expected = best_by_score_then_loss(scores, losses);
+  EXPECT_EQ(result.state.best_epoch, expected);
+  EXPECT_EQ(result.state.best_dev_loss, losses[std::size_t(expected) - 1]);
+  EXPECT_EQ(tied.p_.value().item(), float(expected));  // restored
+  std::vector<bool> best;
+  for (const auto& record : result.epochs) best.push_back(record.best);
+  EXPECT_EQ(best, (std::vector<bool>{true, true, false, true, false}));
+
+  // A better score still wins over a lower loss; equal losses keep the earlier epoch.
+  const std::vector<double> mixed_scores{0.5, 0.5, 0.9, 0.9, 0.9}, mixed_losses{2, 1, 3, 3, 2.5};
+  Scripted mixed(mixed_scores, mixed_losses);
+  EXPECT_EQ(train::Trainer(scripted_options(5)).fit(mixed).state.best_epoch,
+            best_by_score_then_loss(mixed_scores, mixed_losses));
+
+  // Resumed after epoch 2: the checkpoint carries the best epoch's loss, so epoch 3 (loss 2,
+  // above epoch 2's 1.5) does not take its place.
+  Scripted first(scores, losses);
+  o = scripted_options(2);
+  o.set("checkpoint", path("tied.ckpt"));
+  train::Trainer(o).fit(first);
+  Scripted resumed(scores, losses);
+  o = scripted_options(5);
+  o.set("resume", path("tied.ckpt"));
+  const train::TrainResult rest = train::Trainer(o).fit(resumed);
+  EXPECT_EQ(rest.state.best_epoch, expected);
+  best.clear();
+  for (const auto& record : rest.epochs) best.push_back(record.best);
+  EXPECT_EQ(best, (std::vector<bool>{false, true, false}));  // epochs 3, 4, 5
 }
 
 TEST_F(TrainTrainer, ClipsGradientsBeforeEachUpdate) {

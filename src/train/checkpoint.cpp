@@ -49,6 +49,7 @@ std::string training_state_json(const TrainingState& state) {
             {"rng", state.rng},
             {"best_epoch", state.best_epoch}};
   j["best_dev"] = state.best_dev ? Json(*state.best_dev) : Json(nullptr);
+  j["best_dev_loss"] = state.best_dev_loss ? Json(*state.best_dev_loss) : Json(nullptr);
   return j.dump();
 }
 
@@ -78,8 +79,9 @@ TrainingState parse_training_state(const std::string& text, const std::string& p
     fail("checkpoint", "'", path, "': training_state 'rng' must be 4 unsigned integers, got ",
          io::json_excerpt(rng));
   for (std::size_t i = 0; i < 4; ++i) state.rng[i] = rng[i].get<std::uint64_t>();
-  if (j.contains("best_dev") && !j.at("best_dev").is_null())
-    state.best_dev = json_field<double>(j, "best_dev", path);
+  for (auto [key, field] :
+       {std::pair{"best_dev", &state.best_dev}, std::pair{"best_dev_loss", &state.best_dev_loss}})
+    if (j.contains(key) && !j.at(key).is_null()) *field = json_field<double>(j, key, path);
   return state;
 }
 

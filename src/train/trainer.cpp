@@ -258,6 +258,17 @@ void Trainer::set_trainable_values(const std::vector<Tensor>& values) const {
   }
 }
 
+// Whether an epoch whose dev figure is `value` (and dev loss `loss`) beats the best so far: a
+// better figure, or the same figure at a lower loss (short runs often tie, e.g. at 0% exact
+// match, and the first epoch would otherwise stay the best however far the loss fell).
+bool Trainer::improves_best(const TrainingState& state, double value,
+                            std::optional<double> loss) const {
+  if (!state.best_dev) return true;
+  const double best = *state.best_dev;
+  if (value != best) return settings_->best_mode == BestMode::kMax ? value > best : value < best;
+  return loss && (!state.best_dev_loss || *loss < *state.best_dev_loss);
+}
+
 void Trainer::finish_epoch(Run& run, EpochRecord& record) {
   // With weight averaging the average is the model evaluated, kept and written as the best;
   // the live values come back before the epoch checkpoint (which holds both).
@@ -275,10 +286,12 @@ void Trainer::finish_epoch(Run& run, EpochRecord& record) {
       fail("trainer", "best_metric '", settings_->best_metric,
            "' is not among the dev figures: ", record.dev.to_json());
     const double value = record.dev.value(settings_->best_metric);
-    const std::optional<double>& best = run.state.best_dev;
-    record.best = !best || (settings_->best_mode == BestMode::kMax ? value > *best : value < *best);
+    const std::optional<double> loss =
+        record.dev.contains("loss") ? std::optional(record.dev.value("loss")) : std::nullopt;
+    record.best = improves_best(run.state, value, loss);
     if (record.best) {
       run.state.best_dev = value;
+      run.state.best_dev_loss = loss;
       run.state.best_epoch = record.epoch;
       run.best.clear();
       if (settings_->keep_best_in_memory) run.best = trainable_values();

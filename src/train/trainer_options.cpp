@@ -81,7 +81,7 @@ std::vector<OptionSpec> schedule_and_selection_options() {
       training("clip_value", K::kFloat, 0.0, "Clamp each gradient element to +-this (0: off)", 0),
       training("best_metric", K::kString, "",
                "The dev figure that selects the best epoch: loss or one the model reports "
-               "(empty: no selection)"),
+               "(empty: no selection); epochs that tie go to the lower dev loss"),
       training("best_mode", K::kString, "max", "Whether the best epoch's figure is the highest",
                -kUnbounded, kUnbounded, enum_names<BestMode>()),
       training("restore_best", K::kBool, true, "End with the best epoch's parameters"),

@@ -6,7 +6,8 @@
 //   "<other>/..."                   extra tensors (the trainer keeps "best/<name>" there)
 //   __metadata__: format "weft-checkpoint", format_version, model_name, config (JSON text),
 //                 optimizer (its describe()), training_state (JSON: epoch, step, rng as four
-//                 unsigned 64-bit integers, best_dev, best_epoch)
+//                 unsigned 64-bit integers, best_dev, best_epoch, best_dev_loss: absent
+//                 in files from before it, read as none)
 // Loading validates everything before changing anything and names every mismatch. Tensors
 // may live on any device: saving copies them to the host for writing, loading copies each
 // value to the device of the parameter or optimizer slot it goes into, so a file written from
@@ -30,11 +31,12 @@ namespace weft::train {
 inline constexpr int kCheckpointFormatVersion = 1;
 
 struct TrainingState {
-  std::int64_t epoch = 0;              // epochs completed
-  std::int64_t step = 0;               // optimizer updates made
-  std::array<std::uint64_t, 4> rng{};  // Rng::state()
-  std::optional<double> best_dev;      // the best dev figure so far, if any
-  std::int64_t best_epoch = 0;         // the epoch that reached it
+  std::int64_t epoch = 0;               // epochs completed
+  std::int64_t step = 0;                // optimizer updates made
+  std::array<std::uint64_t, 4> rng{};   // Rng::state()
+  std::optional<double> best_dev;       // the best dev figure so far, if any
+  std::int64_t best_epoch = 0;          // the epoch that reached it
+  std::optional<double> best_dev_loss;  // that epoch's dev loss (what breaks ties), if any
 
   bool operator==(const TrainingState&) const = default;
 };

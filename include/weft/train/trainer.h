@@ -122,9 +122,9 @@ class TrainableModel {
 // average (as "average/<name>"), so a resumed run averages on exactly; one resumed from a
 // checkpoint without an average starts it from the resumed values.
 //
-// The best epoch (option best_metric, a dev figure) is kept in memory (and in the epoch
-// checkpoints, as "best/<name>") unless keep_best_in_memory is off; restoring then reads the
-// best checkpoint, which must then be set.
+// The best epoch (option best_metric, a dev figure; ties go to the lower dev loss) is kept in
+// memory (and in the epoch checkpoints, as "best/<name>") unless keep_best_in_memory is off;
+// restoring then reads the best checkpoint, which must then be set.
 
 // One epoch's figures, as written to the JSON-lines log.
 struct EpochRecord {
@@ -140,7 +140,7 @@ struct EpochRecord {
   // the slowest rank included, and the steps it was spent over.
   double all_reduce_seconds = 0;
   std::int64_t all_reduce_steps = 0;
-  bool best = false;  // this epoch improved the best dev figure
+  bool best = false;  // this epoch improved the best dev figure (or tied it at a lower dev loss)
 
   // {"epoch":1,"step":..,"learning_rate":..,"train":{..},"dev":{..},"examples":..,
   //  "seconds":..,"examples_per_second":..,"best":..}, plus "all_reduce_seconds" and
@@ -182,6 +182,7 @@ class Trainer {
   std::vector<Tensor> trainable_values() const;
   void set_trainable_values(const std::vector<Tensor>& values) const;
   void restore_best(Run& run) const;
+  bool improves_best(const TrainingState& state, double value, std::optional<double> loss) const;
   dist::Communicator& communicator() const;
 
   TrainerOptions options_;
