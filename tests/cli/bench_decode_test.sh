@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `weft bench decode` end to end, small (tiny checkpoints trained by the command itself, a few
 # held-out examples, one round): its JSON has, for both models, every arm with a positive rate
-# in each round, the batched = one-at-a-time check run on every measured example, one-length
+# in each round and in the untimed warm-up round before them, the batched = one-at-a-time check run on every measured example, one-length
 # batches whose weights add up to the batch and the machine's description; a kept checkpoint
 # is measured again as CSV and served by `weft bench serve --decoding`; bad options and
 # checkpoints fail with one line naming them.
@@ -21,8 +21,11 @@ doc = json.load(open(sys.argv[1]))
 assert [m["model"] for m in doc["models"]] == ["tree2seq", "seq2tree"], doc["models"]
 machine = doc["machine"]
 assert machine["threads"] == 1 and machine["cpu"] and len(machine["load_average_after"]) == 3
+# One untimed warm-up round (issue 44): measured apart, in no round and so in no median.
+assert doc["options"]["rounds"] == 1 and doc["options"]["warmup_rounds"] == 1, doc["options"]
 def positive(arm, where):
     assert arm["median"] > 0 and len(arm["rounds"]) == 1 and min(arm["rounds"]) > 0, (where, arm)
+    assert arm["warmup"] > 0 and arm["median"] == arm["rounds"][0], (where, arm)
 for m in doc["models"]:
     assert m["checkpoint"] == "trained here" and m["training"]["epochs"] == 1, m
     assert set(m["decode"]) == {"greedy", "beam2"}, m["decode"].keys()
@@ -40,6 +43,11 @@ for m in doc["models"]:
     positive(m["train"]["batch"], m["model"] + " train batch")
     positive(m["train"]["one_at_a_time"], m["model"] + " train one at a time")
 EOF
+for model in tree2seq seq2tree; do  # the warm-up round runs first, then the counted round
+  grep -E "^$model: (warm-up round|round [0-9])" "$work/run.err" | cut -d: -f2 | tr '\n' '|' |
+    grep -qx " warm-up round (not counted)| round 1/1|" ||
+    { echo "FAIL $model's warm-up round before its round"; cat "$work/run.err"; failures=$((failures + 1)); }
+done
 grep -q "^seq2tree  decode  beam2" "$work/run.err" ||
   { echo "FAIL the table on stderr"; cat "$work/run.err"; failures=$((failures + 1)); }
 

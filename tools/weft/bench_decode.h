@@ -21,10 +21,14 @@
 
 namespace weft::tool::decode_bench {
 
-// One arm's rate in every round (sequences or examples per second).
+// One arm's rate in every round (sequences or examples per second), and in the untimed warm-up
+// round before them (the shapes' first GEMM calibrations and allocations), which no figure counts.
 struct Rates {
   std::vector<double> rounds;
+  double warmup = 0;
   double median() const;
+  // A round's rate: into `rounds`, or the warm-up's.
+  void record(double rate, bool counted) { counted ? rounds.push_back(rate) : void(warmup = rate); }
 };
 
 // One batch of arm (c): `examples` (the batch size of them) whose decoding takes `steps` engine

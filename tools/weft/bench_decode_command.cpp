@@ -34,7 +34,8 @@ constexpr double kBatchOverOneTarget = 3.0, kBatchOverOneLengthTarget = 0.8;  //
 
 constexpr const char* kFooter = R"(
 Arms, all on the same held-out examples (the first --batch of the checkpoint's test split),
-timed in turn in every round; the median of the rounds is reported, every round in the JSON:
+timed in turn in every round, after one warm-up round that no figure counts (as `weft bench
+treelstm` warms up); the median of the rounds is reported, every round in the JSON:
   batch          the examples decoded together as one batch (mixed output lengths);
   one_at_a_time  the same examples, one decode call each;
   one_length     Weft's own best case, matched: for every output length L among the batch's
@@ -52,7 +53,7 @@ one_at_a_time >= 3, batch / one_length >= 0.8.
 JSON: {benchmark, machine {cpu, logical_cpus, threads, backend, commit, load_average_before,
 load_average_after}, options, targets, models: [{model, checkpoint, training (null for a given
 checkpoint), held_out_examples, quality {<search>: exact_match, ended, min_steps, max_steps,
-mean_steps}, decode {<search>: batch, one_at_a_time, one_length ({median, rounds}),
+mean_steps}, decode {<search>: batch, one_at_a_time, one_length ({median, rounds, warmup}),
 batch_over_one_at_a_time, batch_over_one_length, equality_check, one_length_batches [{steps,
 examples_in_batch, distinct, off_length}]}, train {batch, one_at_a_time,
 batch_over_one_at_a_time}}]}; <search> is greedy or beam<k>.
@@ -154,25 +155,35 @@ json quality_of(const Search& s, std::span<const json> examples, double exact_ma
           {"mean_steps", double(total_steps) / double(examples.size())}};
 }
 
-// The rounds: every arm of every search, then training, timed in turn.
+// One round: every arm of every search, then training, timed in turn; recorded as round
+// `round` of the rounds, or as the warm-up when `round` is 0 (counted by no figure).
+void time_round(const BenchDecodeOptions& o, models::DecodingModel& decoder,
+                std::span<const json> examples, TrainingArm& training, ModelRun& run, int round) {
+  const std::size_t batch = std::size_t(o.batch);
+  const bool counted = round > 0;
+  std::string line = counted ? fmt::format("{}: round {}/{}:", run.model, round, o.rounds)
+                             : fmt::format("{}: warm-up round (not counted):", run.model);
+  for (Search& s : run.searches) {
+    const double together = decode_rate(decoder, examples, batch, s.settings);
+    const double alone = decode_rate(decoder, examples, 1, s.settings);
+    const double one_length = one_length_rate(decoder, s.buckets, s.settings);
+    s.batch.record(together, counted);
+    s.one_at_a_time.record(alone, counted);
+    s.one_length.record(one_length, counted);
+    line += fmt::format(" {} {:.1f} / {:.1f} / {:.1f},", s.name, together, alone, one_length);
+  }
+  const double train_together = training.rate(batch), train_alone = training.rate(1);
+  run.train_batch.record(train_together, counted);
+  run.train_one_at_a_time.record(train_alone, counted);
+  progress(o, line + fmt::format(" train {:.1f} / {:.1f} (batch / one at a time / one length)",
+                                 train_together, train_alone));
+}
+
+// The warm-up round, then the rounds.
 void time_rounds(const BenchDecodeOptions& o, models::DecodingModel& decoder,
                  std::span<const json> examples, TrainingArm& training, ModelRun& run) {
-  const std::size_t batch = std::size_t(o.batch);
-  for (int round = 0; round < o.rounds; ++round) {
-    std::string line = fmt::format("{}: round {}/{}:", run.model, round + 1, o.rounds);
-    for (Search& s : run.searches) {
-      s.batch.rounds.push_back(decode_rate(decoder, examples, batch, s.settings));
-      s.one_at_a_time.rounds.push_back(decode_rate(decoder, examples, 1, s.settings));
-      s.one_length.rounds.push_back(one_length_rate(decoder, s.buckets, s.settings));
-      line += fmt::format(" {} {:.1f} / {:.1f} / {:.1f},", s.name, s.batch.rounds.back(),
-                          s.one_at_a_time.rounds.back(), s.one_length.rounds.back());
-    }
-    run.train_batch.rounds.push_back(training.rate(batch));
-    run.train_one_at_a_time.rounds.push_back(training.rate(1));
-    progress(o, line + fmt::format(" train {:.1f} / {:.1f} (batch / one at a time / one length)",
-                                   run.train_batch.rounds.back(),
-                                   run.train_one_at_a_time.rounds.back()));
-  }
+  for (int round = 0; round <= o.rounds; ++round)
+    time_round(o, decoder, examples, training, run, round);
 }
 
 // Checks, the one-length batches and the rounds, for the model a checkpoint holds.
@@ -219,8 +230,6 @@ ModelRun measure_model(const BenchDecodeOptions& o, const std::string& name,
     run.searches.push_back(std::move(s));
   }
   TrainingArm arm(*trainee, models::find_model(name).recipe(trainee->options()), ids);
-  arm.rate(std::size_t(o.batch));  // warm-up: the shapes' first products, the optimizer's slots
-  arm.rate(1);
   time_rounds(o, decoder, examples, arm, run);
   return run;
 }
@@ -229,7 +238,9 @@ ModelRun measure_model(const BenchDecodeOptions& o, const std::string& name,
 
 namespace {
 
-json rates_json(const Rates& r) { return {{"median", r.median()}, {"rounds", r.rounds}}; }
+json rates_json(const Rates& r) {
+  return {{"median", r.median()}, {"rounds", r.rounds}, {"warmup", r.warmup}};
+}
 
 double ratio(const Rates& a, const Rates& b) {
   return b.median() > 0 ? a.median() / b.median() : 0;
@@ -273,6 +284,7 @@ json options_json(const BenchDecodeOptions& o) {
   return {{"batch", o.batch},
           {"beam", o.beam},
           {"rounds", o.rounds},
+          {"warmup_rounds", 1},
           {"threads", o.threads},
           {"seed", o.seed},
           {"train_examples", o.train_examples},
