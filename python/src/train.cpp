@@ -3,6 +3,7 @@
 // may implement (parameters, num_examples, train_batch, eval_batch). The Trainer runs without
 // the GIL; the Python model's methods take it for their own calls.
 #include <array>
+#include <cmath>
 
 #include "common.h"
 #include "weft/backend/cpu.h"
@@ -116,17 +117,78 @@ py::dict metrics_dict(const MetricSet& set) {
   return out;
 }
 
+// An optimizer made from Python, with the learning rate its step() takes when given none (lr=,
+// as PyTorch's optimizers take it; None: step() needs one).
+py::object optimizer_with_rate(const OptimizerSpec& spec, std::span<const Parameter> parameters,
+                               std::optional<double> lr) {
+  if (lr && !(std::isfinite(*lr) && *lr >= 0))
+    fail("optimizer", "lr must be a finite number >= 0, got ", *lr);
+  py::object out = py::cast(make_optimizer(spec, parameters));
+  out.attr("lr") = lr ? py::object(py::float_(*lr)) : py::object(py::none());
+  return out;
+}
+
+// Optimizer.step(learning_rate=None): the rate given, else the optimizer's lr.
+void step_at(py::object self, std::optional<double> learning_rate) {
+  if (!learning_rate) {
+    const py::object lr = py::getattr(self, "lr", py::none());
+    if (lr.is_none())
+      fail("Optimizer.step",
+           "no learning rate: pass one, step(0.01), or make the optimizer with "
+           "lr=, e.g. weft.train.SGD(parameters, lr=0.01)");
+    learning_rate = lr.cast<double>();
+  }
+  self.cast<Optimizer&>().step(*learning_rate);
+}
+
 py::dict epoch_dict(const EpochRecord& r) {
   return py::module_::import("json").attr("loads")(r.to_json());
+}
+
+// optimizer=OptimizerSpec(...) as the Trainer's options it stands for (optimizer, momentum,
+// beta1, ...; one learning-rate scale as embedding_prefix / embedding_lr_scale).
+nlohmann::json options_of_spec(const OptimizerSpec& spec, std::string_view source) {
+  nlohmann::json out = {{"optimizer", optimizer_kind_name(spec.kind)},
+                        {"momentum", spec.momentum},
+                        {"nesterov", spec.nesterov},
+                        {"initial_accumulator", spec.initial_accumulator},
+                        {"beta1", spec.beta1},
+                        {"beta2", spec.beta2},
+                        {"epsilon", spec.epsilon},
+                        {"weight_decay", spec.weight_decay},
+                        {"weight_decay_mode", weight_decay_mode_name(spec.weight_decay_mode)},
+                        {"sparse_updates", sparse_update_name(spec.sparse_update)}};
+  if (spec.learning_rate_scales.size() > 1)
+    fail(source, "optimizer=OptimizerSpec(...) has ", spec.learning_rate_scales.size(),
+         " learning_rate_scales; the Trainer takes one (embedding_prefix, embedding_lr_scale)");
+  if (!spec.learning_rate_scales.empty()) {
+    out["embedding_prefix"] = spec.learning_rate_scales[0].first;
+    out["embedding_lr_scale"] = spec.learning_rate_scales[0].second;
+  }
+  return out;
 }
 
 }  // namespace
 
 // The keyword arguments over `o`: each names an option of the Trainer's schema
-// (weft/train/trainer_options.h) and is checked by it, as the command line's flags are.
+// (weft/train/trainer_options.h) and is checked by it, as the command line's flags are;
+// optimizer= takes a rule's name or an OptimizerSpec (its fields, which no keyword may repeat).
 TrainerOptions trainer_options_from(TrainerOptions o, const py::dict& kw, std::string_view source) {
   nlohmann::json given = nlohmann::json::object();
-  for (auto item : kw) given[py::str(item.first).cast<std::string>()] = to_json(item.second);
+  for (auto item : kw) {
+    const std::string name = py::str(item.first).cast<std::string>();
+    if (name != "optimizer" || !py::isinstance<OptimizerSpec>(item.second))
+      given[name] = to_json(item.second);
+  }
+  if (kw.contains("optimizer") && py::isinstance<OptimizerSpec>(kw["optimizer"])) {
+    const nlohmann::json spec =
+        options_of_spec(kw["optimizer"].cast<const OptimizerSpec&>(), source);
+    for (const auto& [name, value] : spec.items()) {
+      if (given.contains(name))
+        fail(source, "'", name, "' is given both by optimizer=OptimizerSpec(...) and as a keyword");
+      given[name] = value;
+    }
+  }
   o.update(given, source);
   // Ctrl-C: Python only notes a signal while C++ runs; between steps the fit takes the GIL and
   // runs the handlers, so KeyboardInterrupt ends it within one step (the last epoch's
@@ -188,8 +250,11 @@ void init_train(py::module_& parent) {
       .def_property_readonly(
           "kind", [](const OptimizerSpec& s) { return std::string(optimizer_kind_name(s.kind)); })
       .def("__repr__", &OptimizerSpec::describe);
-  py::class_<Optimizer>(m, "Optimizer", "Updates parameters from their accumulated gradients.")
-      .def("step", &Optimizer::step, py::arg("learning_rate"))
+  py::class_<Optimizer>(m, "Optimizer", py::dynamic_attr(), R"doc(
+Updates parameters from their accumulated gradients: step(learning_rate), or step() with the rate
+given to the constructor (lr=, kept in .lr). Gradients add up over backward calls until
+zero_grad().)doc")
+      .def("step", &step_at, py::arg("learning_rate") = py::none())
       .def("zero_grad", &Optimizer::zero_grad)
       .def_property_readonly("steps", &Optimizer::steps)
       .def_property_readonly("parameters", &Optimizer::parameters)
@@ -200,44 +265,47 @@ void init_train(py::module_& parent) {
       });
   m.def(
       "make_optimizer",
-      [](const OptimizerSpec& s, std::vector<Parameter> params) {
-        return make_optimizer(s, params);
+      [](const OptimizerSpec& s, std::vector<Parameter> params, std::optional<double> lr) {
+        return optimizer_with_rate(s, params, lr);
       },
-      py::arg("spec"), py::arg("parameters"));
+      py::arg("spec"), py::arg("parameters"), py::arg("lr") = py::none());
   m.def(
       "SGD",
-      [](std::vector<Parameter> params, double momentum, bool nesterov, double wd) {
+      [](std::vector<Parameter> params, std::optional<double> lr, double momentum, bool nesterov,
+         double wd) {
         OptimizerSpec s;
         s.momentum = momentum;
         s.nesterov = nesterov;
         s.weight_decay = wd;
-        return make_optimizer(s, params);
+        return optimizer_with_rate(s, params, lr);
       },
-      py::arg("parameters"), py::arg("momentum") = 0.0, py::arg("nesterov") = false,
-      py::arg("weight_decay") = 0.0);
+      py::arg("parameters"), py::arg("lr") = py::none(), py::arg("momentum") = 0.0,
+      py::arg("nesterov") = false, py::arg("weight_decay") = 0.0);
   m.def(
       "Adam",
-      [](std::vector<Parameter> params, double b1, double b2, double eps, double wd) {
+      [](std::vector<Parameter> params, std::optional<double> lr, double b1, double b2, double eps,
+         double wd) {
         OptimizerSpec s;
         s.kind = OptimizerKind::kAdam;
         s.beta1 = b1;
         s.beta2 = b2;
         s.epsilon = eps;
         s.weight_decay = wd;
-        return make_optimizer(s, params);
+        return optimizer_with_rate(s, params, lr);
       },
-      py::arg("parameters"), py::arg("beta1") = 0.9, py::arg("beta2") = 0.999,
-      py::arg("epsilon") = 1e-8, py::arg("weight_decay") = 0.0);
+      py::arg("parameters"), py::arg("lr") = 0.001, py::arg("beta1") = 0.9,
+      py::arg("beta2") = 0.999, py::arg("epsilon") = 1e-8, py::arg("weight_decay") = 0.0);
   m.def(
       "Adagrad",
-      [](std::vector<Parameter> params, double init, double eps) {
+      [](std::vector<Parameter> params, std::optional<double> lr, double init, double eps) {
         OptimizerSpec s;
         s.kind = OptimizerKind::kAdagrad;
         s.initial_accumulator = init;
         s.epsilon = eps;
-        return make_optimizer(s, params);
+        return optimizer_with_rate(s, params, lr);
       },
-      py::arg("parameters"), py::arg("initial_accumulator") = 0.1, py::arg("epsilon") = 1e-8);
+      py::arg("parameters"), py::arg("lr") = 0.01, py::arg("initial_accumulator") = 0.1,
+      py::arg("epsilon") = 1e-8);
   m.def("grad_norm", [](std::vector<Parameter> p) { return grad_norm(p); });
   m.def(
       "clip_grad_norm", [](std::vector<Parameter> p, double n) { return clip_grad_norm(p, n); },

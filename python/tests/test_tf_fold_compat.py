@@ -236,3 +236,21 @@ def test_star_import_keeps_the_builtins():
     exec("from weft.blocks import *", scope)
     assert "eval" not in scope and "Map" in scope and "TensorType" in scope
     assert all(name in td.__all__ for name in ("Compiler", "Composition", "FC", "Embedding"))
+
+
+def test_a_composition_named_by_a_string_alone():
+    # td.Composition("root") used to take the string as its children ("'r' cannot be converted").
+    c = td.Composition("root")
+    with c.scope():
+        c.output.reads(td.Function(lambda x: x * 2.0).reads(td.Scalar().reads(c.input)))
+    assert c.eval(4, tolist=True) == 8.0 and "root" in repr(c)
+    assert "named" in repr(td.Composition(name="named"))
+    with pytest.raises(TypeError, match="give the name once"):
+        td.Composition("a", name="b")
+
+
+def test_td_eval_is_there_outside_star_imports():
+    block = td.Map(td.Scalar()) >> td.Sum()
+    assert td.eval(block, [1, 2, 3], tolist=True) == block.eval([1, 2, 3], tolist=True)
+    assert td.eval({"a": td.Scalar()}, {"a": 2}, tolist=True) == (2.0,)
+    assert "eval" not in td.__all__

@@ -85,3 +85,70 @@ def test_optimizers_and_schedules():
     with pytest.raises(weft.Error, match="option 'progress' must be one of auto, bar, lines, off"):
         weft.train.Trainer(progress="sometimes")
     assert "average_weights" in [o["name"] for o in weft.train.options()]
+
+
+def squares_gradient(value):
+    """A Parameter holding `value` whose gradient is that of sum(p * p), 2 * value."""
+    p = weft.Parameter("p", np.array(value, np.float32))
+    tape = weft.Tape()
+    with tape:
+        tape.backward(weft.sum(weft.mul(weft.Var(p), weft.Var(p))))
+    return p
+
+
+def test_optimizers_take_their_learning_rate_in_the_constructor():
+    # Adam(params, lr=...) used to be a TypeError: the rate went to step() only.
+    for make in (weft.train.SGD, weft.train.Adam, weft.train.Adagrad):
+        given, stepped = squares_gradient([1, -2, 3]), squares_gradient([1, -2, 3])
+        with_rate = make([given], lr=0.05)
+        assert with_rate.lr == pytest.approx(0.05)
+        with_rate.step()
+        make([stepped]).step(0.05)
+        np.testing.assert_array_equal(given.numpy(), stepped.numpy())
+        assert not np.array_equal(given.numpy(), [1, -2, 3])
+        with pytest.raises(weft.Error, match="lr must be a finite number >= 0, got -1"):
+            make([given], lr=-1.0)
+    # step(rate) still wins over lr=; SGD has no default rate, and says how to give one.
+    a, b = squares_gradient([2.0]), squares_gradient([2.0])
+    weft.train.SGD([a], lr=100.0).step(0.25)
+    weft.train.SGD([b]).step(0.25)
+    assert a.numpy().tolist() == b.numpy().tolist()
+    with pytest.raises(weft.Error, match=r"no learning rate: pass one, step\(0.01\), or make the optimizer with lr="):
+        weft.train.SGD([a]).step()
+    spec = weft.train.OptimizerSpec("adam")
+    assert weft.train.make_optimizer(spec, [a], lr=0.5).lr == 0.5
+
+
+def test_gradients_add_up_over_backward_calls_until_zero_grad():
+    p = squares_gradient([1.5, -1.0])
+    once = p.grad.numpy().copy()
+    tape = weft.Tape()
+    with tape:
+        tape.backward(weft.sum(weft.mul(weft.Var(p), weft.Var(p))))
+    np.testing.assert_allclose(p.grad.numpy(), 2 * once)
+    optimizer = weft.train.SGD([p], lr=0.1)
+    optimizer.zero_grad()
+    assert p.grad is None or not np.asarray(p.grad).any()
+
+
+def fitted_parameters(**options):
+    model = LinearClassifier()
+    weft.train.Trainer(epochs=2, batch_size=16, learning_rate=0.05, progress="off", **options).fit(model)
+    return [p.numpy().copy() for p in model.parameters()]
+
+
+def test_the_trainer_takes_an_optimizer_spec_as_its_options():
+    # Trainer(optimizer=OptimizerSpec(...)) used to fail as "cannot use a value of type
+    # OptimizerSpec as example data"; it stands for the options of the same names.
+    spec = weft.train.OptimizerSpec("adam", beta1=0.5, weight_decay=0.01, weight_decay_mode="decoupled")
+    by_spec = fitted_parameters(optimizer=spec)
+    by_name = fitted_parameters(optimizer="adam", beta1=0.5, weight_decay=0.01, weight_decay_mode="decoupled")
+    plain = fitted_parameters(optimizer="adam")
+    for a, b, c in zip(by_spec, by_name, plain):
+        np.testing.assert_array_equal(a, b)
+    assert any(not np.array_equal(a, c) for a, c in zip(by_spec, plain))
+    with pytest.raises(weft.Error, match="'beta1' is given both by optimizer=OptimizerSpec"):
+        weft.train.Trainer(optimizer=spec, beta1=0.9)
+    scales = weft.train.OptimizerSpec("sgd", learning_rate_scales=[("a/", 0.1), ("b/", 0.2)])
+    with pytest.raises(weft.Error, match="has 2 learning_rate_scales; the Trainer takes one"):
+        weft.train.Trainer(optimizer=scales)

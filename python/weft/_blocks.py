@@ -11,6 +11,7 @@ import contextlib
 import functools
 import itertools
 import threading
+import warnings
 
 import numpy as np
 
@@ -45,6 +46,8 @@ ChildSumNodeBlock = _cb.ChildSumNodeBlock
 AsTensor = _cb.AsTensor
 max_depth = _cb.max_depth
 
+# The engine's own accessors, kept before Block's are replaced by TF Fold's below (the compiler
+# module reads them from here).
 _engine_in_type = _cb.Block.input_type.fget
 _engine_out_type = _cb.Block.output_type.fget
 _engine_set_in = _cb.Block.set_input_type
@@ -411,7 +414,13 @@ def _record_fields(named_children):
     if isinstance(named_children, collections.OrderedDict):
         return list(named_children.items())
     if isinstance(named_children, dict):
-        return sorted(named_children.items(), key=lambda kv: kv[0])
+        fields = sorted(named_children.items(), key=lambda kv: kv[0])
+        if [k for k, _ in fields] != list(named_children):
+            # Written {"h": ..., "clock": ...}, the Record gives (clock, h): GetItem(1) is h.
+            warnings.warn("td.Record sorts a dict's keys, as TensorFlow Fold did: its fields are "
+                          f"({', '.join(repr(k) for k, _ in fields)}), not in the order written; "
+                          "pass a list of (key, block) pairs to keep that order", stacklevel=3)
+        return fields
     items = list(named_children)
     if items and all(isinstance(i, tuple) and len(i) == 2 and isinstance(i[0], (str, int, slice))
                      for i in items):
@@ -635,10 +644,16 @@ class _Endpoint:
 
 class Composition(_cb.Composition):
     """A DAG of blocks: `with c.scope(): b.reads(a)`, or c.connect(a, b), or Weft's
-    c.add(block, reads) / c.set_output(wire). Blocks join the engine's composition as soon as
+    c.add(block, reads) / c.set_output(wire). Composition(children=None, name=None) as TF Fold's;
+    a string alone is the name (Composition("root")). Blocks join the engine's composition as soon as
     what they read is there, so type errors show at once; c.connect may come in any order."""
 
     def __init__(self, children=None, name=None):
+        if isinstance(children, str):  # Composition("root"): a name (as Weft's C++ spelling)
+            if name is not None:
+                raise TypeError("Composition(children, name): children is the string %r; give "
+                                "the name once, e.g. Composition(name=%r)" % (children, name))
+            children, name = None, children
         super().__init__(name or "")
         self.input = _Endpoint(self, True)
         self.output = _Endpoint(self, False)

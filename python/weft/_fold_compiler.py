@@ -1,7 +1,7 @@
 """TensorFlow Fold's compile-and-run flow on Weft: td.Compiler.create, build_feed_dict and the
 loom inputs, output_tensors / metric_tensors, and td.Session, whose run(fetches, feed_dict)
-stands for a TF session's (one forward pass of the fed examples, NumPy results). Also how TF
-Fold's Python example data reaches the engine (JSON-like) when it does not as it is."""
+stands for a TF session's (one forward pass of the fed examples, NumPy results). Built on the
+block combinators (_blocks), which do not import it."""
 
 import collections
 
@@ -9,42 +9,11 @@ import numpy as np
 
 from . import _weft
 from . import _fold_types as _types
+from ._blocks import _engine_in_type, _engine_out_type, _engine_set_in  # (before TF Fold's types)
+from ._blocks import convert_to_block
+from ._fold_data import metric_rows, with_data
 
 _cb = _weft.blocks
-_engine_in_type = _cb.Block.input_type.fget
-_engine_out_type = _cb.Block.output_type.fget
-_engine_set_in = _cb.Block.set_input_type
-
-
-def _to_data(value):
-    """Example data as the engine reads it (JSON-like): ranges and other iterables become lists,
-    dict keys strings, 0-d arrays numbers. Only called when the engine refused the value as is."""
-    if isinstance(value, dict):
-        return {str(k): _to_data(v) for k, v in value.items()}
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, bytes):  # serialized protos: text holding the bytes as latin-1
-        return value.decode("latin-1")
-    if isinstance(value, (list, tuple, range)) or (
-            hasattr(value, "__iter__") and not isinstance(value, (str, bytes, np.generic))):
-        return [_to_data(v) for v in value]
-    return value
-
-
-def _with_data(fn, value):
-    try:
-        return fn(value)
-    except TypeError as error:
-        if "example data" not in str(error) and "dict keys" not in str(error):
-            raise
-        return fn(_to_data(value))
-
-
-def _metric_rows(values, tolist):
-    if len(values) == 0:
-        return []
-    rows = np.asarray(values.values.value)
-    return rows.tolist() if tolist else list(rows)
 
 
 class _Fetch:
@@ -58,7 +27,7 @@ class _Fetch:
         if self.kind == "output":
             value = np.asarray(result.output(self.key).value)
             return value.tolist() if tolist else value
-        return np.asarray(_metric_rows(result.metric(self.key), tolist))
+        return np.asarray(metric_rows(result.metric(self.key), tolist))
 
     def eval(self, feed_dict=None, session=None):
         return Session().run(self, feed_dict)
@@ -83,7 +52,7 @@ class Compiler(_cb.Compiler):
 
     def __init__(self, root, threads=0, max_depth=0, strategy="by_depth",
                  examples_per_thread=256):
-        super().__init__(_convert(root), threads, max_depth or 0, strategy,
+        super().__init__(convert_to_block(root), threads, max_depth or 0, strategy,
                          examples_per_thread)
         self.loom_input_tensor = _LoomInput(self)
         self.output_tensors = [_Fetch(self, "output", k) for k in range(len(self.output_types))]
@@ -95,7 +64,7 @@ class Compiler(_cb.Compiler):
                parallel_iterations=None, back_prop=None, swap_memory=None):
         """TF Fold's constructor: the root's input must be PyObject or Void and its outputs
         tensors or (nested) tuples of tensors, else TypeError."""
-        root = _convert(root_block_like)
+        root = convert_to_block(root_block_like)
         if _engine_in_type(root) is None:
             _engine_set_in(root, _cb.Type.input())
         if _engine_in_type(root).kind not in ("input", "void"):
@@ -221,7 +190,7 @@ def _forward_fed(compiler, feed_dict):
     tape = _weft.Tape()
     if isinstance(fed, _cb.WovenBatch):
         return compiler.run(fed, tape)
-    return _with_data(lambda v: compiler.forward(v, tape), _examples_fed(fed))
+    return with_data(lambda v: compiler.forward(v, tape), _examples_fed(fed))
 
 
 def _examples_fed(fed):
@@ -241,8 +210,3 @@ def _is_loom_input(value):
     if isinstance(value, (_Batch, EdibleIterator)):
         return True
     return isinstance(value, list) and bool(value) and all(isinstance(v, _Batch) for v in value)
-
-
-def _convert(block_like):
-    from .blocks import convert_to_block  # the blocks module imports this one
-    return convert_to_block(block_like)

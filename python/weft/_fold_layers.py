@@ -1,6 +1,7 @@
 """TensorFlow Fold's layers (td.FC, td.Embedding, td.ScopedLayer) on Weft: callables on batched
 Vars that create their Parameters on first call, when the input size is known, as TF Fold's did
-with variables. `td.Function(layer)` (or `layer` itself in `>>`) makes the block. Parameters
+with variables. `td.Function(layer)` (or `layer` itself in `>>`) makes the block; this module
+builds on the block combinators (_blocks), which do not import it. Parameters
 live with their layer (layer.parameters()); td.trainable_parameters() lists those of every
 layer alive, for an optimizer (TF Fold's tf.trainable_variables())."""
 
@@ -10,6 +11,7 @@ import weakref
 
 import numpy as np
 
+from . import _blocks
 from . import _weft
 from . import _fold_types as _types
 
@@ -32,8 +34,9 @@ def trainable_parameters():
     return [p for layer in layers for p in layer.parameters() if p.trainable]
 
 
-class Layer:
-    """A callable on batched Vars owning Parameters; input_type / output_type as TF Fold's."""
+class Layer(_blocks.ConvertibleToBlock):
+    """A callable on batched Vars owning Parameters; input_type / output_type as TF Fold's. Where a
+    block is expected (`>>`, Record, ...) it stands for td.Function(layer)."""
 
     def __init__(self, input_type=None, output_type=None, name_or_scope=None):
         self.input_type = None if input_type is None else _types.convert_to_type(input_type)
@@ -48,14 +51,8 @@ class Layer:
     def parameters(self):
         return list(self._parameters.values())
 
-    # `layer >> block` and `block >> layer` compose as td.Function(layer) would.
-    def __rshift__(self, other):
-        from . import blocks
-        return blocks.Pipe(self, other)
-
-    def __rrshift__(self, other):
-        from . import blocks
-        return blocks.Pipe(other, self)
+    def to_block(self):
+        return _blocks.Function(self)
 
     def get_variable(self, name, shape, initializer=None, trainable=True):
         """The Parameter `name` of this layer, created on first request (TF's get_variable)."""
@@ -67,8 +64,10 @@ class Layer:
                 value = initializer(shape, self._rng)
             else:
                 value = np.broadcast_to(np.asarray(initializer), shape)
+            # A variable owns its value (TF copies the initializer's): a writable copy, never a
+            # view of the caller's array or of a read-only broadcast.
             self._parameters[name] = _weft.Parameter(
-                "%s/%s" % (self.name, name), np.ascontiguousarray(value, np.float32), trainable)
+                "%s/%s" % (self.name, name), np.array(value, np.float32, order="C"), trainable)
         return self._parameters[name]
 
 
