@@ -1,9 +1,9 @@
 """TensorFlow Fold's layers (td.FC, td.Embedding, td.ScopedLayer) on Weft: callables on batched
 Vars that create their Parameters on first call, when the input size is known, as TF Fold's did
 with variables. `td.Function(layer)` (or `layer` itself in `>>`) makes the block; this module
-builds on the block combinators (_blocks), which do not import it. Parameters
-live with their layer (layer.parameters()); td.trainable_parameters() lists those of every
-layer alive, for an optimizer (TF Fold's tf.trainable_variables())."""
+builds on the block combinators (_blocks), which do not import it. Parameters live with their
+layer (layer.parameters()); td.trainable_parameters() lists those of every layer alive, for an
+optimizer (TF Fold's tf.trainable_variables())."""
 
 import collections
 import itertools
