@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "serve_test_util.h"
+#include "weft/backend/cpu.h"
 #include "weft/core/error.h"
 #include "weft/core/rng.h"
 #include "weft/models/countdown.h"
@@ -694,4 +695,48 @@ TEST_F(DecodingServe, Tree2SeqAndSeq2TreeAnswerAsInferUnderConcurrentClients) {
     server_.reset();
   }
 }
+
+// In the batch-invariant mode (weft/backend/cpu.h) a request's answer does not depend on which
+// requests its steps share: greedy and beam decodings of clients joining a running batch equal
+// each example decoded alone, tokens, log_prob and beams, to the bit.
+TEST_F(DecodingServe, InTheBatchInvariantModeJoiningClientsGetTheirAloneAnswersToTheBit) {
+  const bool was_invariant = batch_invariant();
+  set_batch_invariant(true);
+  const std::string path = serve_countdown(64);
+  std::vector<json> examples;
+  for (int i = 0; i < 12; ++i) examples.push_back({{"count", (i * 11) % 41}, {"word", 1 + i % 8}});
+  std::map<int, std::vector<json>> alone;  // by beam width
+  for (int beam : {0, 3})
+    for (const json& e : examples) alone[beam].push_back(infer(path, {e}, beam).at(0));
+  std::atomic<int> mismatches{0}, failures{0};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 16; ++c) {
+    clients.emplace_back([&, c] {
+      serve::HttpClient client("127.0.0.1", port_);
+      for (int r = 0; r < 3; ++r) {
+        std::this_thread::sleep_for(std::chrono::microseconds(400 * ((c * 3 + r) % 7)));
+        const std::size_t first = std::size_t(c * 5 + r) % examples.size();
+        const int beam = (c + r) % 2 == 0 ? 0 : 3;
+        json body = {{"instances", {examples[first], examples[(first + 4) % examples.size()]}}};
+        if (beam > 0) body["beam"] = beam;
+        const serve::HttpResult res = client.post("/v1/models/countdown:predict", body.dump());
+        if (res.status != 200) {
+          if (failures++ < 3) ADD_FAILURE() << res.status << " " << res.body << res.error;
+          continue;
+        }
+        const json got = json::parse(res.body).at("predictions");
+        for (std::size_t k = 0; k < 2; ++k) {
+          const json& want = alone[beam][(first + 4 * k) % examples.size()];
+          if (got.at(k) != want && mismatches++ < 3)
+            ADD_FAILURE() << got.at(k).dump() << " vs alone " << want.dump();
+        }
+      }
+    });
+  }
+  for (std::thread& t : clients) t.join();
+  set_batch_invariant(was_invariant);
+  EXPECT_EQ(failures, 0);
+  EXPECT_EQ(mismatches, 0);
+}
+
 }  // namespace

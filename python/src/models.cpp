@@ -3,6 +3,7 @@
 // self-contained checkpoint (weft.models.load(path)). A thin front end over the registry, like
 // the command line: no model is special-cased here.
 #include "common.h"
+#include "weft/backend/cpu.h"
 #include "weft/core/error.h"
 #include "weft/models/decoding.h"
 #include "weft/models/model.h"
@@ -21,6 +22,22 @@ namespace {
 using models::Model;
 
 py::object json_to_py(const nlohmann::json& j) { return from_json(j); }
+
+// predict(..., batch_invariant=...): the mode asked for during one call, the previous after.
+class BatchInvariantScope {
+ public:
+  explicit BatchInvariantScope(std::optional<bool> on) : before_(batch_invariant()) {
+    if (on) set_batch_invariant(*on);
+  }
+  ~BatchInvariantScope() {
+    if (batch_invariant() != before_) set_batch_invariant(before_);
+  }
+  BatchInvariantScope(const BatchInvariantScope&) = delete;
+  BatchInvariantScope& operator=(const BatchInvariantScope&) = delete;
+
+ private:
+  bool before_;
+};
 
 nlohmann::json kwargs_json(const py::kwargs& kw) {
   nlohmann::json out = nlohmann::json::object();
@@ -65,7 +82,8 @@ std::optional<models::DecodeSettings> decode_settings_of(Model& model, const py:
   return settings;
 }
 
-py::list predict(Model& model, py::iterable examples, py::object beam, py::object length_penalty) {
+py::list predict(Model& model, py::iterable examples, py::object beam, py::object length_penalty,
+                 std::optional<bool> invariant) {
   std::vector<nlohmann::json> in;
   for (py::handle e : examples)
     in.push_back(parse_example_of(model, e, "example " + std::to_string(in.size())));
@@ -74,6 +92,7 @@ py::list predict(Model& model, py::iterable examples, py::object beam, py::objec
   std::vector<nlohmann::json> out;
   {
     py::gil_scoped_release nogil;
+    const BatchInvariantScope mode(invariant);
     out = settings ? model.decoding()->decode(in, *settings) : model.predict(in);
   }
   py::list result;
@@ -131,12 +150,13 @@ save(path) writes a self-contained checkpoint.)doc")
           },
           py::arg("line"))
       .def("predict", &predict, py::arg("examples"), py::arg("beam") = py::none(),
-           py::arg("length_penalty") = py::none(),
+           py::arg("length_penalty") = py::none(), py::arg("batch_invariant") = py::none(),
            "One dict per example, read as `weft infer` and `weft serve` read them (a str is a "
            "line, any other value its JSON text); beam=k (decoding models) searches k beams, 0 "
            "decodes greedily; length_penalty=p ranks beams by log_prob / length^p. Both are "
            "checked against the model's options of the same names (the bounds `weft infer` "
-           "applies).")
+           "applies). batch_invariant=True predicts in the batch-invariant mode "
+           "(weft.set_batch_invariant), False outside it, for this call.")
       .def(
           "fit",
           [](Model& mdl, py::kwargs kw) {

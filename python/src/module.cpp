@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "common.h"
+#include "weft/backend/cpu.h"
 #include "weft/core/denormals.h"
 #include "weft/core/error.h"
 
@@ -72,7 +73,8 @@ void init_errors(py::module_& m) {
   });
 }
 
-// Process-wide settings that are not a layer's: how CPU kernels treat denormal floats.
+// Process-wide settings that are not a layer's: how CPU kernels treat denormal floats, and the
+// batch-invariant mode.
 void init_settings(py::module_& m) {
   m.def(
       "set_denormal_mode",
@@ -84,6 +86,11 @@ void init_settings(py::module_& m) {
   m.def(
       "denormal_mode", [] { return std::string(denormal_mode_name(denormal_mode())); },
       "The denormal mode in force: 'flush' or 'keep'.");
+  m.def("set_batch_invariant", &set_batch_invariant, py::arg("on"),
+        "Batch-invariant mode (process-wide; off by default, WEFT_BATCH_INVARIANT=1 sets it at "
+        "start): each example's outputs are bit-identical whatever batch it is in, on this "
+        "machine and build. Model.predict(..., batch_invariant=True) sets it for one call.");
+  m.def("batch_invariant", &batch_invariant, "Whether the batch-invariant mode is on.");
 }
 
 }  // namespace weft::python

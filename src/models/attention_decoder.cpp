@@ -2,6 +2,7 @@
 #include "attention_decoder.h"
 
 #include "weft/autodiff/ops.h"
+#include "weft/backend/cpu.h"
 #include "weft/core/error.h"
 
 namespace weft::models {
@@ -93,24 +94,56 @@ std::vector<Var> AttentionDecoder::body(std::span<const Var> in, std::int64_t be
   return out;
 }
 
+namespace {
+
+// The index into kMemorySizes of the smallest memory holding `states` rows.
+std::size_t memory_size_index(std::size_t states, const char* owner) {
+  const auto& sizes = AttentionDecoder::kMemorySizes;
+  std::size_t k = 0;
+  while (k < sizes.size() && std::size_t(sizes[k]) < states) ++k;
+  if (k == sizes.size())
+    fail(owner, "an example has ", states, " states to attend to; at most ", sizes.back(), " fit");
+  return k;
+}
+
+}  // namespace
+
 std::vector<AttentionDecoder::Memory> AttentionDecoder::memories(
     flow::Engine& engine, Var states, const std::vector<std::vector<std::int64_t>>& rows,
     const char* owner, bool joining) const {
-  std::size_t largest = joining ? std::size_t(joining_memory_) : 1;
-  for (const auto& r : rows) largest = std::max(largest, r.size());
-  std::size_t k = 0;
-  while (k < kMemorySizes.size() && std::size_t(kMemorySizes[k]) < largest) ++k;
-  if (k == kMemorySizes.size())
-    fail(owner, "an example has ", largest, " states to attend to; at most ", kMemorySizes.back(),
-         " fit");
-  const std::int64_t size = kMemorySizes[k], batch = std::int64_t(rows.size());
+  // Batch-invariant mode: each example padded by its own length (at least joining_memory, so a
+  // served example attends as `weft infer` has it attend), never by its companions', whose
+  // longer memories would change the sums' lengths and so their rounding on some CPUs.
+  const bool apart = batch_invariant();
+  const std::size_t floor = joining || apart ? std::size_t(joining_memory_) : 1;
+  std::vector<std::size_t> size_of(rows.size());  // indices into kMemorySizes
+  std::size_t largest = 0;
+  for (std::size_t e = 0; e < rows.size(); ++e) {
+    size_of[e] = memory_size_index(std::max(floor, rows[e].size()), owner);
+    largest = std::max(largest, size_of[e]);
+  }
+  std::vector<Memory> out(rows.size());
+  for (std::size_t k = 0; k < kMemorySizes.size(); ++k) {
+    std::vector<std::size_t> group;
+    for (std::size_t e = 0; e < rows.size(); ++e)
+      if (apart ? size_of[e] == k : k == largest) group.push_back(e);
+    if (!group.empty()) import_memories(engine, states, rows, group, k, out);
+  }
+  return out;
+}
+
+void AttentionDecoder::import_memories(flow::Engine& engine, Var states,
+                                       const std::vector<std::vector<std::int64_t>>& rows,
+                                       const std::vector<std::size_t>& group, std::size_t k,
+                                       std::vector<Memory>& out) const {
+  const std::int64_t size = kMemorySizes[k], batch = std::int64_t(group.size());
   const std::int64_t padding = states.shape()[0];  // the zero row appended below
   std::vector<std::int32_t> picks(std::size_t(batch * size), std::int32_t(padding));
   std::vector<float> mask(std::size_t(batch * size), -1e9f);
-  for (std::size_t e = 0; e < rows.size(); ++e)
-    for (std::size_t j = 0; j < rows[e].size(); ++j) {
-      picks[e * std::size_t(size) + j] = std::int32_t(rows[e][j]);
-      mask[e * std::size_t(size) + j] = 0.f;
+  for (std::size_t g = 0; g < group.size(); ++g)
+    for (std::size_t j = 0; j < rows[group[g]].size(); ++j) {
+      picks[g * std::size_t(size) + j] = std::int32_t(rows[group[g]][j]);
+      mask[g * std::size_t(size) + j] = 0.f;
     }
   Tape& tape = Tape::current();
   const Device device = states.value().device();
@@ -122,9 +155,7 @@ std::vector<AttentionDecoder::Memory> AttentionDecoder::memories(
   const std::vector<flow::Val> memory_vals = engine.import(memory, memory_types_[k]);
   const std::vector<flow::Val> mask_vals = engine.import(
       tape.constant(Tensor::from_vector({batch, size}, mask, device)), mask_types_[k]);
-  std::vector<Memory> out;
-  for (std::size_t e = 0; e < rows.size(); ++e) out.push_back({memory_vals[e], mask_vals[e], k});
-  return out;
+  for (std::size_t g = 0; g < group.size(); ++g) out[group[g]] = {memory_vals[g], mask_vals[g], k};
 }
 
 flow::DecoderStep AttentionDecoder::step(flow::Context& ctx, const Memory& memory, flow::Val state,

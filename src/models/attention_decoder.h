@@ -21,7 +21,8 @@ namespace weft::models {
 
 class AttentionDecoder {
  public:
-  // Memory sizes: a batch's memory is padded to the smallest that holds its largest example.
+  // Memory sizes: a batch's memory is padded to the smallest that holds its largest example
+  // (in the batch-invariant mode, each example's to the smallest that holds it).
   static constexpr std::array<std::int64_t, 6> kMemorySizes{4, 8, 16, 32, 64, 128};
   // The most beams one call of step_beams steps (more take several calls).
   static constexpr std::size_t kMaxBeamRows = 8;
@@ -45,8 +46,9 @@ class AttentionDecoder {
   };
   // Memories for a batch: example e attends to the rows rows[e] of `states` ([n, hidden], on
   // the engine's tape), imported into the engine, padded to the batch's largest, or with
-  // `joining` (DecodeSettings::joining) to at least joining_memory. Fails (naming `owner`) when
-  // an example has more rows than the largest memory.
+  // `joining` (DecodeSettings::joining) to at least joining_memory; in the batch-invariant mode
+  // (weft/backend/cpu.h) each to its own length and at least joining_memory. Fails (naming
+  // `owner`) when an example has more rows than the largest memory.
   std::vector<Memory> memories(flow::Engine& engine, Var states,
                                const std::vector<std::vector<std::int64_t>>& rows,
                                const char* owner, bool joining) const;
@@ -67,6 +69,12 @@ class AttentionDecoder {
   // The operation of `beams` rows per call: (beams states, ids[, beams parents], memory, mask)
   // -> (beams states, log_probs); one beam takes scalar ids and gives [outputs] log_probs.
   std::vector<Var> body(std::span<const Var> in, std::int64_t beams) const;
+  // memories() for the examples `group` (indices into rows), padded to kMemorySizes[k], into
+  // out[e].
+  void import_memories(flow::Engine& engine, Var states,
+                       const std::vector<std::vector<std::int64_t>>& rows,
+                       const std::vector<std::size_t>& group, std::size_t k,
+                       std::vector<Memory>& out) const;
 
   std::int64_t hidden_, outputs_;
   bool parent_feed_;

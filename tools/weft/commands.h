@@ -177,6 +177,16 @@ struct BenchDecodeOptions {
 
 // `weft serve`: the HTTP inference server (serve_command.cpp); `weft bench serve`: its load
 // generator (bench_serve_command.cpp).
+// --batch-invariant (and serve's --no-batch-invariant) on every command that computes, once
+// they are all added; applied after parsing (batch_invariant_flags.cpp).
+struct BatchInvariantFlags {
+  bool on = false;
+  bool off = false;
+};
+void add_batch_invariant_flags(CLI::App& app, BatchInvariantFlags& flags);
+// Throws CLI::ValidationError when both are given.
+void apply_batch_invariant_flags(const CLI::App& app, const BatchInvariantFlags& flags);
+
 CLI::App* add_serve(CLI::App& app, ServeOptions& options);
 int run_serve(const ServeOptions& options);
 CLI::App* add_bench_serve(CLI::App& bench, BenchServeOptions& options);

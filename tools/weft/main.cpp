@@ -90,8 +90,16 @@ int run(int argc, char** argv) {
   app.set_version_flag("--version", version());
   app.require_subcommand(1);
   const std::vector<Command> all = commands(app, argc, argv);
+  BatchInvariantFlags batch_invariant;
+  add_batch_invariant_flags(app, batch_invariant);
   check_model_name(argc, argv);
   if (const std::optional<int> exit_code = parse(app, argc, argv)) return *exit_code;
+  try {
+    apply_batch_invariant_flags(app, batch_invariant);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "weft: error: " << e.what() << " (see weft --help)\n";
+    return 2;
+  }
   for (const Command& c : all) {
     if (*c.app) return c.run();
   }

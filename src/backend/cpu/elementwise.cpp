@@ -4,8 +4,10 @@
 // the rest are plain loops the compiler vectorizes. Formulas shared with CUDA (softplus, the
 // derivatives) come from ../elementwise_math.h, applied to Eigen arrays.
 // GCC 12 reports a false -Wmaybe-uninitialized inside its own AVX-512 intrinsics when
-// Eigen's packet math is inlined; the warning is about the compiler's header, not this code.
+// Eigen's packet math is inlined (and a false -Wuninitialized in its fixed-size blocks); the
+// warnings are about the compiler's header, not this code.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
@@ -13,6 +15,7 @@
 
 #include "../elementwise_math.h"
 #include "../kernels.h"
+#include "fixed_blocks.h"
 #include "typed_elementwise.h"
 #include "weft/core/error.h"
 
@@ -64,18 +67,20 @@ void unary(UnaryOp op, const Tensor& x, Tensor& y) {
     case UnaryOp::kRelu:
       out = in.max(0.0f);
       break;
+    // The transcendentals in fixed blocks, so an element's value does not depend on where it
+    // lies in the batch (fixed_blocks.h).
     case UnaryOp::kSigmoid:
-      out = in.logistic();
-      break;
+      return for_fixed_blocks(
+          x.numel(), out.data(), [](auto& o, const auto& i) { o = i.logistic(); }, in.data());
     case UnaryOp::kTanh:
-      out = in.tanh();
-      break;
+      return for_fixed_blocks(
+          x.numel(), out.data(), [](auto& o, const auto& i) { o = i.tanh(); }, in.data());
     case UnaryOp::kExp:
-      out = in.exp();
-      break;
+      return for_fixed_blocks(
+          x.numel(), out.data(), [](auto& o, const auto& i) { o = i.exp(); }, in.data());
     case UnaryOp::kLog:
-      out = in.log();
-      break;
+      return for_fixed_blocks(
+          x.numel(), out.data(), [](auto& o, const auto& i) { o = i.log(); }, in.data());
     case UnaryOp::kSoftplus:
       out = in.unaryExpr([](float v) { return math::softplus_of(v); });
       break;

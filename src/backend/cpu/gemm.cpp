@@ -45,6 +45,8 @@ struct CpuSettings {
   // Whether OpenBLAS's worker threads flush denormals at this thread count (see
   // openblas_workers_flush_denormals): probed when the thread count is applied.
   std::atomic<bool> openblas_workers_flush{true};
+  // Batch-invariant mode (cpu.h): products in fixed row blocks (invariant_gemm.cpp).
+  std::atomic<bool> invariant{false};
 };
 
 int provider_index(GemmProvider provider) {
@@ -73,7 +75,8 @@ bool probe_openblas_workers_flush() {
 // (OpenMP's thread 0) keeps its own mode.
 void apply_threads(CpuSettings& s, int threads) {
   omp_set_num_threads(threads);
-  openblas_set_num_threads(threads);
+  // In batch-invariant mode OpenBLAS runs each row block on its caller's thread.
+  openblas_set_num_threads(s.invariant ? 1 : threads);
   const bool flush = denormal_mode() == DenormalMode::kFlush;
   if (threads > 1 && flush) {
 #pragma omp parallel num_threads(threads)
@@ -89,7 +92,16 @@ std::string describe(const CpuSettings& s) {
   const int forced = s.forced.load();
   const std::string gemm =
       forced >= 0 ? std::string(gemm_provider_name(kProviders[forced])) : "calibrated";
-  return "gemm=" + gemm + " threads=" + std::to_string(s.threads) + " cpu=" + cpu;
+  return "gemm=" + gemm + " threads=" + std::to_string(s.threads) + " cpu=" + cpu +
+         (s.invariant ? " batch-invariant" : "");
+}
+
+// WEFT_BATCH_INVARIANT: "1" on, "0" or empty off; anything else is an error naming it.
+bool batch_invariant_from_environment() {
+  const char* value = std::getenv("WEFT_BATCH_INVARIANT");
+  if (!value || !*value || std::string_view(value) == "0") return false;
+  if (std::string_view(value) == "1") return true;
+  fail("batch invariance", "WEFT_BATCH_INVARIANT must be 1 (on) or 0 (off), got '", value, "'");
 }
 
 CpuSettings& settings() {
@@ -102,6 +114,7 @@ CpuSettings& settings() {
       init->forced = provider_index(parse_gemm_provider(name));
       init->forced_by = "WEFT_GEMM=" + std::string(name);
     }
+    init->invariant = batch_invariant_from_environment();
     init->threads = omp_get_max_threads();
     if (const char* n = std::getenv("WEFT_NUM_THREADS"); n && *n)
       init->threads = std::max(1, std::atoi(n));
@@ -158,6 +171,18 @@ int num_threads() { return settings().threads; }
 
 void adopt_num_threads() { omp_set_num_threads(settings().threads); }
 
+void set_batch_invariant(bool on) {
+  settings().invariant = on;
+  apply_threads(settings(), settings().threads);
+  settings().summary = describe(settings());
+}
+
+bool batch_invariant() { return settings().invariant; }
+
+GemmProvider batch_invariant_gemm_provider() {
+  return forced_gemm_provider().value_or(kProviders[0]);
+}
+
 std::string_view cpu_backend_summary() { return settings().summary; }
 
 bool openblas_workers_flush_denormals() { return settings().openblas_workers_flush; }
@@ -190,6 +215,11 @@ namespace {
 void sgemm(bool transpose_a, bool transpose_b, std::int64_t m, std::int64_t n, std::int64_t k,
            float alpha, const float* pa, std::int64_t lda, const float* pb, std::int64_t ldb,
            float beta, float* out, std::int64_t ldc) {
+  // Products whose left operand is transposed sum over its rows (a weight's gradient sums over
+  // the batch): no row of theirs is an example's to keep invariant.
+  if (batch_invariant() && !transpose_a && k > 0)
+    return invariant_sgemm(batch_invariant_gemm_provider(), transpose_b, m, n, k, alpha, pa, lda,
+                           pb, ldb, beta, out, ldc);
   const GemmShape shape{m, n, k, transpose_a, transpose_b, beta != 0.0f};
   const auto [provider, check_in_use] = gemm_route_for(shape);
   const double start = check_in_use ? calibration_seconds(num_threads()) : 0.0;
@@ -233,9 +263,17 @@ void batch_gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpo
   const float* pa = a.data<float>();
   const float* pb = b.data<float>();
   float* out = c.data<float>();
-  for (std::int64_t i = 0; i < batch; ++i)
-    sgemm(transpose_a, transpose_b, m, n, k, alpha, pa + i * a_rows * a_cols, a_cols,
-          pb + i * b_rows * b_cols, b_cols, beta, out + i * m * n, n);
+  const bool invariant = batch_invariant();
+  for (std::int64_t i = 0; i < batch; ++i) {
+    const float* item_a = pa + i * a_rows * a_cols;
+    const float* item_b = pb + i * b_rows * b_cols;
+    if (invariant)
+      invariant_item_sgemm(batch_invariant_gemm_provider(), transpose_a, transpose_b, m, n, k,
+                           alpha, item_a, a_cols, item_b, b_cols, beta, out + i * m * n, n);
+    else
+      sgemm(transpose_a, transpose_b, m, n, k, alpha, item_a, a_cols, item_b, b_cols, beta,
+            out + i * m * n, n);
+  }
 }
 
 }  // namespace backend::cpu

@@ -630,7 +630,12 @@ void set_gemm_cache_path(const std::string& path) {
 GemmSelectionReport gemm_selection_report() {
   GemmSelectionReport report;
   report.cpu_identity = identity();
-  if (const auto forced = forced_gemm_provider()) {
+  if (batch_invariant()) {
+    const GemmProvider provider = batch_invariant_gemm_provider();
+    report.mode = "batch-invariant: " + std::string(gemm_provider_name(provider)) +
+                  " in blocks of " + std::to_string(backend::cpu::invariant_row_block(provider)) +
+                  " row(s), one thread per call";
+  } else if (const auto forced = forced_gemm_provider()) {
     report.mode = "forced by " + forced_gemm_provider_source();
   } else if (available_gemm_providers().size() == 1) {
     report.mode = "the only provider built in";

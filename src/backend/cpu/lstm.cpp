@@ -14,6 +14,7 @@
 
 #include "../elementwise_math.h"
 #include "../kernels.h"
+#include "fixed_blocks.h"
 #include "weft/core/error.h"
 
 namespace weft::backend::cpu {
@@ -46,16 +47,24 @@ void cell_state(const Tensor& gates, Tensor* activated, const Tensor& children,
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* gr = g + r * stride;
     float* a = in_place ? in_place + r * stride : scratch.data();
-    // [f_1 .. f_K | i] are contiguous: one logistic over them, one tanh over g.
-    ArrayMap sigmoids(a, (k + 1) * n), candidate(a + (k + 1) * n, n);
-    sigmoids = ConstArrayMap(gr, (k + 1) * n).logistic();
-    candidate = ConstArrayMap(gr + (k + 1) * n, n).tanh();
+    // [f_1 .. f_K | i] are contiguous: one logistic over them, one tanh over g. In fixed
+    // blocks, so a row's c does not depend on its place in the batch (fixed_blocks.h).
+    float* candidate = a + (k + 1) * n;
+    for_fixed_blocks((k + 1) * n, a, [](auto& o, const auto& v) { o = v.logistic(); }, gr);
+    for_fixed_blocks(
+        n, candidate, [](auto& o, const auto& v) { o = v.tanh(); }, gr + (k + 1) * n);
     const float* xr = x + r * k * n;
-    ArrayMap cr(out + r * n, n);
-    cr = sigmoids.segment(k * n, n) * candidate;
-    if (m) cr *= ConstArrayMap(m + r * n, n);
+    float* cr = out + r * n;
+    for_fixed_blocks(
+        n, cr, [](auto& cell, const auto& i, const auto& t) { cell = i * t; }, a + k * n,
+        candidate);
+    if (m)
+      for_fixed_blocks<true>(
+          n, cr, [](auto& cell, const auto& mask) { cell *= mask; }, m + r * n);
     for (std::int64_t child = 0; child < k; ++child)
-      cr += sigmoids.segment(child * n, n) * ConstArrayMap(xr + child * n, n);
+      for_fixed_blocks<true>(
+          n, cr, [](auto& cell, const auto& f, const auto& xc) { cell += f * xc; }, a + child * n,
+          xr + child * n);
   }
 }
 
@@ -97,10 +106,13 @@ void cell_state_backward(const Tensor& gates, const Tensor& children, const Tens
     if constexpr (kActivated) {
       return gr + block * n;
     } else {
+      // As the forward pass computed them (fixed_blocks.h).
       if (is_tanh)
-        ArrayMap(buffer.data(), n) = ConstArrayMap(gr + block * n, n).tanh();
+        for_fixed_blocks(
+            n, buffer.data(), [](auto& o, const auto& v) { o = v.tanh(); }, gr + block * n);
       else
-        ArrayMap(buffer.data(), n) = ConstArrayMap(gr + block * n, n).logistic();
+        for_fixed_blocks(
+            n, buffer.data(), [](auto& o, const auto& v) { o = v.logistic(); }, gr + block * n);
       return buffer.data();
     }
   };
@@ -154,8 +166,10 @@ void lstm_hidden(const Tensor& gates, std::int64_t offset, const Tensor& c, Tens
   const float* cv = c.data<float>();
   float* out = h.data<float>();
   for (std::int64_t r = 0; r < rows; ++r)
-    ArrayMap(out + r * n, n) =
-        ConstArrayMap(g + r * stride + offset, n).logistic() * ConstArrayMap(cv + r * n, n).tanh();
+    for_fixed_blocks(
+        n, out + r * n,
+        [](auto& hidden, const auto& o, const auto& cell) { hidden = o.logistic() * cell.tanh(); },
+        g + r * stride + offset, cv + r * n);
 }
 
 void lstm_hidden_backward(const Tensor& gates, std::int64_t offset, const Tensor& c,

@@ -15,6 +15,21 @@ void sgemm_with(GemmProvider provider, bool transpose_a, bool transpose_b, std::
                 std::int64_t n, std::int64_t k, float alpha, const float* a, std::int64_t lda,
                 const float* b, std::int64_t ldb, float beta, float* out, std::int64_t ldc);
 
+// The batch-invariant route (invariant_gemm.cpp): c = alpha * a · op(b) + beta * c in blocks of
+// invariant_row_block(provider) rows, each through one single-threaded call of that many rows.
+std::int64_t invariant_row_block(GemmProvider provider);
+void invariant_sgemm(GemmProvider provider, bool transpose_b, std::int64_t m, std::int64_t n,
+                     std::int64_t k, float alpha, const float* a, std::int64_t lda, const float* b,
+                     std::int64_t ldb, float beta, float* c, std::int64_t ldc);
+
+// One product of an example's own matrices (batch_gemm's items) in the batch-invariant mode: its
+// rows are the same rows at the same places alone or in a batch, so one single-threaded call of
+// the mode's provider keeps it invariant without row blocks (and without padding them).
+void invariant_item_sgemm(GemmProvider provider, bool transpose_a, bool transpose_b, std::int64_t m,
+                          std::int64_t n, std::int64_t k, float alpha, const float* a,
+                          std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
+                          std::int64_t ldc);
+
 // The provider for a product (gemm_provider_for) and whether to time it to check its class's
 // cached choice: once per class and process, for classes read from the cache
 // (gemm_selection.cpp). One look-up of the class for both.

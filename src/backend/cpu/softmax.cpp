@@ -5,11 +5,13 @@
 // GCC 12 reports a false -Wmaybe-uninitialized inside its own AVX-512 intrinsics when
 // Eigen's packet math is inlined (as in elementwise.cpp).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #include <Eigen/Core>
 #include <cmath>
 #include <utility>
 
 #include "../kernels.h"
+#include "fixed_blocks.h"
 #include "weft/core/error.h"
 
 namespace weft::backend::cpu {
@@ -27,11 +29,14 @@ RowMap row_of(Tensor& t, std::int64_t r) {
   return {t.data<float>() + r * n, Eigen::Index(n)};
 }
 
-// Writes exp(x - max) into e and returns (max, Σ exp(x - max)); the sum is at least 1.
+// Writes exp(x - max) into e and returns (max, Σ exp(x - max)); the sum is at least 1. The
+// exponentials and the sum go in an order fixed by the row's length, not its address, so a
+// row's result does not depend on its place in the batch (fixed_blocks.h).
 std::pair<float, float> shifted_exp(const ConstRowMap& x, RowMap& e) {
   const float max = x.maxCoeff();
-  e = (x - max).exp();
-  return {max, e.sum()};
+  for_fixed_blocks(
+      x.size(), e.data(), [max](auto& out, const auto& in) { out = (in - max).exp(); }, x.data());
+  return {max, fixed_order_sum(e.data(), e.size())};
 }
 
 }  // namespace
