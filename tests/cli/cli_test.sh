@@ -165,6 +165,24 @@ else
   failures=$((failures + 1))
 fi
 expect_error info-calibrate-unknown "unknown model 'nosuch'" "$weft" info --calibrate nosuch
+# --batch-invariant: each line's prediction to the byte, one line a batch or 64 (README, "Batch
+# invariance"); WEFT_BATCH_INVARIANT takes 0 or 1 only.
+for size in 1 64; do
+  "$weft" infer calculator --checkpoint "$work/calc.safetensors" --input "$work/keyed.jsonl" \
+    --batch-size "$size" --batch-invariant >"$work/invariant-$size.out" 2>&1
+done
+info=$(WEFT_BATCH_INVARIANT=1 "$weft" info)
+if cmp -s "$work/invariant-1.out" "$work/invariant-64.out" &&
+  [[ $(grep -c '"sign"' "$work/invariant-64.out") -ge 2 ]] &&
+  grep -q "^gemm selection: batch-invariant: " <<<"$info"; then
+  echo "ok   batch-invariant"
+else
+  echo "FAIL batch-invariant:"
+  diff "$work/invariant-1.out" "$work/invariant-64.out" | head
+  failures=$((failures + 1))
+fi
+expect_error bad-batch-invariant "WEFT_BATCH_INVARIANT must be 1 (on) or 0 (off), got 'yes'" \
+  env WEFT_BATCH_INVARIANT=yes "$weft" info
 expect_error bad-denormals "WEFT_DENORMALS='often' is neither" env WEFT_DENORMALS=often "$weft" info
 expect_error missing-data "no-such-dir" "$weft" train sentiment --data-dir "$work/no-such-dir"
 expect_error bad-option-value "option 'hidden' must be an integer" "$weft" train calculator --hidden 2.5

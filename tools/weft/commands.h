@@ -177,15 +177,9 @@ struct BenchDecodeOptions {
 
 // `weft serve`: the HTTP inference server (serve_command.cpp); `weft bench serve`: its load
 // generator (bench_serve_command.cpp).
-// --batch-invariant (and serve's --no-batch-invariant) on every command that computes, once
-// they are all added; applied after parsing (batch_invariant_flags.cpp).
-struct BatchInvariantFlags {
-  bool on = false;
-  bool off = false;
-};
-void add_batch_invariant_flags(CLI::App& app, BatchInvariantFlags& flags);
-// Throws CLI::ValidationError when both are given.
-void apply_batch_invariant_flags(const CLI::App& app, const BatchInvariantFlags& flags);
+// --batch-invariant on every command that computes, once they are all added
+// (batch_invariant_flags.cpp); `on` is set when it is given.
+void add_batch_invariant_flag(CLI::App& app, bool& on);
 
 CLI::App* add_serve(CLI::App& app, ServeOptions& options);
 int run_serve(const ServeOptions& options);

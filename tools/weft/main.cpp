@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "weft/backend/cpu.h"
 #include "weft/core/error.h"
 #include "weft/dist/communicator.h"
 
@@ -90,16 +91,11 @@ int run(int argc, char** argv) {
   app.set_version_flag("--version", version());
   app.require_subcommand(1);
   const std::vector<Command> all = commands(app, argc, argv);
-  BatchInvariantFlags batch_invariant;
-  add_batch_invariant_flags(app, batch_invariant);
+  bool batch_invariant = false;
+  add_batch_invariant_flag(app, batch_invariant);
   check_model_name(argc, argv);
   if (const std::optional<int> exit_code = parse(app, argc, argv)) return *exit_code;
-  try {
-    apply_batch_invariant_flags(app, batch_invariant);
-  } catch (const CLI::ParseError& e) {
-    std::cerr << "weft: error: " << e.what() << " (see weft --help)\n";
-    return 2;
-  }
+  if (batch_invariant) weft::set_batch_invariant(true);
   for (const Command& c : all) {
     if (*c.app) return c.run();
   }
