@@ -298,6 +298,30 @@ TEST(TreeBenchmark, EveryModeGivesASaneRowAndTheCsvFollowsTheSchema) {
   }
 }
 
+// With --profile each row says where its execution went: training moves gathered rows forward
+// and scatters their gradients backward (full-dynamic trees are not contiguous), the products
+// take time in both passes, and the profiled time is part of the run; without it, nothing.
+TEST(TreeBenchmark, TheProfileSplitsTheRunByKindAndPass) {
+  treelstm::TreeBenchmarkOptions options = tiny_options(true);
+  options.modes = {BenchMode::kFullDynamic, BenchMode::kManual};
+  options.profile = true;
+  const auto rows = treelstm::run_tree_benchmark(options);
+  for (const auto& r : rows) {
+    const std::string mode(treelstm::bench_mode_name(r.mode));
+    EXPECT_GT(r.profile.of(false, WorkKind::kGather).bytes, 0) << mode;
+    EXPECT_GT(r.profile.of(true, WorkKind::kScatter).bytes, 0) << mode;
+    EXPECT_GT(r.profile.of(false, WorkKind::kProduct).seconds, 0) << mode;
+    EXPECT_GT(r.profile.of(true, WorkKind::kProduct).seconds, 0) << mode;
+    EXPECT_GT(r.profile.of(true, WorkKind::kOptimizer).calls, 0) << mode;
+    EXPECT_LE(r.profile.seconds(), r.run_s * 1.5) << mode;  // means against a median
+  }
+  const std::string table = treelstm::tree_benchmark_profile_table(rows);
+  EXPECT_NE(table.find("gathers f/b"), std::string::npos) << table;
+  EXPECT_NE(treelstm::tree_benchmark_json(rows, options).find("\"scatters\""), std::string::npos);
+  options.profile = false;
+  for (const auto& r : treelstm::run_tree_benchmark(options)) EXPECT_EQ(r.profile.seconds(), 0.0);
+}
+
 TEST(TreeBenchmark, SvgHasOnePolylinePerMode) {
   auto options = tiny_options(false);
   options.ceiling_seconds = 0;

@@ -68,6 +68,9 @@ struct TreeBenchmarkOptions {
   bool weave_ahead = true;
   // Threads weaving one batch (shards of its trees woven apart, then appended in order).
   int weave_threads = 1;
+  // Profile the execution's work by kind (weft/backend/counters.h: products, gathers,
+  // scatters, elementwise, ..., forward and backward) into each row's `profile`.
+  bool profile = false;
 };
 
 // Timed batches per row: int(32 / B) * repeats below batch 32 (the original's rule), else
@@ -157,6 +160,11 @@ struct TreeBenchmarkRow {
   double gemm_gflops = 0, ceiling_gflops = 0;
   double loss = 0;      // of the warm-up batch
   int trees_timed = 0;  // per batch (unbatched: at most max_unbatched_trees)
+  // With options.profile: the execution's work per batch (the mean over the timed batches),
+  // and its time outside kernels and allocation (run_s's mean less the profiled seconds: the
+  // tape, the ops' checks, the run's plan).
+  WorkProfile profile;
+  double unprofiled_s = 0;
 };
 
 using ProgressFn = std::function<void(const std::string& line)>;
@@ -193,6 +201,10 @@ std::string tree_benchmark_json(std::span<const TreeBenchmarkRow> rows,
 // Rows only, without the options and backend (for rows merged from saved runs).
 std::string tree_benchmark_json(std::span<const TreeBenchmarkRow> rows);
 std::string tree_benchmark_table(std::span<const TreeBenchmarkRow> rows);
+// Where each row's batch went (rows run with options.profile): per kind of work, milliseconds
+// forward and backward and the megabytes the data-moving kernels wrote; then the unprofiled
+// rest of the execution and the weave.
+std::string tree_benchmark_profile_table(std::span<const TreeBenchmarkRow> rows);
 // The rows of tree_benchmark_json's output (to re-render or merge saved runs); the speedups
 // and ratios are kept as saved.
 std::vector<TreeBenchmarkRow> tree_benchmark_rows_from_json(const std::string& text);

@@ -43,6 +43,23 @@ std::string tree_benchmark_csv(std::span<const TreeBenchmarkRow> rows) {
 
 namespace {
 
+// {"forward": {"products": {"seconds": s, "calls": n, "bytes": b}, ...}, "backward": ...}; null
+// for a row run without profiling.
+nlohmann::json profile_json(const TreeBenchmarkRow& r) {
+  if (r.profile.seconds() == 0) return nullptr;
+  nlohmann::json out;
+  for (bool backward : {false, true}) {
+    nlohmann::json& pass = out[backward ? "backward" : "forward"];
+    for (const auto& [kind, name] : weft_enum_names(WorkKind{})) {
+      const WorkTime& t = r.profile.of(backward, kind);
+      pass[std::string(name)] = {
+          {"seconds", number(t.seconds)}, {"calls", t.calls}, {"bytes", t.bytes}};
+    }
+  }
+  out["unprofiled_seconds"] = number(r.unprofiled_s);
+  return out;
+}
+
 nlohmann::json rows_json(std::span<const TreeBenchmarkRow> rows) {
   nlohmann::json list = nlohmann::json::array();
   for (const TreeBenchmarkRow& r : rows)
@@ -70,7 +87,8 @@ nlohmann::json rows_json(std::span<const TreeBenchmarkRow> rows) {
                     {"gemm_gflops", number(r.gemm_gflops)},
                     {"ceiling_gflops", number(r.ceiling_gflops)},
                     {"loss", number(r.loss)},
-                    {"trees_timed", r.trees_timed}});
+                    {"trees_timed", r.trees_timed},
+                    {"profile", profile_json(r)}});
   return list;
 }
 
@@ -165,6 +183,30 @@ std::string tree_benchmark_table(std::span<const TreeBenchmarkRow> rows) {
         r.batch_s_min, r.batch_s_median, r.batch_s_max, 100.0 * r.weave_s / r.batch_s_median,
         opt(100.0 * r.run_s / r.batch_s_median, "{:.1f}"), opt(r.speedup_vs_unbatched, "{:.2f}"),
         opt(r.ratio_vs_manual, "{:.3f}"), opt(100.0 * r.gemm_fraction, "{:.1f}"), r.peak_rss_mb);
+  return out;
+}
+
+std::string tree_benchmark_profile_table(std::span<const TreeBenchmarkRow> rows) {
+  std::string out =
+      fmt::format("{:<13} {:>5} {:>5} {:<5} {:>9}", "mode", "V", "B", "phase", "batch_ms");
+  for (const auto& [kind, name] : weft_enum_names(WorkKind{}))
+    out += fmt::format(" {:>15}", fmt::format("{} f/b", name.substr(0, 9)));
+  out += fmt::format(" {:>9} {:>9} {:>10} {:>10}\n", "other_ms", "weave_ms", "gathered_MB",
+                     "scattered_MB");
+  for (const TreeBenchmarkRow& r : rows) {
+    out += fmt::format("{:<13} {:>5} {:>5} {:<5} {:>9.3f}", bench_mode_name(r.mode), r.vector_size,
+                       r.batch_size, phase_name(r.train), 1e3 * r.batch_s_median);
+    for (const auto& [kind, name] : weft_enum_names(WorkKind{}))
+      out += fmt::format(" {:>15}",
+                         fmt::format("{:.2f}/{:.2f}", 1e3 * r.profile.of(false, kind).seconds,
+                                     1e3 * r.profile.of(true, kind).seconds));
+    const auto megabytes = [&](WorkKind kind) {
+      return 1e-6 * double(r.profile.of(false, kind).bytes + r.profile.of(true, kind).bytes);
+    };
+    out +=
+        fmt::format(" {:>9.3f} {:>9.3f} {:>10.2f} {:>10.2f}\n", 1e3 * r.unprofiled_s,
+                    1e3 * r.weave_s, megabytes(WorkKind::kGather), megabytes(WorkKind::kScatter));
+  }
   return out;
 }
 

@@ -188,6 +188,16 @@ std::vector<TimedBatch> run_batches(TreeBenchmarkRunner& runner, BenchMode mode,
 
 namespace {
 
+WorkProfile scaled(WorkProfile profile, double factor) {
+  for (auto* pass : {&profile.forward, &profile.backward})
+    for (WorkTime& t : *pass) {
+      t.seconds *= factor;
+      t.calls = std::int64_t(std::llround(double(t.calls) * factor));
+      t.bytes = std::int64_t(std::llround(double(t.bytes) * factor));
+    }
+  return profile;
+}
+
 // Times one row: a warm-up batch, then timed_batches batches (trees made outside the timing).
 TreeBenchmarkRow run_row(const RowContext& ctx, CeilingCache& ceilings) {
   const TreeBenchmarkOptions& o = ctx.options;
@@ -207,8 +217,10 @@ TreeBenchmarkRow run_row(const RowContext& ctx, CeilingCache& ceilings) {
   }
   release_cached_memory();  // the allocator's cached blocks, then the heap and the mark
   reset_peak_rss();
+  const bool was_profiling = set_work_profiling(o.profile);
   const std::vector<TimedBatch> timed =
       run_batches(runner, ctx.mode, batches, o.weave_ahead, o.weave_threads);
+  set_work_profiling(was_profiling);
   TreeBenchmarkRow row;
   row.peak_rss_mb = peak_rss_mb();
   row.loss = timed[0].step.loss;
@@ -225,8 +237,12 @@ TreeBenchmarkRow run_row(const RowContext& ctx, CeilingCache& ceilings) {
     copies.push_back(double(step.backend.host_to_device) * scale);
     syncs.push_back(double(step.backend.synchronizations) * scale);
     for (const auto& [rows, calls] : step.level_rows) level_rows[rows] += calls;
+    row.profile += step.backend.profile;
+    row.unprofiled_s += step.run_s - step.backend.profile.seconds();
     gemm_flops += benchmark_gemm_flops(o.cell, ctx.vector_size, step.internal_nodes, o.train);
   }
+  row.profile = scaled(row.profile, scale / double(timed.size() - 1));
+  row.unprofiled_s *= scale / double(timed.size() - 1);
   row.mode = ctx.mode;
   row.cell = o.cell;
   row.tree_type = o.tree_type;

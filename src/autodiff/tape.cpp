@@ -226,6 +226,7 @@ void Tape::backward(Var output, const Tensor& cotangent) {
          "; move it with Tensor::to()");
   if (!node(output.id()).requires_grad) return;  // nothing upstream is differentiable
   const DenormalScope denormals;                 // once for the pass, not per kernel (denormals.h)
+  const BackwardPass pass;                       // the work profile's backward column
   backend::add_into(cotangent, 1.0f, *grad_of(output.id()));
   for (std::int64_t id = output.id(); id >= 0; --id) {
     TapeNode& n = node(std::uint32_t(id));

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "../backend/device_memory.h"
+#include "weft/backend/counters.h"
 #include "weft/core/error.h"
 
 namespace weft {
@@ -298,6 +299,7 @@ CacheLimit cache_limit(Device device) { return pool(device).limit(); }
 namespace detail {
 
 StorageBlock* allocate_block(std::size_t bytes, Device device) {
+  const backend::detail::WorkTimer timer(WorkKind::kAllocation);
   return pool(device).allocate(bytes);
 }
 
@@ -313,6 +315,7 @@ void release_block(StorageBlock* block) {
     delete block;
     return;
   }
+  const backend::detail::WorkTimer timer(WorkKind::kAllocation);
   pool(block->device).free(block);
 }
 

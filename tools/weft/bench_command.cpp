@@ -58,6 +58,7 @@ treelstm::TreeBenchmarkOptions to_options(const BenchTreeOptions& o) {
   options.seed = o.seed;
   options.max_unbatched_trees = o.max_unbatched_trees;
   options.ceiling_seconds = o.ceiling_seconds;
+  options.profile = o.profile;
   options.max_step_rows = o.max_step_rows;
   options.weave_ahead = o.weave_ahead == "on";
   options.weave_threads = o.weave_threads;
@@ -160,6 +161,11 @@ CLI::App* add_bench_treelstm(CLI::App& bench, BenchTreeOptions& o) {
                   "Run nothing: re-render the rows of these saved --format json files "
                   "(comma-separated, merged in order) as --format / --plot say")
       ->delimiter(',');
+  cmd->add_flag("--profile", o.profile,
+                "Also time the execution's kernels by kind (products, gathers, scatters, "
+                "elementwise, reductions, optimizer, allocation; forward / backward) with the "
+                "bytes the gathers and scatters wrote: printed after the rows (table), or each "
+                "row's \"profile\" (json)");
   cmd->add_flag("--quiet", o.quiet, "No progress lines on stderr");
   return cmd;
 }
@@ -182,6 +188,7 @@ int run_bench_treelstm(const BenchTreeOptions& o) {
                          ? (o.from_json.empty() ? treelstm::tree_benchmark_json(rows, options)
                                                 : treelstm::tree_benchmark_json(rows))
                          : treelstm::tree_benchmark_table(rows);
+  if (o.profile && o.format == "table") text += "\n" + treelstm::tree_benchmark_profile_table(rows);
   if (o.out_file.empty())
     std::cout << text << std::flush;
   else

@@ -73,6 +73,7 @@ struct BenchTreeOptions {
   std::string export_dir;              // empty: no export (trees, weights and the cross-check loss)
   std::vector<std::string> from_json;  // saved --format json runs to re-render instead of running
   bool quiet = false;                  // no progress lines on stderr
+  bool profile = false;                // the work profile by kind (--profile)
 };
 
 // Which registered model `weft train / eval / infer` uses, with the option values given on

@@ -15,9 +15,11 @@ void gather_chunk_rows(std::span<const Tensor> chunks, const Tensor& refs, Tenso
   const std::int64_t dst_row = dst.row_size();
   char* out = static_cast<char*>(dst.raw_data());
   const std::int64_t bytes = std::int64_t(dtype_size(dst.dtype()));
+  std::int64_t moved = 0;
   for (std::int64_t i = 0; i < n; ++i) {
     const Tensor& chunk = chunks[std::size_t(r[2 * i])];
     const std::int64_t width = chunk.row_size();
+    moved += width * bytes;
     WEFT_ASSERT(r[2 * i + 1] < chunk.rows() && column + width <= dst_row);
     WEFT_ASSERT(chunk.dtype() == dst.dtype());
     std::memcpy(
@@ -25,6 +27,7 @@ void gather_chunk_rows(std::span<const Tensor> chunks, const Tensor& refs, Tenso
         static_cast<const char*>(chunk.raw_data()) + std::int64_t(r[2 * i + 1]) * width * bytes,
         std::size_t(width * bytes));
   }
+  detail::record_moved_bytes(moved);
 }
 
 void scatter_add_chunk_rows(const Tensor& src, std::int64_t column, const Tensor& refs,
@@ -34,6 +37,7 @@ void scatter_add_chunk_rows(const Tensor& src, std::int64_t column, const Tensor
   const std::int64_t n = refs.rows();
   const std::int64_t src_row = src.row_size();
   const float* in = src.data<float>();
+  std::int64_t moved = 0;
   for (std::int64_t i = 0; i < n; ++i) {
     const std::size_t chunk = std::size_t(r[2 * i]);
     Tensor* grad = grads[chunk];
@@ -42,6 +46,7 @@ void scatter_add_chunk_rows(const Tensor& src, std::int64_t column, const Tensor
     float* target = grad->data<float>() + row * width;
     const float* source = in + i * src_row + column;
     std::uint8_t* record = written.empty() ? nullptr : written[chunk];
+    moved += width * std::int64_t(sizeof(float));
     if (record != nullptr && !record[row]) {
       std::memcpy(target, source, std::size_t(width) * sizeof(float));
       record[row] = 1;
@@ -49,6 +54,7 @@ void scatter_add_chunk_rows(const Tensor& src, std::int64_t column, const Tensor
       for (std::int64_t j = 0; j < width; ++j) target[j] += source[j];
     }
   }
+  detail::record_moved_bytes(moved);
 }
 
 }  // namespace weft::backend::cpu

@@ -54,6 +54,7 @@ void copy_blocks(const Tensor& src, std::int64_t src_offset, std::int64_t src_st
   if (blocks == 0 || block_size == 0) return;
   WEFT_ASSERT(blocks_fit(src.numel(), src_offset, src_stride, blocks, block_size));
   WEFT_ASSERT(blocks_fit(dst.numel(), dst_offset, dst_stride, blocks, block_size));
+  detail::record_moved_bytes(blocks * block_size * std::int64_t(dtype_size(dst.dtype())));
   visit_dtype(src.dtype(), [&](auto type) {
     using T = decltype(type);
     copy_typed(src.data<T>() + src_offset, src_stride, dst.data<T>() + dst_offset, dst_stride,

@@ -245,6 +245,7 @@ void transpose(const Tensor& x, Tensor& y) {
   const std::int64_t r = x.rows(), c = x.row_size();
   WEFT_ASSERT(y.rows() == c && y.row_size() == r);
   if (r == 0 || c == 0) return;
+  detail::record_moved_bytes(r * c * std::int64_t(sizeof(float)));
   cblas_somatcopy(CblasRowMajor, CblasTrans, int(r), int(c), 1.0f, x.data<float>(), int(c),
                   y.data<float>(), int(r));
 }

@@ -20,6 +20,7 @@ void gather_rows(const Tensor& x, const Tensor& indices, Tensor& y) {
   char* dst = static_cast<char*>(y.raw_data());
   const std::size_t row_bytes = std::size_t(row) * dtype_size(x.dtype());
   const std::int64_t limit = x.rows();
+  detail::record_moved_bytes(n * std::int64_t(row_bytes));
   for (std::int64_t i = 0; i < n; ++i) {
     WEFT_ASSERT(idx[i] >= 0 && idx[i] < limit);
     std::memcpy(dst + std::size_t(i) * row_bytes, src + std::size_t(idx[i]) * row_bytes, row_bytes);
@@ -36,6 +37,7 @@ void scatter_add_rows(const Tensor& x, const Tensor& indices, Tensor& y) {
   const float* src = x.data<float>();
   float* dst = y.data<float>();
   const std::int64_t limit = y.rows();
+  detail::record_moved_bytes(n * row * std::int64_t(sizeof(float)));
   for (std::int64_t i = 0; i < n; ++i) {
     WEFT_ASSERT(idx[i] >= 0 && idx[i] < limit);
     const float* from = src + i * row;

@@ -28,7 +28,7 @@ namespace {
 }  // namespace
 
 namespace cuda {
-#define WEFT_KERNEL(name, params, args, device) \
+#define WEFT_KERNEL(name, kind, params, args, device) \
   void name params { no_cuda(#name); }
 #include "../kernels.def"
 #undef WEFT_KERNEL
