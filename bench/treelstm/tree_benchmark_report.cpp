@@ -191,8 +191,8 @@ std::string tree_benchmark_profile_table(std::span<const TreeBenchmarkRow> rows)
       fmt::format("{:<13} {:>5} {:>5} {:<5} {:>9}", "mode", "V", "B", "phase", "batch_ms");
   for (const auto& [kind, name] : weft_enum_names(WorkKind{}))
     out += fmt::format(" {:>15}", fmt::format("{} f/b", name.substr(0, 9)));
-  out += fmt::format(" {:>9} {:>9} {:>10} {:>10}\n", "other_ms", "weave_ms", "gathered_MB",
-                     "scattered_MB");
+  out += fmt::format(" {:>9} {:>9} {:>11} {:>12} {:>9}\n", "other_ms", "weave_ms", "gathered_MB",
+                     "scattered_MB", "copied_MB");
   for (const TreeBenchmarkRow& r : rows) {
     out += fmt::format("{:<13} {:>5} {:>5} {:<5} {:>9.3f}", bench_mode_name(r.mode), r.vector_size,
                        r.batch_size, phase_name(r.train), 1e3 * r.batch_s_median);
@@ -203,9 +203,9 @@ std::string tree_benchmark_profile_table(std::span<const TreeBenchmarkRow> rows)
     const auto megabytes = [&](WorkKind kind) {
       return 1e-6 * double(r.profile.of(false, kind).bytes + r.profile.of(true, kind).bytes);
     };
-    out +=
-        fmt::format(" {:>9.3f} {:>9.3f} {:>10.2f} {:>10.2f}\n", 1e3 * r.unprofiled_s,
-                    1e3 * r.weave_s, megabytes(WorkKind::kGather), megabytes(WorkKind::kScatter));
+    out += fmt::format(" {:>9.3f} {:>9.3f} {:>11.2f} {:>12.2f} {:>9.2f}\n", 1e3 * r.unprofiled_s,
+                       1e3 * r.weave_s, megabytes(WorkKind::kGather), megabytes(WorkKind::kScatter),
+                       megabytes(WorkKind::kCopy));
   }
   return out;
 }

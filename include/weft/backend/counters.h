@@ -22,13 +22,15 @@
 WEFT_API_BEGIN
 namespace weft {
 
-// What a kernel does with its time. kGather: copies operands into place (the loom's argument
-// gathers, row gathers, concat / slice copies); kScatter: adds gradients back where the
-// operands came from; kAllocation is the tensor pool's, not a kernel's.
+// What a kernel does with its time. kGather: copies rows into place by index (the loom's
+// argument gathers, row gathers); kScatter: adds gradients back where gathered rows came
+// from; kCopy: other moves (concat, slice and their gradients, bias rows, transposes);
+// kAllocation is the tensor pool's, not a kernel's.
 #define WEFT_WORK_KINDS(X)       \
   X(kProduct, "products")        \
   X(kGather, "gathers")          \
   X(kScatter, "scatters")        \
+  X(kCopy, "copies")             \
   X(kElementwise, "elementwise") \
   X(kReduction, "reductions")    \
   X(kOptimizer, "optimizer")     \
@@ -40,7 +42,7 @@ inline constexpr std::size_t kWorkKinds = weft_enum_names(WorkKind{}).size();
 struct WorkTime {
   double seconds = 0;
   std::int64_t calls = 0;
-  std::int64_t bytes = 0;  // written by the data-moving kernels (gathers, scatters), CPU only
+  std::int64_t bytes = 0;  // written by the data-moving kernels (gathers, scatters, copies; CPU)
 };
 
 // Per pass (forward, backward) and kind.
