@@ -118,6 +118,18 @@ void add_linear_algebra_cases(std::vector<CudaCase>& cases) {
        {random_tensor({37, 64}, 40), random_tensor({64, 128}, 41), random_tensor({128}, 42)},
        {},
        [](auto& v, auto&) { return linear(v[0], v[1], v[2]); }});
+  const std::vector<Tensor> linear_inputs{random_tensor({37, 64}, 43), random_tensor({64, 32}, 44),
+                                          random_tensor({32}, 45)};
+  cases.push_back({"linear_relu", "bias in the activation", linear_inputs, {}, [](auto& v, auto&) {
+                     return linear_relu(v[0], v[1], v[2]);
+                   }});
+  cases.push_back({"linear_tanh", "bias in the activation", linear_inputs, {}, [](auto& v, auto&) {
+                     return linear_tanh(v[0], v[1], v[2]);
+                   }});
+  cases.push_back(
+      {"linear_sigmoid", "bias in the activation", linear_inputs, {}, [](auto& v, auto&) {
+         return linear_sigmoid(v[0], v[1], v[2]);
+       }});
 }
 
 void add_shape_cases(std::vector<CudaCase>& cases) {

@@ -156,6 +156,36 @@ WEFT_OP_TEST(linear, AgainstReferenceWithRowBias) {
            {random_tensor({2, 6}, 10), random_tensor({6, 4}, 11), random_tensor({1, 4}, 12)});
 }
 
+// linear_relu / _tanh / _sigmoid against f(reference linear), vector and row biases; relu with
+// inputs far from its kink, so the finite differences see one side of it.
+template <typename F>
+Reference activated_linear(F f) {
+  return [f](const std::vector<HostArray>& h) {
+    HostArray y = reference_linear(h);
+    for (std::size_t i = 0; i < y.size(); ++i) y[i] = f(y[i]);
+    return y;
+  };
+}
+
+WEFT_OP_TEST(linear_relu, AgainstReference) {
+  check_op(
+      [](const std::vector<Var>& v) { return linear_relu(v[0], v[1], v[2]); },
+      activated_linear([](double x) { return x > 0 ? x : 0.0; }),
+      {random_tensor({5, 4}, 13), random_tensor({4, 3}, 14), random_tensor({3}, 15, 0.5f, 1.0f)});
+}
+
+WEFT_OP_TEST(linear_tanh, AgainstReferenceWithRowBias) {
+  check_op([](const std::vector<Var>& v) { return linear_tanh(v[0], v[1], v[2]); },
+           activated_linear([](double x) { return std::tanh(x); }),
+           {random_tensor({3, 6}, 16), random_tensor({6, 4}, 17), random_tensor({1, 4}, 18)});
+}
+
+WEFT_OP_TEST(linear_sigmoid, AgainstReference) {
+  check_op([](const std::vector<Var>& v) { return linear_sigmoid(v[0], v[1], v[2]); },
+           activated_linear([](double x) { return 1.0 / (1.0 + std::exp(-x)); }),
+           {random_tensor({4, 5}, 19), random_tensor({5, 2}, 20), random_tensor({2}, 21)});
+}
+
 // A leaf weight read transposed by several backward products in one recording (loom levels:
 // linear at two row counts, matmul), each through the weight or its transposed copy as the
 // GEMM calibration says (gemm_selection_test forces both ways): the gradients against finite

@@ -103,7 +103,7 @@ IclrBenchmarkModel::IclrBenchmarkModel(BenchmarkCell cell, std::int64_t vector_s
 Var IclrBenchmarkModel::leaf(const Tensor& ids) const { return embedding_lookup(table_, ids); }
 
 Var IclrBenchmarkModel::internal(Var children) const {
-  Var h0 = relu(linear(children, w0_, b0_));
+  Var h0 = linear_relu(children, w0_, b0_);
   if (cell_ == BenchmarkCell::kTreeFc) return h0;
   // y = σ(f_l) l + σ(f_r) r + σ(i) tanh(g), with [f_l | f_r | i | g] = h0 · W1 + b1: the
   // gates are the op's own, activated in place.

@@ -60,6 +60,22 @@ nlohmann::json profile_json(const TreeBenchmarkRow& r) {
   return out;
 }
 
+// profile_json's inverse (a null profile leaves the row's empty).
+void read_profile(const nlohmann::json& j, TreeBenchmarkRow& r) {
+  if (j.is_null()) return;
+  for (bool backward : {false, true}) {
+    const nlohmann::json& pass = j.at(backward ? "backward" : "forward");
+    for (const auto& [kind, name] : weft_enum_names(WorkKind{})) {
+      const nlohmann::json& t = pass.at(std::string(name));
+      WorkTime& time = r.profile.of(backward, kind);
+      time.seconds = t.at("seconds").get<double>();
+      time.calls = t.at("calls").get<std::int64_t>();
+      time.bytes = t.at("bytes").get<std::int64_t>();
+    }
+  }
+  r.unprofiled_s = j.at("unprofiled_seconds").get<double>();
+}
+
 nlohmann::json rows_json(std::span<const TreeBenchmarkRow> rows) {
   nlohmann::json list = nlohmann::json::array();
   for (const TreeBenchmarkRow& r : rows)
@@ -159,6 +175,7 @@ std::vector<TreeBenchmarkRow> tree_benchmark_rows_from_json(const std::string& t
       r.ceiling_gflops = num(j.value("ceiling_gflops", nlohmann::json()));
       r.loss = num(j.value("loss", nlohmann::json()));
       r.trees_timed = j.value("trees_timed", 0);
+      read_profile(j.value("profile", nlohmann::json()), r);
       rows.push_back(r);
     } catch (const nlohmann::json::exception& e) {
       fail("bench", "row ", rows.size(), " of the JSON is malformed: ", e.what());

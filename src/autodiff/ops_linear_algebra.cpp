@@ -118,9 +118,9 @@ Var batch_matmul(Var a, Var b, bool transpose_a, bool transpose_b) {
 
 namespace {
 
-// y = x · W + b: dx += dy · Wᵀ, dW += xᵀ · dy, db += column sums of dy.
-void linear_backward(Tape& tape, std::uint32_t id) {
-  const Tensor& dy = tape.node(id).grad;
+// The gradients of y = x · W + b given dy (for a fused activation: d(x · W + b)):
+// dx += dy · Wᵀ, dW += xᵀ · dy, db += column sums of dy.
+void linear_backward_from(Tape& tape, std::uint32_t id, const Tensor& dy) {
   const Tensor& x = tape.node(tape.input(id, 0)).value;
   const Tensor& b = tape.node(tape.input(id, 2)).value;
   if (const Tape::GradTarget dx = tape.grad_target(tape.input(id, 0)); dx.grad)
@@ -131,34 +131,88 @@ void linear_backward(Tape& tape, std::uint32_t id) {
     backend::binary_backward(backend::BinaryOp::kAdd, dy, b, dy, nullptr, db);
 }
 
+void linear_backward(Tape& tape, std::uint32_t id) {
+  linear_backward_from(tape, id, tape.node(id).grad);
+}
+
+// y = f(x · W + b): f'(x · W + b) from y (relu: y > 0; sigmoid, tanh: their outputs), then as
+// linear.
+void linear_activation_backward(Tape& tape, std::uint32_t id) {
+  const TapeNode& node = tape.node(id);
+  const auto f = backend::UnaryOp(node.int_attrs[0]);
+  Tensor dpre = Tensor::zeros(node.value.shape(), DType::kFloat32, node.value.device());
+  backend::unary_backward(f, node.value, node.value, node.grad, dpre);
+  linear_backward_from(tape, id, dpre);
+}
+
+void check_linear(const char* op, const Tensor& vx, const Tensor& vw, const Tensor& vb) {
+  check_matrix(op, "input", vx);
+  check_matrix(op, "weight", vw);
+  detail::require_float(op, "bias", vb);
+  detail::require_same_device(op, vx, vw);
+  detail::require_same_device(op, vx, vb);
+  if (vx.shape()[1] != vw.shape()[0])
+    fail(op, "input features differ from weight rows: input ", vx.shape(), " vs weight ",
+         vw.shape(), " (the weight is [in, out])");
+  const std::int64_t out_features = vw.shape()[1];
+  const bool bias_ok = (vb.rank() == 1 && vb.shape()[0] == out_features) ||
+                       (vb.rank() == 2 && vb.shape()[0] == 1 && vb.shape()[1] == out_features);
+  if (!bias_ok)
+    fail(op, "bias ", vb.shape(), " does not match weight ", vw.shape(), ": expected [",
+         out_features, "] or [1, ", out_features, "]");
+}
+
+// x · W alone (beta 0: the product clears y), for a caller that adds the bias in a pass it
+// makes anyway.
+Tensor product_without_bias(const Tensor& vx, const Tensor& vw) {
+  Tensor y = Tensor::empty(Shape{vx.shape()[0], vw.shape()[1]}, DType::kFloat32, vx.device());
+  gemm(vx, false, vw, false, 1.0f, 0.0f, y);
+  return y;
+}
+
+Var linear_activation(const char* op, Var x, Var weight, Var bias, backend::UnaryOp f) {
+  check_linear(op, x.value(), weight.value(), bias.value());
+  Tensor y = product_without_bias(x.value(), weight.value());
+  backend::bias_activation(bias.value().reshaped(Shape{bias.value().numel()}), f, y);
+  Var out = x.tape().record(std::move(y), {x, weight, bias}, linear_activation_backward);
+  out.tape().node(out.id()).int_attrs[0] = std::int64_t(f);
+  return out;
+}
+
 }  // namespace
+
+namespace detail {
+Var linear_without_bias(Var x, Var weight, Var bias, const char* op) {
+  check_linear(op, x.value(), weight.value(), bias.value());
+  return x.tape().record(product_without_bias(x.value(), weight.value()), {x, weight, bias},
+                         linear_backward);
+}
+}  // namespace detail
 
 // y = x · W + b
 Var linear(Var x, Var weight, Var bias) {
   const Tensor& vx = x.value();
   const Tensor& vw = weight.value();
   const Tensor& vb = bias.value();
-  check_matrix("linear", "input", vx);
-  check_matrix("linear", "weight", vw);
-  detail::require_float("linear", "bias", vb);
-  detail::require_same_device("linear", vx, vw);
-  detail::require_same_device("linear", vx, vb);
-  if (vx.shape()[1] != vw.shape()[0])
-    fail("linear", "input features differ from weight rows: input ", vx.shape(), " vs weight ",
-         vw.shape(), " (the weight is [in, out])");
-  const std::int64_t out_features = vw.shape()[1];
-  const bool bias_ok = (vb.rank() == 1 && vb.shape()[0] == out_features) ||
-                       (vb.rank() == 2 && vb.shape()[0] == 1 && vb.shape()[1] == out_features);
-  if (!bias_ok)
-    fail("linear", "bias ", vb.shape(), " does not match weight ", vw.shape(), ": expected [",
-         out_features, "] or [1, ", out_features, "]");
+  check_linear("linear", vx, vw, vb);
   // The bias rows first, then the product added onto them: one pass over y fewer than a
   // product followed by a bias add (a product with beta 0 clears y itself).
-  const std::int64_t rows = vx.shape()[0];
+  const std::int64_t rows = vx.shape()[0], out_features = vw.shape()[1];
   Tensor y = Tensor::empty(Shape{rows, out_features}, DType::kFloat32, vx.device());
   backend::copy_blocks(vb, 0, 0, y, 0, out_features, rows, out_features, false);
   gemm(vx, false, vw, false, 1.0f, 1.0f, y);
   return x.tape().record(std::move(y), {x, weight, bias}, linear_backward);
+}
+
+// y = relu(x · W + b), tanh(...), sigmoid(...): the bias added as the activation runs
+Var linear_relu(Var x, Var weight, Var bias) {
+  return linear_activation("linear_relu", x, weight, bias, backend::UnaryOp::kRelu);
+}
+Var linear_tanh(Var x, Var weight, Var bias) {
+  return linear_activation("linear_tanh", x, weight, bias, backend::UnaryOp::kTanh);
+}
+Var linear_sigmoid(Var x, Var weight, Var bias) {
+  return linear_activation("linear_sigmoid", x, weight, bias, backend::UnaryOp::kSigmoid);
 }
 
 }  // namespace weft

@@ -138,12 +138,14 @@ Var linear_lstm_cell_state(Var x, Var weight, Var bias, Var children, float cand
          ": expected weight [in, (K+2)N] for children [B, KN] (K forget gates, input, candidate)");
   const Shape state{rows, n};
   Tensor mask = candidate_mask(op, candidate_drop_prob, rng, state, vx.device());
-  // linear checks the input's features and the bias against the weight. Its backward reads x
-  // and W, not its output: the activations may take the output's place.
-  Var gates = linear(x, weight, bias);
+  // The product alone (linear's checks and backward, which reads x and W, not its output, so
+  // the activations may take the output's place); the bias is added as the gates activate.
+  Var gates = detail::linear_without_bias(x, weight, bias, op);
   Tensor& activations = gates.tape().node(gates.id()).value;
   Tensor c = Tensor::empty(state, DType::kFloat32, vx.device());
-  backend::lstm_cell_state_activating(activations, vc, mask.defined() ? &mask : nullptr, c);
+  const Tensor bias_row = bias.value().reshaped(Shape{bias.value().numel()});
+  backend::lstm_cell_state_activating(activations, &bias_row, vc, mask.defined() ? &mask : nullptr,
+                                      c);
   return record_cell_state(gates, children, std::move(c), std::move(mask),
                            linear_lstm_cell_state_backward);
 }

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
+#include <optional>
 
 #include "weft/core/error.h"
 
@@ -32,6 +34,8 @@ class Planner {
     return weaver_.args()[weaver_.calls()[call].first_arg + position];
   }
   PlannedArgument argument(std::span<const std::uint32_t> calls, std::size_t position);
+  std::optional<PlannedArgument> interleaved_view(std::span<const std::uint32_t> calls,
+                                                  std::size_t positions) const;
   // A gather of `sources` (rows per position, position-major); returns its index.
   std::uint32_t add_gather(std::span<const ValueLocation> sources, std::uint32_t rows,
                            std::uint32_t positions);
@@ -155,11 +159,38 @@ PlannedArgument Planner::argument(std::span<const std::uint32_t> calls, std::siz
   return out;
 }
 
+// A concat_inputs step whose arguments, row after row and position after position, are
+// consecutive rows of one chunk (order_calls_for_views lays them out so): those rows seen
+// `positions` at a time are the concatenated batch.
+std::optional<PlannedArgument> Planner::interleaved_view(std::span<const std::uint32_t> calls,
+                                                         std::size_t positions) const {
+  const ValueLocation first = plan_.locations[arg(calls[0], 0)];
+  std::uint32_t expected = first.row;
+  for (std::uint32_t call : calls)
+    for (std::size_t p = 0; p < positions; ++p, ++expected) {
+      const ValueLocation loc = plan_.locations[arg(call, p)];
+      if (loc.chunk != first.chunk || loc.row != expected) return std::nullopt;
+    }
+  PlannedArgument view;
+  view.is_view = true;
+  view.chunk = first.chunk;
+  view.row = first.row;
+  return view;
+}
+
 void Planner::plan_step(const Schedule& schedule, const ScheduleStep& step) {
   const Operation& op = loom_.operation(step.op);
   const auto calls = schedule.step_calls(step);
   plan_.step_first_argument.push_back(std::uint32_t(plan_.arguments.size()));
-  if (op.options.concat_inputs) {
+  const auto view =
+      op.options.concat_inputs && std::adjacent_find(op.inputs.begin(), op.inputs.end(),
+                                                     std::not_equal_to<>()) == op.inputs.end()
+          ? interleaved_view(calls, op.inputs.size())
+          : std::nullopt;
+  if (view) {
+    ++plan_.gathers_skipped;
+    plan_.arguments.push_back(*view);
+  } else if (op.options.concat_inputs) {
     std::vector<ValueLocation> sources;
     sources.reserve(calls.size() * op.inputs.size());
     std::int64_t width = 0;

@@ -19,16 +19,18 @@ void view_backward(Tape& tape, std::uint32_t id) {
   if (target.grad == nullptr) return;
   const std::int64_t start = node.int_attrs[0], count = node.int_attrs[1];
   std::uint8_t* written = target.written;
+  // The gradient as the chunk's rows (a view seen wider has the same elements).
+  const Tensor grad = node.grad.reshaped(target.grad->shape().with_rows(count));
   if (written != nullptr && std::none_of(written + start, written + start + count,
                                          [](std::uint8_t w) { return w != 0; })) {
     Tensor rows = target.grad->rows_view(start, count);
-    backend::copy_values(node.grad, rows);
+    backend::copy_values(grad, rows);
     std::fill(written + start, written + start + count, std::uint8_t(1));
     return;
   }
   // Rows partly written already: grad_of closes the record, zeroing the unwritten ones.
   Tensor rows = tape.grad_of(input)->rows_view(start, count);
-  backend::add_scaled(node.grad, 1.0f, rows);
+  backend::add_scaled(grad, 1.0f, rows);
 }
 
 void gather_backward(Tape& tape, std::uint32_t id) {
@@ -56,7 +58,12 @@ void gather_backward(Tape& tape, std::uint32_t id) {
 }  // namespace
 
 Var chunk_rows_view(Var chunk, std::int64_t start, std::int64_t count) {
-  Var out = chunk.tape().record(chunk.value().rows_view(start, count), {chunk}, view_backward);
+  return chunk_rows_view(chunk, start, count, chunk.value().shape().with_rows(count));
+}
+
+Var chunk_rows_view(Var chunk, std::int64_t start, std::int64_t count, const Shape& shape) {
+  Var out = chunk.tape().record(chunk.value().rows_view(start, count).reshaped(shape), {chunk},
+                                view_backward);
   out.tape().node(out.id()).int_attrs[0] = start;
   out.tape().node(out.id()).int_attrs[1] = count;
   return out;

@@ -11,8 +11,10 @@
 
 namespace weft::loom::detail {
 
-// Rows [start, start + count) of `chunk`, sharing its storage.
+// Rows [start, start + count) of `chunk`, sharing its storage; seen as `shape` when given
+// (the same elements: a concat_inputs batch is its interleaved argument rows seen wider).
 Var chunk_rows_view(Var chunk, std::int64_t start, std::int64_t count);
+Var chunk_rows_view(Var chunk, std::int64_t start, std::int64_t count, const Shape& shape);
 
 // For each position p (a column block of the result, widths[p] wide) and row i: the row
 // refs[p * rows + i] = (index into `chunks`, row), refs int32 [rows * positions, 2] on the

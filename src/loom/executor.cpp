@@ -165,7 +165,12 @@ void StepRunner::run_step(const Schedule& schedule, std::size_t step_index) {
   const std::int64_t rows = std::int64_t(step.size());
   const PlannedArgument* arguments = &plan_.arguments[plan_.step_first_argument[step_index]];
   std::vector<Var> inputs;
-  if (op.options.concat_inputs) {
+  if (op.options.concat_inputs && arguments[0].is_view) {
+    const std::int64_t positions = std::int64_t(op.inputs.size());
+    const std::int64_t width = positions * loom_.type(op.inputs[0]).shape.numel();
+    inputs.push_back(detail::chunk_rows_view(chunks_[arguments[0].chunk], arguments[0].row,
+                                             rows * positions, Shape{rows, width}));
+  } else if (op.options.concat_inputs) {
     std::vector<std::int64_t> widths;
     std::int64_t width = 0;
     for (TypeId t : op.inputs) {

@@ -121,6 +121,7 @@ Schedule make_schedule(const Weaver& weaver, Strategy strategy) {
       break;
   }
   schedule.strategy = strategy;
+  if (strategy != Strategy::kNone) order_calls_for_views(weaver, schedule);
   return schedule;
 }
 

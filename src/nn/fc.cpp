@@ -40,6 +40,20 @@ Var apply_activation(Activation activation, Var x) {
   return x;
 }
 
+Var linear_activated(Activation activation, Var x, Var weight, Var bias) {
+  switch (activation) {
+    case Activation::kRelu:
+      return linear_relu(x, weight, bias);
+    case Activation::kTanh:
+      return linear_tanh(x, weight, bias);
+    case Activation::kSigmoid:
+      return linear_sigmoid(x, weight, bias);
+    case Activation::kNone:
+      break;
+  }
+  return linear(x, weight, bias);
+}
+
 FC::FC(ParameterStore& store, const std::string& name, std::int64_t in, std::int64_t out,
        FCOptions options)
     : name_(store.scoped(name)), in_(in), out_(out), options_(std::move(options)) {
@@ -69,9 +83,12 @@ Var FC::operator()(Var x) const {
   detail::require_rows_of(detail::layer_where("FC", name_), "input", x, in_);
   Tape& tape = x.tape();
   Var in = mode_dropout(x, options_.input_dropout);
-  Var y = linear(in, effective_weight(tape), tape.parameter(bias_));
-  if (options_.normalization) y = options_.normalization(y);
-  return mode_dropout(apply_activation(options_.activation, y), options_.output_dropout);
+  Var w = effective_weight(tape), b = tape.parameter(bias_);
+  if (options_.normalization) {
+    Var y = options_.normalization(linear(in, w, b));
+    return mode_dropout(apply_activation(options_.activation, y), options_.output_dropout);
+  }
+  return mode_dropout(linear_activated(options_.activation, in, w, b), options_.output_dropout);
 }
 
 }  // namespace weft::nn

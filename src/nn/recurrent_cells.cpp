@@ -55,13 +55,13 @@ Var GRUCell::operator()(Var x, Var h) const {
   const detail::NamedVar h_state[] = {{"h", h}};
   Var xh = detail::checked_gate_input(where, x, input_size_, h_state, {}, hidden_);
   Tape& tape = h.tape();
-  Var rz = sigmoid(linear(xh, tape.parameter(gates_weight_), tape.parameter(gates_bias_)));
+  Var rz = linear_sigmoid(xh, tape.parameter(gates_weight_), tape.parameter(gates_bias_));
   Var r = slice(rz, 1, 0, hidden_);
   Var z = slice(rz, 1, hidden_, hidden_);
   const detail::NamedVar rh_state[] = {{"r * h", r * h}};
   Var x_rh = detail::checked_gate_input(where, x, input_size_, rh_state, {}, hidden_);
   Var candidate =
-      tanh(linear(x_rh, tape.parameter(candidate_weight_), tape.parameter(candidate_bias_)));
+      linear_tanh(x_rh, tape.parameter(candidate_weight_), tape.parameter(candidate_bias_));
   candidate = mode_dropout(candidate, options_.recurrent_dropout);
   return candidate + z * (h - candidate);  // z h + (1 - z) candidate
 }

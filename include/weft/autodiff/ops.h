@@ -28,6 +28,11 @@ Var matmul(Var a, Var b, bool transpose_a = false, bool transpose_b = false);
 Var batch_matmul(Var a, Var b, bool transpose_a = false, bool transpose_b = false);
 // y = x · W + b; x [B, in], W [in, out], b [out].
 Var linear(Var x, Var weight, Var bias);
+// y = f(x · W + b) as one op: the product, then one pass adding the bias as f runs (linear
+// writes bias rows before its product, and a separate f makes another pass and tensor).
+Var linear_relu(Var x, Var weight, Var bias);
+Var linear_tanh(Var x, Var weight, Var bias);
+Var linear_sigmoid(Var x, Var weight, Var bias);
 
 // Elementwise arithmetic on any number dtype (float32, float64, int32, int64; both operands
 // of one dtype, else an error naming both). b (or a) may also be one row (shape = the other's

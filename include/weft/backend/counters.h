@@ -45,7 +45,8 @@ struct WorkTime {
   std::int64_t bytes = 0;  // written by the data-moving kernels (gathers, scatters, copies; CPU)
 };
 
-// Per pass (forward, backward) and kind.
+// Per pass and kind: backward is Tape::backward's sweep, forward everything else (the forward
+// pass, the loss, the optimizer's update).
 struct WorkProfile {
   std::array<WorkTime, kWorkKinds> forward{}, backward{};
 

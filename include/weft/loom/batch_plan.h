@@ -29,7 +29,8 @@ struct PlannedGather {
 };
 
 // How a step's operation gets one input: a view of rows [row, row + rows) of one chunk, or
-// the gather `gather` (a concat_inputs operation has one gathered input for all positions).
+// the gather `gather` (a concat_inputs operation has one input for all positions: gathered,
+// or a view of rows [row, row + rows * positions) seen as rows * positions wide).
 struct PlannedArgument {
   bool is_view = false;
   std::uint32_t chunk = 0;  // a view's chunk

@@ -36,7 +36,7 @@ WEFT_ENUM_NAMES(Strategy, WEFT_LOOM_STRATEGIES, strategy_name, parse_strategy, "
 struct ScheduleStep {
   OpId op;
   std::uint32_t level;  // by_depth, sinks_last: depth - 1 (run depth); otherwise the step's index
-  std::uint32_t begin;  // calls()[begin, end) are this step's call ids, ascending
+  std::uint32_t begin;  // calls()[begin, end) are this step's call ids (order_calls_for_views)
   std::uint32_t end;
   std::uint32_t size() const { return end - begin; }
 };
@@ -52,7 +52,18 @@ struct Schedule {
   }
 };
 
+// The schedule of `strategy`, its steps' calls laid out by order_calls_for_views (none: one
+// call per step, nothing to lay out).
 Schedule make_schedule(const Weaver& weaver, Strategy strategy);
+// Layout planning: a step's rows may come in any order, and that order is where its outputs
+// land in its chunks. Orders every step's calls so that later steps read their arguments
+// where they lie: each step takes its calls in the order its consumers (laid out before it,
+// from the last step back) read them, position by position, or interleaved for a
+// concat_inputs operation, whose [l | r] rows are then its producer's [l0 r0 l1 r1 ..] rows
+// seen two at a time. A consumer whose arguments all come from one step then reads them as a
+// view (RunStats::gathers_skipped) instead of a gather. Deterministic: the order depends only
+// on the weave. A step nobody reads from keeps its ascending call ids.
+void order_calls_for_views(const Weaver& weaver, Schedule& schedule);
 // Splits every step of more than max_rows calls into steps of at most max_rows (0: none), in
 // order: the same calls and levels in more, smaller batched calls.
 void limit_step_rows(Schedule& schedule, std::uint32_t max_rows);

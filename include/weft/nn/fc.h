@@ -29,6 +29,8 @@ WEFT_ENUM_NAMES(Activation, WEFT_NN_ACTIVATIONS, activation_name, parse_activati
                 "activation")
 // act(x); kNone returns x.
 Var apply_activation(Activation activation, Var x);
+// act(x · W + b) as one op where there is one (linear_relu, linear_tanh, linear_sigmoid).
+Var linear_activated(Activation activation, Var x, Var weight, Var bias);
 
 struct FCOptions {
   Activation activation = Activation::kRelu;

@@ -55,6 +55,34 @@ void add_into(const Tensor& x, float scale, Tensor& y) {
   }
 }
 
+void bias_activation(const Tensor& bias, UnaryOp op, Tensor& y) {
+  const std::int64_t width = bias.numel();
+  WEFT_ASSERT(y.dtype() == DType::kFloat32 && (y.numel() == 0 || y.row_size() == width));
+  const float* b = bias.data<float>();
+  // Row by row in fixed blocks, so a row's values do not depend on its place (fixed_blocks.h).
+  for (std::int64_t r = 0; r < y.rows(); ++r) {
+    float* row = y.data<float>() + r * width;
+    switch (op) {
+      case UnaryOp::kRelu:
+        for_fixed_blocks(
+            width, row, [](auto& o, const auto& v, const auto& c) { o = (v + c).max(0.0f); }, row,
+            b);
+        break;
+      case UnaryOp::kSigmoid:
+        for_fixed_blocks(
+            width, row, [](auto& o, const auto& v, const auto& c) { o = (v + c).logistic(); }, row,
+            b);
+        break;
+      case UnaryOp::kTanh:
+        for_fixed_blocks(
+            width, row, [](auto& o, const auto& v, const auto& c) { o = (v + c).tanh(); }, row, b);
+        break;
+      default:
+        WEFT_ASSERT(false && "bias_activation takes relu, sigmoid or tanh");
+    }
+  }
+}
+
 void unary(UnaryOp op, const Tensor& x, Tensor& y) {
   WEFT_ASSERT(x.numel() == y.numel());
   if (x.dtype() != DType::kFloat32) return typed::unary(op, x, y);

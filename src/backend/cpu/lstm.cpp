@@ -35,7 +35,7 @@ void store(ArrayMap dst, const Value& value, bool fresh) {
 // c from the gates. Their activations [sigmoid(f_1) .. sigmoid(f_K) | sigmoid(i) | tanh(g)]
 // go to a row of scratch, or over the gates themselves when `activated` is the gates' tensor
 // (lstm_cell_state_activating).
-void cell_state(const Tensor& gates, Tensor* activated, const Tensor& children,
+void cell_state(const Tensor& gates, Tensor* activated, const Tensor* bias, const Tensor& children,
                 const Tensor* candidate_mask, Tensor& c) {
   const auto [rows, n, k, stride] = math::lstm_cell_shape(gates, children, c.row_size());
   const float* g = gates.data<float>();
@@ -44,9 +44,12 @@ void cell_state(const Tensor& gates, Tensor* activated, const Tensor& children,
   const float* m = candidate_mask ? candidate_mask->data<float>() : nullptr;
   float* out = c.data<float>();
   std::vector<float> scratch(std::size_t(in_place ? 0 : (k + 2) * n));
+  WEFT_ASSERT(bias == nullptr || (in_place && bias->numel() == stride));
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* gr = g + r * stride;
     float* a = in_place ? in_place + r * stride : scratch.data();
+    // The bias first (an add rounds alike in any lane), over the gates in place.
+    if (bias) ArrayMap(a, stride) += ConstArrayMap(bias->data<float>(), stride);
     // [f_1 .. f_K | i] are contiguous: one logistic over them, one tanh over g. In fixed
     // blocks, so a row's c does not depend on its place in the batch (fixed_blocks.h).
     float* candidate = a + (k + 1) * n;
@@ -72,12 +75,12 @@ void cell_state(const Tensor& gates, Tensor* activated, const Tensor& children,
 
 void lstm_cell_state(const Tensor& gates, const Tensor& children, const Tensor* candidate_mask,
                      Tensor& c) {
-  cell_state(gates, nullptr, children, candidate_mask, c);
+  cell_state(gates, nullptr, nullptr, children, candidate_mask, c);
 }
 
-void lstm_cell_state_activating(Tensor& gates, const Tensor& children, const Tensor* candidate_mask,
-                                Tensor& c) {
-  cell_state(gates, &gates, children, candidate_mask, c);
+void lstm_cell_state_activating(Tensor& gates, const Tensor* bias, const Tensor& children,
+                                const Tensor* candidate_mask, Tensor& c) {
+  cell_state(gates, &gates, bias, children, candidate_mask, c);
 }
 
 namespace {
