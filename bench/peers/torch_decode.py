@@ -70,10 +70,7 @@ def answer_text(name, decisions):
     if name == "tree2seq":
         ended = bool(decisions) and decisions[-1] == T2S_END
         return models.tokens_text(decisions[:-1] if ended else decisions)
-    pending = 1
-    for d in decisions:
-        pending += 1 if d >= models.PLUS else -1
-    return models.tree_text(decisions) if decisions and pending == 0 else ""
+    return models.tree_text(decisions)
 
 
 def weft_inputs(name, examples):

@@ -101,11 +101,14 @@ def preorder(node, out=None):
 
 
 def tree_text(decisions):
-    """The calculator's text of complete pre-order decisions (seq2tree's "text")."""
+    """The calculator's text of pre-order decisions (seq2tree's "text"); a node not decided yet
+    (a sequence stopped at its bound) is "?", as Weft's answer writes it."""
     at = 0
 
     def build():
         nonlocal at
+        if at >= len(decisions):
+            return "?"
         d = decisions[at]
         at += 1
         if d < PLUS:

@@ -254,6 +254,12 @@ parameters; clear() drops every node (Vars from before become invalid).)doc")
         py::arg("transpose_b") = false,
         "y[i] = op(a[i]) @ op(b[i]) for a [n, m, k] and b [n, k, p] batch of matrices.");
   m.def("linear", &linear, py::arg("x"), py::arg("weight"), py::arg("bias"), "y = x @ W + b.");
+  m.def("linear_relu", &linear_relu, py::arg("x"), py::arg("weight"), py::arg("bias"),
+        "y = relu(x @ W + b), one op: the bias added as the activation runs.");
+  m.def("linear_tanh", &linear_tanh, py::arg("x"), py::arg("weight"), py::arg("bias"),
+        "y = tanh(x @ W + b), one op: the bias added as the activation runs.");
+  m.def("linear_sigmoid", &linear_sigmoid, py::arg("x"), py::arg("weight"), py::arg("bias"),
+        "y = sigmoid(x @ W + b), one op: the bias added as the activation runs.");
   m.def("add", &add, "y = a + b (row broadcast)");
   m.def("sub", &sub, "y = a - b (row broadcast)");
   m.def("mul", &mul, "y = a * b (row broadcast)");

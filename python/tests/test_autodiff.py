@@ -48,6 +48,8 @@ def test_every_op_is_bound():
 def test_gradients_match_finite_differences():
     check_grad(lambda a: weft.sum(weft.tanh(a) * a), (3, 4))
     check_grad(lambda a, w, b: weft.sum(weft.sigmoid(weft.linear(a, w, b))), (2, 3), (3, 4), (4,))
+    for fused in (weft.linear_tanh, weft.linear_sigmoid):
+        check_grad(lambda a, w, b, f=fused: weft.sum(f(a, w, b)), (2, 3), (3, 4), (4,))
     check_grad(lambda a, b: weft.sum(weft.matmul(a, b, transpose_b=True)), (2, 3), (4, 3))
     check_grad(lambda a, b: weft.sum(weft.batch_matmul(a, b, transpose_a=True)), (2, 3, 2), (2, 3, 4))
     check_grad(lambda a: weft.mean(weft.softmax_cross_entropy(a, [0, 2, 1])), (3, 4))

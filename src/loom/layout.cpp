@@ -18,12 +18,22 @@ class Layout {
   Layout(const Weaver& weaver, Schedule& schedule)
       : weaver_(weaver),
         schedule_(schedule),
-        step_of_(weaver.num_calls(), kNoStep),
-        wished_(weaver.num_calls(), 0),
+        producer_(weaver.args().size(), kNoStep),
+        unwished_step_(weaver.num_calls(), kNoStep),
         wishes_(schedule.steps.size()) {
+    // Laid-out orders visit calls in no particular order: each argument's producing call is
+    // looked up once here, in the weave's order, so the walk below reads one entry per argument.
+    const auto calls = weaver.calls();
+    const auto args = weaver.args();
+    for (std::size_t a = 0; a < args.size(); ++a) {
+      const Weaver::ValueInfo& info = weaver.info(args[a]);
+      if (info.kind == ValueKind::kCallOutput) producer_[a] = info.index;
+    }
     for (std::size_t s = 0; s < schedule.steps.size(); ++s)
       for (std::uint32_t call : schedule.step_calls(schedule.steps[s]))
-        step_of_[call] = std::uint32_t(s);
+        unwished_step_[call] = std::uint32_t(s);
+    first_arg_.reserve(calls.size());
+    for (const Weaver::CallInfo& c : calls) first_arg_.push_back(c.first_arg);
   }
 
   void run() {
@@ -41,7 +51,7 @@ class Layout {
     std::vector<std::uint32_t>& order = wishes_[s];
     if (order.empty()) return;
     for (std::uint32_t call : schedule_.step_calls(step))
-      if (!wished_[call]) order.push_back(call);
+      if (unwished_step_[call] != kNoStep) order.push_back(call);
     std::copy(order.begin(), order.end(), schedule_.calls.begin() + step.begin);
     order = {};
   }
@@ -51,29 +61,32 @@ class Layout {
   void wish_arguments_of(std::size_t s) {
     const ScheduleStep& step = schedule_.steps[s];
     const auto calls = schedule_.step_calls(step);
-    const std::size_t positions = weaver_.loom().operation(step.op).inputs.size();
-    if (weaver_.loom().operation(step.op).options.concat_inputs) {
+    const Operation& op = weaver_.loom().operation(step.op);
+    const std::size_t positions = op.inputs.size();
+    if (op.options.concat_inputs) {
       for (std::uint32_t call : calls)
-        for (std::size_t p = 0; p < positions; ++p) wish(weaver_.call_args(call)[p]);
+        for (std::size_t p = 0; p < positions; ++p) wish(first_arg_[call] + p);
     } else {
       for (std::size_t p = 0; p < positions; ++p)
-        for (std::uint32_t call : calls) wish(weaver_.call_args(call)[p]);
+        for (std::uint32_t call : calls) wish(first_arg_[call] + p);
     }
   }
 
-  void wish(Value value) {
-    const Weaver::ValueInfo& info = weaver_.info(value);
-    if (info.kind != ValueKind::kCallOutput) return;
-    const std::uint32_t call = info.index;
-    if (wished_[call] || step_of_[call] == kNoStep) return;
-    wished_[call] = 1;
-    wishes_[step_of_[call]].push_back(call);
+  // The argument in args()[arg]: its producing call goes to its step's wishes, once.
+  void wish(std::size_t arg) {
+    const std::uint32_t call = producer_[arg];
+    if (call == kNoStep) return;
+    std::uint32_t& step = unwished_step_[call];
+    if (step == kNoStep) return;
+    wishes_[step].push_back(call);
+    step = kNoStep;
   }
 
   const Weaver& weaver_;
   Schedule& schedule_;
-  std::vector<std::uint32_t> step_of_;
-  std::vector<std::uint8_t> wished_;
+  std::vector<std::uint32_t> producer_;             // per argument: its producing call, or kNoStep
+  std::vector<std::uint32_t> unwished_step_;        // per call: its step until wished, then kNoStep
+  std::vector<std::uint32_t> first_arg_;            // per call
   std::vector<std::vector<std::uint32_t>> wishes_;  // per step, until it is settled
 };
 
