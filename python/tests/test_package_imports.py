@@ -32,16 +32,9 @@ def sibling_imports(path, modules):
     return {m for m in found if m in modules and m != path.stem}
 
 
-# The one cycle left, named so that no other can join it: weft.torch re-exports its torchfold API
-# (_torchfold.py), which is built on weft.torch's call() (restructuring them is weft.torch's own
-# work, in progress when this test was written). Every other import between modules counts.
-NOT_YET_SPLIT = {("torch", "_torchfold"), ("_torchfold", "torch")}
-
-
 def import_graph():
     modules = {p.stem for p in PACKAGE.glob("*.py")}
-    graph = {p.stem: sibling_imports(p, modules) for p in PACKAGE.glob("*.py")}
-    return {m: {t for t in targets if (m, t) not in NOT_YET_SPLIT} for m, targets in graph.items()}
+    return {p.stem: sibling_imports(p, modules) for p in PACKAGE.glob("*.py")}
 
 
 def find_cycle(graph):

@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 from . import _weft
-from . import torch as _wt
+from . import _torch_bodies as _wt
 
 
 class Node:

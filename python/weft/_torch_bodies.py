@@ -1,0 +1,250 @@
+"""Torch bodies in Weft, the part of ``weft.torch`` the torchfold API (weft/_torchfold.py) runs
+on: ``call``, ``Function``, ``op`` (any torch callable or ``nn.Module`` once per batched call, on
+torch tensors viewing Weft's values; Weft's backward runs torch autograd), ``parameters_of``,
+and ``WeftStep`` / ``backward_outputs`` (a Weft tape as one torch autograd step). Users import
+them from ``weft.torch``.
+"""
+
+import sys as _sys
+import traceback as _traceback
+
+import torch as _torch
+
+from . import _weft
+from . import blocks as _td
+from . import nn as _wnn
+
+
+# ---- torch bodies in Weft -----------------------------------------------------------------------
+
+
+def _body_name(fn, name):
+    return name or getattr(fn, "__name__", None) or type(fn).__name__
+
+
+def _error_text(error):
+    """"ZeroDivisionError: division by zero (at cell.py:12, in forward)"."""
+    text = type(error).__name__ + (f": {error}" if str(error) else "")
+    frames = _traceback.extract_tb(error.__traceback__)
+    if frames:
+        text += f" (at {frames[-1].filename}:{frames[-1].lineno}, in {frames[-1].name})"
+    return text
+
+
+def _flatten(value, leaf_type, out):
+    """The leaves of nested tuples / lists in order, and the nesting (None for a leaf)."""
+    if isinstance(value, (tuple, list)):
+        return tuple(_flatten(v, leaf_type, out) for v in value)
+    out.append(value)
+    return None
+
+
+def _unflatten(structure, leaves):
+    it = iter(leaves)
+
+    def build(s):
+        return next(it) if s is None else tuple(build(i) for i in s)
+
+    return build(structure)
+
+
+def _to_torch(var, differentiable):
+    t = _torch.from_dlpack(var.value)
+    if differentiable and var.requires_grad and t.is_floating_point():
+        t.requires_grad_(True)  # a fresh leaf over Weft's memory: its .grad is the input's
+    return t
+
+
+def _check_output(name, k, out, batch, expected):
+    if not isinstance(out, _torch.Tensor):
+        raise _weft.Error(f"[torch] body '{name}': output {k} is {type(out).__name__}, not a "
+                          "torch.Tensor (return a tensor or a tuple of tensors)")
+    if out.dtype != _torch.float32:
+        raise _weft.Error(f"[torch] body '{name}': output {k} is {out.dtype} "
+                          f"{list(out.shape)}; Weft's differentiable values are torch.float32")
+    if out.dim() == 0 or (batch is not None and out.shape[0] != batch):
+        raise _weft.Error(f"[torch] body '{name}': output {k} has shape {list(out.shape)}; it "
+                          f"must keep the batch axis first ({batch} rows, one per call)")
+    if expected is not None and list(out.shape[1:]) != list(expected):
+        raise _weft.Error(f"[torch] body '{name}': output {k} has shape {list(out.shape)}, but "
+                          f"the operation declares [{batch}, {', '.join(map(str, expected))}]")
+
+
+def _check_nothing_kept(name, inputs, references, outputs):
+    """A body holding on to an input beyond its call (a view of Weft's memory for that call: kept,
+    it pins the step's memory after the tape is cleared) is an error; returning it is fine.
+    Direct references are seen (a kept view of an input is not)."""
+    for k in range(len(inputs)):  # counted as references[] was: no other local names them
+        returned = sum(o is inputs[k] for o in outputs)
+        if _sys.getrefcount(inputs[k]) > references[k] + returned:
+            raise _weft.Error(f"[torch] body '{name}' kept input {k} {list(inputs[k].shape)} "
+                              "after the call; inputs view Weft's memory for the call only "
+                              "(keep t.clone() instead)")
+
+
+def _backward(inputs, outputs):
+    """The Weft-side backward of one torch call: torch autograd from the outputs' gradients;
+    parameters accumulate their .grad, the inputs' gradients go back to Weft."""
+
+    def run(grads):
+        pairs = [(o, _torch.from_dlpack(g)) for o, g in zip(outputs, grads)
+                 if g is not None and o.requires_grad]
+        if pairs:
+            _torch.autograd.backward([o for o, _ in pairs], [g for _, g in pairs],
+                                     retain_graph=True)
+        result = []
+        for t in inputs:
+            g = t.grad if t.requires_grad else None
+            result.append(None if g is None else _weft.from_dlpack(g.contiguous()))
+            t.grad = None
+        return result
+
+    return run
+
+
+_FROM_INPUTS = object()
+
+
+def call(fn, *args, name=None, outputs=None, batch_rows=_FROM_INPUTS):
+    """Runs the torch callable `fn` on Weft Vars (nested tuples of Vars allowed): once, on torch
+    tensors sharing the Vars' memory, recording autograd when Weft's tape records gradients.
+    Returns the result's structure with Vars in place of tensors. `outputs`: the per-row shapes
+    the caller declares (checked); every output is float32 with `batch_rows` rows (by default
+    the first input's; None: any)."""
+    name = _body_name(fn, name)
+    flat_vars = []
+    structure = _flatten(args, _weft.Var, flat_vars)
+    differentiable = _weft._records_grad(flat_vars)
+    inputs = [_to_torch(v, differentiable) for v in flat_vars]
+    references = [_sys.getrefcount(inputs[k]) for k in range(len(inputs))]
+    try:
+        with _torch.set_grad_enabled(differentiable):
+            result = fn(*_unflatten(structure, inputs))
+    except (KeyboardInterrupt, _weft.Error):
+        raise
+    except Exception as error:
+        raise _weft.Error(f"[torch] body '{name}' raised {_error_text(error)}") from error
+    flat_out = []
+    out_structure = _flatten(result, _torch.Tensor, flat_out)
+    del result
+    _check_nothing_kept(name, inputs, references, flat_out)
+    batch = batch_rows
+    if batch is _FROM_INPUTS:
+        batch = inputs[0].shape[0] if inputs and inputs[0].dim() > 0 else None
+    if outputs is not None and len(outputs) != len(flat_out):
+        raise _weft.Error(f"[torch] body '{name}' returned {len(flat_out)} tensors; the "
+                          f"operation declares {len(outputs)}")
+    for k, out in enumerate(flat_out):
+        _check_output(name, k, out, batch, None if outputs is None else outputs[k])
+    values = [_weft.from_dlpack(o.detach().contiguous()) for o in flat_out]
+    needs_backward = differentiable and any(o.requires_grad for o in flat_out)
+    backward = _backward(inputs, flat_out) if needs_backward else None
+    recorded = _weft._record_op(f"body '{name}'", flat_vars, values, backward)
+    return _unflatten(out_structure, recorded)
+
+
+def _declared_shapes(output):
+    """Per-row shapes of a blocks Type (a tensor, or a tuple of tensors), or None."""
+    if output is None:
+        return None
+    if output.kind == "tuple":
+        flat = []
+        for item in output.items:
+            flat.extend(_declared_shapes(item) or [None])
+        return flat
+    return [list(output.shape)] if output.kind == "tensor" else None
+
+
+class Function(_td.Function):
+    """A blocks Function whose body is a torch callable or nn.Module, batched like any other:
+    ``Function(module)`` (types from composition, TF Fold's spelling) or ``Function(name, inputs,
+    module, output=None)``. The module runs once per (depth, operation) on [B, ...] tensors."""
+
+    def __init__(self, fn_or_name, *args, name=None, **kwargs):
+        if isinstance(fn_or_name, str):  # Weft's spelling: name, inputs, body, output=None
+            inputs, fn = args[0], args[1]
+            output = args[2] if len(args) > 2 else kwargs.pop("output", None)
+            shapes = _declared_shapes(output)
+
+            def body(*flat):
+                return call(fn, *flat, name=fn_or_name, outputs=shapes)
+
+            super().__init__(fn_or_name, inputs, body, output, **kwargs)
+        else:
+            fn = fn_or_name
+            label = _body_name(fn, name)
+
+            def body(*nested):
+                return call(fn, *nested, name=label)
+
+            body.__name__ = label
+            super().__init__(body, *args, name=label, **kwargs)
+        self.module = fn
+
+
+def op(loom, name, inputs, outputs, fn):
+    """A loom operation (weft.flow.Loom) whose body is the torch callable `fn`: one call per
+    batched step, [B, ...] tensors in and out (one per input / output type)."""
+
+    def body(*vars):
+        result = call(fn, *vars, name=name)
+        return result if isinstance(result, tuple) else (result,)
+
+    return loom.op(name, inputs, outputs, body)
+
+
+# ---- Weft inside a torch model ------------------------------------------------------------------
+
+
+def parameters_of(source):
+    """Weft Parameters of a ParameterStore, a list of them, or None (none)."""
+    if source is None:
+        return []
+    if isinstance(source, _wnn.ParameterStore):
+        return list(source.trainable_parameters())
+    params = list(source)
+    for p in params:
+        if not isinstance(p, _weft.Parameter):
+            raise _weft.Error(f"[weft.torch] expected weft Parameters, got {type(p).__name__}")
+    return params
+
+
+def _torch_view(param):
+    """An nn.Parameter over the Weft parameter's memory (the optimizer's updates are Weft's)."""
+    return _torch.nn.Parameter(_torch.from_dlpack(param.value), requires_grad=param.trainable)
+
+
+def backward_outputs(tape, outputs, grads):
+    """Weft's backward from torch's gradients of `outputs` (Vars of `tape`): one pass, seeded
+    through sum_k <output_k, grad_k> where several outputs have gradients."""
+    seeded = [(var, _weft.from_dlpack(g.detach().contiguous()))
+              for var, g in zip(outputs, grads) if g is not None and var.requires_grad]
+    if len(seeded) == 1:
+        tape.backward(*seeded[0])
+    elif seeded:
+        with tape:
+            total = _weft.sum(seeded[0][0] * tape.constant(seeded[0][1]))
+            for var, g in seeded[1:]:
+                total = total + _weft.sum(var * tape.constant(g))
+        tape.backward(total)
+
+
+class WeftStep(_torch.autograd.Function):
+    """A Weft computation as one torch autograd step: `run.forward()` returns the outputs (torch
+    tensors over Weft's memory), `run.backward(grads)` runs Weft's tape backward and returns the
+    gradients of `inputs`. The anchor (a tensor requiring grad) makes the outputs differentiable
+    when only torch bodies' parameters (updated in .grad directly) are trained."""
+
+    @staticmethod
+    def forward(ctx, run, anchor, *inputs):
+        ctx.run = run
+        outputs = run.forward()
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        run, ctx.run = ctx.run, None
+        if run is None:
+            raise _weft.Error("[weft.torch] this Weft step was already backpropagated (a second "
+                              "backward needs retain_graph, which Weft steps do not keep)")
+        return (None, None, *run.backward(grads))
