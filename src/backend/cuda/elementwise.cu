@@ -328,14 +328,14 @@ void lstm_cell_state(const Tensor& gates, const Tensor& children, const Tensor* 
 
 void lstm_cell_state_activating(Tensor& gates, const Tensor* bias, const Tensor& children,
                                 const Tensor* candidate_mask, Tensor& c) {
-  if (bias) binary(BinaryOp::kAdd, gates, *bias, gates);  // a pass of its own on the device
+  if (bias) cuda::binary(BinaryOp::kAdd, gates, *bias, gates);  // a pass of its own on the device
   cell_state(gates, &gates, children, candidate_mask, c, "lstm_cell_state_activating");
 }
 
 // The bias, then the activation, in place: two passes on the device.
 void bias_activation(const Tensor& bias, UnaryOp op, Tensor& y) {
-  binary(BinaryOp::kAdd, y, bias, y);
-  unary(op, y, y);
+  cuda::binary(BinaryOp::kAdd, y, bias, y);
+  cuda::unary(op, y, y);
 }
 
 namespace {
