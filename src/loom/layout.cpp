@@ -23,7 +23,6 @@ class Layout {
         wishes_(schedule.steps.size()) {
     // Laid-out orders visit calls in no particular order: each argument's producing call is
     // looked up once here, in the weave's order, so the walk below reads one entry per argument.
-    const auto calls = weaver.calls();
     const auto args = weaver.args();
     for (std::size_t a = 0; a < args.size(); ++a) {
       const Weaver::ValueInfo& info = weaver.info(args[a]);
@@ -32,8 +31,6 @@ class Layout {
     for (std::size_t s = 0; s < schedule.steps.size(); ++s)
       for (std::uint32_t call : schedule.step_calls(schedule.steps[s]))
         unwished_step_[call] = std::uint32_t(s);
-    first_arg_.reserve(calls.size());
-    for (const Weaver::CallInfo& c : calls) first_arg_.push_back(c.first_arg);
   }
 
   void run() {
@@ -65,10 +62,10 @@ class Layout {
     const std::size_t positions = op.inputs.size();
     if (op.options.concat_inputs) {
       for (std::uint32_t call : calls)
-        for (std::size_t p = 0; p < positions; ++p) wish(first_arg_[call] + p);
+        for (std::size_t p = 0; p < positions; ++p) wish(weaver_.calls()[call].first_arg + p);
     } else {
       for (std::size_t p = 0; p < positions; ++p)
-        for (std::uint32_t call : calls) wish(first_arg_[call] + p);
+        for (std::uint32_t call : calls) wish(weaver_.calls()[call].first_arg + p);
     }
   }
 
@@ -86,7 +83,6 @@ class Layout {
   Schedule& schedule_;
   std::vector<std::uint32_t> producer_;             // per argument: its producing call, or kNoStep
   std::vector<std::uint32_t> unwished_step_;        // per call: its step until wished, then kNoStep
-  std::vector<std::uint32_t> first_arg_;            // per call
   std::vector<std::vector<std::uint32_t>> wishes_;  // per step, until it is settled
 };
 
