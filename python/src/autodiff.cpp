@@ -46,7 +46,7 @@ weft::Tensor parameter_value(const std::string& name, py::handle value) {
   if (py::isinstance<py::array>(value)) {
     const py::array a = py::cast<py::array>(value);
     const std::string shape = py::str(a.attr("shape")).cast<std::string>();
-    if (a.dtype().kind() != 'f' || a.dtype().itemsize() != 4)
+    if (a.dtype().kind() != 'f' || a.dtype().attr("itemsize").cast<int>() != 4)  // NumPy 2-safe
       fail(where, "the array is ", py::str(a.dtype()).cast<std::string>(), " ", shape,
            "; a Parameter is a view of a float32 array, so another dtype would be a silent copy "
            "the optimizer's updates never reach (copy on purpose: "

@@ -133,7 +133,10 @@ weft::Tensor tensor_from_numpy(const py::array& array, const std::string& where)
          "could be written (optimizer updates, np.asarray(t)[...] = ...), so pass a writable "
          "copy: np.array(a) or a.copy() (weft.tensor(a) copies as well)");
   const py::dtype dt = array.dtype();
-  const std::optional<DType> found = dtype_of_numpy(dt.kind(), dt.itemsize());
+  // The item size through Python: pybind11 before 2.12 reads it from NumPy 1's struct layout,
+  // which NumPy 2 changed (every array would be refused).
+  const std::optional<DType> found =
+      dtype_of_numpy(dt.kind(), dt.attr("itemsize").cast<py::ssize_t>());
   if (!found)
     fail("from_numpy", "unsupported dtype ", dtype_text(dt), ": Weft tensors are ", kDTypeList,
          " (convert first, e.g. a.astype(np.float32), or use weft.tensor(a), which copies)");

@@ -70,12 +70,37 @@ def _check_output(name, k, out, batch, expected):
                           f"the operation declares [{batch}, {', '.join(map(str, expected))}]")
 
 
+def _save_detached(t):
+    """torch autograd saves detached aliases inside bodies: they share the memory and version
+    counter, but hold no reference to the body's inputs (an embedding saves its indices; PyTorch 2
+    would hold the input's Python object) nor to outputs' graphs (no cycle)."""
+    return t.detach()
+
+
+def _unpack_saved(t):
+    return t
+
+
+def _graph_references():
+    """References that torch's autograd graph itself holds to a leaf it accumulates into: 1 from
+    PyTorch 2 on (its AccumulateGrad node keeps the Python object), 0 in 1.13."""
+    leaf = _torch.zeros(1, requires_grad=True)
+    before = _sys.getrefcount(leaf)
+    out = leaf * 2  # noqa: F841  (the graph must live while the references are counted)
+    return _sys.getrefcount(leaf) - before
+
+
+_GRAPH_REFERENCES = _graph_references()
+
+
 def _check_nothing_kept(name, inputs, references, outputs):
     """A body holding on to an input beyond its call (a view of Weft's memory for that call: kept,
-    it pins the step's memory after the tape is cleared) is an error; returning it is fine.
-    Direct references are seen (a kept view of an input is not)."""
+    it pins the step's memory after the tape is cleared) is an error; returning it (or a view of
+    it) is fine. Direct references are seen (a kept view is not)."""
     for k in range(len(inputs)):  # counted as references[] was: no other local names them
-        returned = sum(o is inputs[k] for o in outputs)
+        returned = sum(o is inputs[k] or getattr(o, "_base", None) is inputs[k] for o in outputs)
+        if inputs[k].requires_grad:
+            returned += _GRAPH_REFERENCES
         if _sys.getrefcount(inputs[k]) > references[k] + returned:
             raise _weft.Error(f"[torch] body '{name}' kept input {k} {list(inputs[k].shape)} "
                               "after the call; inputs view Weft's memory for the call only "
@@ -118,7 +143,8 @@ def call(fn, *args, name=None, outputs=None, batch_rows=_FROM_INPUTS):
     inputs = [_to_torch(v, differentiable) for v in flat_vars]
     references = [_sys.getrefcount(inputs[k]) for k in range(len(inputs))]
     try:
-        with _torch.set_grad_enabled(differentiable):
+        with _torch.set_grad_enabled(differentiable), \
+                _torch.autograd.graph.saved_tensors_hooks(_save_detached, _unpack_saved):
             result = fn(*_unflatten(structure, inputs))
     except (KeyboardInterrupt, _weft.Error):
         raise
