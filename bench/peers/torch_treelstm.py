@@ -162,13 +162,24 @@ def build_children(side, values):
     return cat.index_select(0, perm)
 
 
-def run_manual(model, trees, plan):
-    words = torch.from_numpy(trees[trees >= 0].astype(np.int64))  # tree-major leaf order
+def manual_roots(model, words, plan):
     values = [model.leaf(words)]
     for kind, what in plan:
         rows = values[what] if kind == "view" else build_children(what, values)
         values.append(model.internal(rows.reshape(-1, 2 * model.n)))
     return values[-1]
+
+
+def run_manual(model, trees, plan):
+    """`plan`: manual_plan's, or compile_manual's compiled function of the words."""
+    words = torch.from_numpy(trees[trees >= 0].astype(np.int64))  # tree-major leaf order
+    return plan(words) if callable(plan) else manual_roots(model, words, plan)
+
+
+def compile_manual(model, plan):
+    """torch.compile (PyTorch 2) of the hand-batched forward for one plan: Inductor's fused C++
+    kernels; its backward is compiled with it (AOTAutograd)."""
+    return torch.compile(lambda words: manual_roots(model, words, plan), dynamic=False)
 
 
 def weave(trees):
@@ -220,12 +231,26 @@ def step(model, mode, trees, train, lr, plan=None, want_grad_sq=False):
     with torch.set_grad_enabled(train):
         if mode == "unbatched":
             roots = run_unbatched(model, trees)
-        elif mode == "manual":
+        elif mode in ("manual", "manual-compiled"):
             roots = run_manual(model, trees, plan)
         else:
             roots = run_fold(model, woven)
         loss, grad_sq = finish(model, roots, train, lr, want_grad_sq)
     return weave_s, time.perf_counter() - start, loss, grad_sq
+
+
+def check_compiled(weights, cell, trees, plan, train):
+    """The compiled hand-batched step (compiled here, untimed) must give the eager one's loss and
+    Σ grad² on the same weights and trees; returns its model (one check step on) and the step."""
+    want = step(Model(weights, cell), "manual", trees, train, 1e-5, plan, want_grad_sq=True)[2:]
+    model = Model(weights, cell)
+    compiled = compile_manual(model, plan)
+    got = step(model, "manual-compiled", trees, train, 1e-5, compiled, want_grad_sq=True)[2:]
+    if abs(got[0] - want[0]) > 1e-4 * abs(want[0]) or abs(got[1] - want[1]) > 1e-3 * abs(want[1]):
+        raise SystemExit(f"torch.compile's step differs: loss, grad² {got} against eager {want}")
+    print(f"check manual-compiled: loss {got[0]:.9g} (eager {want[0]:.9g}), grad^2 {got[1]:.9g} "
+          f"(eager {want[1]:.9g})", flush=True)
+    return model, compiled
 
 
 def reset_peak_rss():
@@ -247,10 +272,14 @@ def peak_rss_mb():
 def run_row(trees_file, weights, cell, mode, batch, train, repeats, max_unbatched, lr=1e-5):
     """Warm-up batch 0, then the timed batches; the same trees and rules as Weft's rows."""
     model = Model(weights, cell)
-    kind = "same" if mode in ("manual", "dynamic") else "random"
+    kind = "same" if mode in ("manual", "manual-compiled", "dynamic") else "random"
     count = min(batch, max_unbatched) if mode == "unbatched" else batch
     scale = batch / count
-    plan = manual_plan(trees_file[f"B{batch}/same/0"][0].tolist(), batch) if mode == "manual" else None
+    plan = None
+    if mode in ("manual", "manual-compiled"):
+        plan = manual_plan(trees_file[f"B{batch}/same/0"][0].tolist(), batch)
+    if mode == "manual-compiled":
+        model, plan = check_compiled(weights, cell, trees_file[f"B{batch}/same/0"], plan, train)
     reset_peak_rss()
     batch_s, weave_s = [], []
     cpu_start, wall_start = time.process_time(), time.perf_counter()

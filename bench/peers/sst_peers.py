@@ -1,0 +1,237 @@
+#!/usr/bin/env python3
+"""The SST Tree-LSTM (python/examples/torch/sst_tree_lstm.py's model: Tai et al.'s leaf, the binary
+N-ary cell, every node's cross-entropy) trained and run by its peers, one thread, rounds
+interleaved, trees/s:
+
+  dgl            DGL's way (its examples/pytorch/tree_lstm): the trees merged by dgl.batch, the
+                 cell as message / reduce functions over dgl.prop_nodes_topo's frontiers
+  torchfold      torchfold 0.1.0 itself (torch.tensor._TensorBase shimmed, as torchfold_compare)
+  weft-fold      the same torch modules through weft.torch.Fold (torchfold's API over Weft)
+  torch-bodies   Weft batching, the torch modules as bodies (sst_tree_lstm.TorchTreeLSTM)
+  weft-cells     Weft's own cells inside the torch model (sst_tree_lstm.WeftTreeLSTM)
+
+dgl, torchfold, weft-fold and torch-bodies share one set of torch modules: before timing they are
+checked equal (loss and gradient norm, dropout off) on the same weights and trees. weft-cells
+has Weft's own parameters (timed, not compared). One untimed training and inference pass per
+way first (Weft calibrates its products per shape on first sight). Training: Adam steps of --batch-size trees;
+inference: forward passes under torch.no_grad(), eval mode. Also prints the batched calls per
+pass (torch bodies' leaf / composer / classifier calls) and the torch bodies' overhead over
+Weft's cells per batched call. Runs in build/peers-venv-dgl (DGL needs torch 2.2.1):
+
+    PYTHONPATH=build/test/python build/peers-venv-dgl/bin/python bench/peers/sst_peers.py \
+      --data-dir /work/shared/data --trees 500 --rounds 3
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE.parents[1] / "python" / "examples" / "torch"))
+sys.path.insert(0, str(HERE.parents[1] / "python" / "examples"))
+
+import sst_tree_lstm as sst  # noqa: E402
+import torch_bodies  # noqa: E402  (bench/torch_bodies.py: FoldMethods, the torchfold program)
+from torchfold_compare import real_torchfold  # noqa: E402
+from tree_lstm_sst import read_trees  # noqa: E402
+
+os.environ.setdefault("DGLBACKEND", "pytorch")
+import dgl  # noqa: E402
+
+
+def dgl_graph(tree):
+    """One tree as a DGL graph, edges child -> parent (left child first: the mailbox order)."""
+    src, dst, words, labels, leaf = [], [], [], [], []
+
+    def visit(t):
+        k = len(words)
+        words.append(t.get("id", 0))
+        labels.append(t["label"])
+        leaf.append(t["pair"] == 0)
+        if t["pair"]:
+            for child in t["children"]:
+                src.append(visit(child))
+                dst.append(k)
+        return k
+
+    visit(tree)
+    g = dgl.graph((torch.tensor(src, dtype=torch.int64), torch.tensor(dst, dtype=torch.int64)),
+                  num_nodes=len(words))
+    g.ndata["word"] = torch.tensor(words)
+    g.ndata["label"] = torch.tensor(labels)
+    g.ndata["leaf"] = torch.tensor(leaf)
+    return g
+
+
+class DglTreeLSTM:
+    """DGL's Tree-LSTM over the modules of a TorchTreeLSTM: leaves all at once, then the cell on
+    each topological frontier (message: the children's h and c; reduce: the binary cell)."""
+
+    def __init__(self, model):
+        self.model = model
+
+    @staticmethod
+    def message(edges):
+        return {"h": edges.src["h"], "c": edges.src["c"]}
+
+    def reduce(self, nodes):
+        h, c = nodes.mailbox["h"], nodes.mailbox["c"]
+        h, c = self.model.composer(h[:, 0], c[:, 0], h[:, 1], c[:, 1])
+        return {"h": h, "c": c}
+
+    def __call__(self, graphs):
+        g = dgl.batch(graphs)
+        leaves = g.ndata["leaf"].nonzero().squeeze(1)
+        h_leaf, c_leaf = self.model.leaf(g.ndata["word"][leaves])
+        n = h_leaf.shape[1]
+        g.ndata["h"] = torch.zeros(g.num_nodes(), n).index_copy(0, leaves, h_leaf)
+        g.ndata["c"] = torch.zeros(g.num_nodes(), n).index_copy(0, leaves, c_leaf)
+        for frontier in dgl.topological_nodes_generator(g)[1:]:  # the leaves are done
+            g.pull(frontier, self.message, self.reduce)
+        logits = self.model.classifier(self.model.dropout(g.ndata["h"]))
+        roots = torch.cumsum(g.batch_num_nodes(), 0) - g.batch_num_nodes()  # visit(): root first
+        return logits, g.ndata["label"], logits[roots]
+
+
+def dgl_loss(model, graphs):
+    logits, labels, _ = DglTreeLSTM(model)(graphs)
+    return torch.nn.functional.cross_entropy(logits, labels, reduction="sum") / len(graphs)
+
+
+def torchfold_loss(module):
+    def loss(model, trees):
+        original = torch_bodies.Fold
+        torch_bodies.Fold = module.Fold
+        try:
+            return torch_bodies.fold_loss(model, trees)
+        finally:
+            torch_bodies.Fold = original
+    return loss
+
+
+def grad_norm(model):
+    return float(torch.sqrt(sum((p.grad ** 2).sum() for p in model.parameters()
+                                if p.grad is not None)))
+
+
+def check_equal(ways, vocab, hidden, trees, graphs):
+    torch.manual_seed(1)
+    model = sst.TorchTreeLSTM(vocab, 100, hidden, dropout=0.0)
+    figures = {}
+    for name, (_, loss_fn, uses_graphs) in ways.items():
+        if name == "weft-cells":
+            continue
+        model.zero_grad()
+        loss = loss_fn(model, graphs if uses_graphs else trees)
+        loss.backward()
+        figures[name] = (float(loss), grad_norm(model))
+    base = figures["torch-bodies"]
+    for name, (loss, norm) in figures.items():
+        print(f"check {name}: loss {loss:.6f}, gradient norm {norm:.6f}", flush=True)
+        if abs(loss - base[0]) > 1e-4 * abs(base[0]) or abs(norm - base[1]) > 1e-4 * base[1]:
+            raise SystemExit(f"{name} differs from torch-bodies: not timed")
+    return figures
+
+
+def run(model, loss_fn, batches, train):
+    """trees/s of one pass over the batches: Adam steps, or no_grad forwards in eval mode."""
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3) if train else None
+    model.train(train)
+    trees = sum(len(b) for b in batches)
+    start = time.perf_counter()
+    for batch in batches:
+        if train:
+            opt.zero_grad()
+            loss_fn(model, batch).backward()
+            opt.step()
+        else:
+            with torch.no_grad():
+                loss_fn(model, batch)
+    return trees / (time.perf_counter() - start)
+
+
+def count_calls(model, trees, batch_size):
+    """Batched calls of the torch bodies (leaf, composer, classifier) in one training pass."""
+    calls = [0]
+
+    def hook(*_):
+        calls[0] += 1
+    handles = [m.register_forward_hook(hook) for m in (model.leaf, model.composer,
+                                                       model.classifier)]
+    run(model, sst.loss_of_first, [trees[i:i + batch_size]
+                                   for i in range(0, len(trees), batch_size)], True)
+    for h in handles:
+        h.remove()
+    return calls[0]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--data-dir", default=os.environ.get("WEFT_DATA_DIR", "../shared/data"))
+    p.add_argument("--trees", type=int, default=500)
+    p.add_argument("--hidden", type=int, default=150)
+    p.add_argument("--batch-size", type=int, default=25)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--skip", default="", help="comma-separated ways not to time")
+    p.add_argument("--json", help="write the figures here")
+    args = p.parse_args()
+    torch.set_num_threads(1)
+    torch.set_flush_denormal(True)
+    vocab = {"<unk>": 0}
+    trees = read_trees(Path(args.data_dir) / "sst/train.txt", vocab, True, args.trees)
+    graphs = [dgl_graph(t) for t in trees]  # built once, as DGL's SSTDataset does
+    sst.loss_of_first = lambda model, batch: sst.loss_of(model, batch)[0]
+    make_torch = lambda: sst.TorchTreeLSTM(len(vocab), 100, args.hidden)  # noqa: E731
+    ways = {"dgl": (make_torch, dgl_loss, True),
+            "torchfold": (make_torch, torchfold_loss(real_torchfold()), False),
+            "weft-fold": (make_torch, torch_bodies.fold_loss, False),
+            "torch-bodies": (make_torch, sst.loss_of_first, False),
+            "weft-cells": (lambda: sst.WeftTreeLSTM(len(vocab), 100, args.hidden),
+                           sst.loss_of_first, False)}
+    checks = check_equal(ways, len(vocab), args.hidden, trees[:args.batch_size],
+                         graphs[:args.batch_size])
+    skip = set(filter(None, args.skip.split(",")))
+    ways = {k: v for k, v in ways.items() if k not in skip}
+    batches = {False: [trees[i:i + args.batch_size] for i in range(0, len(trees), args.batch_size)],
+               True: [graphs[i:i + args.batch_size]
+                      for i in range(0, len(graphs), args.batch_size)]}
+    rates = {(name, phase): [] for name in ways for phase in ("train", "infer")}
+    for name, (make, loss_fn, uses_graphs) in ways.items():  # warm-up, untimed: Weft calibrates
+        run(make(), loss_fn, batches[uses_graphs], True)  # its products per shape on first sight
+        run(make(), loss_fn, batches[uses_graphs], False)
+    for _ in range(args.rounds):
+        for name, (make, loss_fn, uses_graphs) in ways.items():
+            model = make()
+            rates[(name, "train")].append(run(model, loss_fn, batches[uses_graphs], True))
+            rates[(name, "infer")].append(run(model, loss_fn, batches[uses_graphs], False))
+    calls = count_calls(make_torch(), trees, args.batch_size)
+    medians = {}
+    for (name, phase), r in rates.items():
+        r = sorted(r)
+        medians[(name, phase)] = r[len(r) // 2]
+        print(f"{phase} {name}: median {r[len(r) // 2]:.1f} trees/s (rounds "
+              f"{', '.join(f'{x:.1f}' for x in r)})", flush=True)
+    print(f"torch bodies' batched calls per training pass over {len(trees)} trees: {calls}")
+    if ("torch-bodies", "train") in medians and ("weft-cells", "train") in medians:
+        for phase in ("train", "infer"):
+            extra = len(trees) / medians[("torch-bodies", phase)] - \
+                len(trees) / medians[("weft-cells", phase)]
+            print(f"{phase}: torch bodies' time over Weft's cells per batched call "
+                  f"{1e6 * extra / calls:.1f} us")
+    if args.json:
+        Path(args.json).write_text(json.dumps({
+            "torch": torch.__version__, "dgl": dgl.__version__, "trees": len(trees),
+            "batch_size": args.batch_size, "hidden": args.hidden, "checks": checks,
+            "calls_per_pass": calls,
+            "rates": {f"{phase} {name}": r for (name, phase), r in rates.items()}}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
