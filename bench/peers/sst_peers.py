@@ -172,6 +172,32 @@ def count_calls(model, trees, batch_size):
     return calls[0]
 
 
+def replay_rate(model, trees, batch_size):
+    """trees/s of torch alone making the torch bodies' calls of a training pass (each recorded
+    call's module run on fresh tensors of its input shapes, its backward from ones): what the
+    bodies cost without Weft, to split torch-bodies' time over weft-cells into torch's own and
+    Weft's glue."""
+    calls = []
+
+    def hook(module, inputs, _):
+        calls.append((module, [(tuple(t.shape), t.dtype) for t in inputs]))
+    handles = [m.register_forward_hook(hook) for m in (model.leaf, model.composer,
+                                                       model.classifier)]
+    run(model, sst.loss_of_first, [trees[i:i + batch_size]
+                                   for i in range(0, len(trees), batch_size)], True)
+    for h in handles:
+        h.remove()
+    inputs = [[torch.randint(0, 10, shape) if not dtype.is_floating_point
+               else torch.randn(shape, requires_grad=True) for shape, dtype in shapes]
+              for _, shapes in calls]
+    start = time.perf_counter()
+    for (module, _), args in zip(calls, inputs):
+        out = module(*args)
+        out = out if isinstance(out, tuple) else (out,)
+        torch.autograd.backward(out, [torch.ones_like(o) for o in out])
+    return len(trees) / (time.perf_counter() - start)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data-dir", default=os.environ.get("WEFT_DATA_DIR", "../shared/data"))
@@ -219,6 +245,9 @@ def main():
         print(f"{phase} {name}: median {r[len(r) // 2]:.1f} trees/s (rounds "
               f"{', '.join(f'{x:.1f}' for x in r)})", flush=True)
     print(f"torch bodies' batched calls per training pass over {len(trees)} trees: {calls}")
+    replay = sorted(replay_rate(make_torch(), trees, args.batch_size) for _ in range(3))[1]
+    print(f"torch alone making the same calls (forward and backward): {replay:.1f} trees/s, "
+          f"{1e6 * len(trees) / replay / calls:.1f} us per call")
     if ("torch-bodies", "train") in medians and ("weft-cells", "train") in medians:
         for phase in ("train", "infer"):
             extra = len(trees) / medians[("torch-bodies", phase)] - \
@@ -229,7 +258,7 @@ def main():
         Path(args.json).write_text(json.dumps({
             "torch": torch.__version__, "dgl": dgl.__version__, "trees": len(trees),
             "batch_size": args.batch_size, "hidden": args.hidden, "checks": checks,
-            "calls_per_pass": calls,
+            "calls_per_pass": calls, "replay_trees_per_s": replay,
             "rates": {f"{phase} {name}": r for (name, phase), r in rates.items()}}, indent=1))
 
 

@@ -27,7 +27,8 @@ def read_trees(path, vocab, grow, limit=None):
     nodes ("pair" lets a native GetItem pick the case: no Python call per node while weaving)."""
     trees = []
     for line in open(path, encoding="utf-8"):
-        tokens = re.findall(r"\(|\)|[^\s()]+", line)
+        # Words split at ASCII blanks only: SST has words with a no-break space ("8\xa01\\/2").
+        tokens = re.findall(r"\(|\)|[^ \t\r\n()]+", line)
         pos = 0
 
         def node():

@@ -169,7 +169,7 @@ def main(argv=None):
     p.add_argument("--batch-size", type=int, default=25)
     p.add_argument("--learning-rate", type=float, default=1e-3)
     p.add_argument("--max-train", type=int, default=0)
-    p.add_argument("--max-eval", type=int, default=0)
+    p.add_argument("--max-eval", type=int, default=0, help="dev and test trees (0: all)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-embeddings", action="store_true", help="random word vectors, not GloVe")
     args = p.parse_args(argv)
@@ -179,7 +179,10 @@ def main(argv=None):
 
     vocab = {"<unk>": 0}
     train = read_trees(data / "sst/train.txt", vocab, True, args.max_train or None)
-    dev = read_trees(data / "sst/dev.txt", vocab, False, args.max_eval or None)
+    # One vocabulary over every split's words, as `weft train sentiment` builds it: a dev or test
+    # word keeps its GloVe vector (unsupervised), only training trees move the vectors.
+    dev = read_trees(data / "sst/dev.txt", vocab, True, args.max_eval or None)
+    test = read_trees(data / "sst/test.txt", vocab, True, args.max_eval or None)
     glove = None if args.no_embeddings else data / "glove-sst/glove.6B.100d.sst.txt"
     if args.cells == "torch":
         model = TorchTreeLSTM(len(vocab), 100, args.hidden)
@@ -212,6 +215,8 @@ def main(argv=None):
         history.append(figures)
         print(f"epoch {epoch}: loss {figures['loss']:.3f}, dev root accuracy "
               f"{figures['dev_root']:.3f}, {figures['trees_per_second']:.1f} trees/s", flush=True)
+    history[-1]["test_root"] = root_accuracy(model, test)  # the last epoch's model
+    print(f"test root accuracy {history[-1]['test_root']:.4f} ({len(test)} trees)", flush=True)
     return history
 
 
