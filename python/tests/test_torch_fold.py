@@ -70,14 +70,15 @@ def test_native_cells_train_with_torch_optim_and_state_dict_round_trips():
     # The gradients torch sees are Weft's own backward's.
     out = model(trees)
     (out * out).sum().backward()
+    seen = {k: v.grad.clone() for k, v in model.weft.items()}  # .grad views Weft's buffer
     tape = weft.Tape()
     store.zero_grad()
     with tape:
         h = td.Compiler(block).forward(trees, tape).output()
         tape.backward(weft.sum(h * h))
     for p in store.parameters:
-        view = model.weft[p.name.replace("/", "_")]
-        np.testing.assert_allclose(view.grad.numpy(), np.asarray(p.grad), **TOL)
+        np.testing.assert_allclose(seen[p.name.replace("/", "_")].numpy(), np.asarray(p.grad),
+                                   **TOL)
 
     # torch.optim updates Weft's memory; state_dict restores it.
     saved = {k: v.clone() for k, v in model.state_dict().items()}
@@ -121,3 +122,33 @@ def test_outputs_outlive_their_step_when_the_tape_is_reused():
         (out * out).sum().backward()
     assert len(step.tapes) == 1  # one tape, cleared and reused
     torch.testing.assert_close(first.detach(), kept, rtol=0, atol=0)
+
+
+def test_native_gradients_accumulate_as_torch_does_without_a_copy():
+    """torch's .grad of a Weft-native parameter is a view of Weft's gradient buffer (no copy per
+    step); backward calls without zero_grad add up, zero_grad in place or to None starts over."""
+    n, vocab = 5, 7
+    block, store = native_tree_lstm(n, vocab, seed=6)
+    rng = np.random.default_rng(6)
+    first, second = ([random_tree(rng, 3, vocab) for _ in range(5)] for _ in range(2))
+    model = wt.Blocks(block, store)
+
+    def grads_of(*batches):
+        for p in model.parameters():
+            p.grad = None
+        for trees in batches:
+            (model(trees) ** 2).sum().backward()
+        return {k: v.grad.clone() for k, v in model.named_parameters()}
+
+    alone = [grads_of(first), grads_of(second)]
+    both = grads_of(first, second)
+    for k in both:
+        torch.testing.assert_close(both[k], alone[0][k] + alone[1][k], **TOL)
+    for p in store.parameters:  # the views share Weft's memory: no copy was made
+        view = model.weft[p.name.replace("/", "_")]
+        assert view.grad.data_ptr() == torch.from_dlpack(p.grad).data_ptr()
+    for set_to_none in (False, True):
+        torch.optim.SGD(model.parameters(), lr=0.0).zero_grad(set_to_none=set_to_none)
+        (model(second) ** 2).sum().backward()
+        for k, v in model.named_parameters():
+            torch.testing.assert_close(v.grad, alone[1][k], **TOL)

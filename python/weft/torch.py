@@ -54,13 +54,21 @@ class _Run:
         return [_torch.from_dlpack(v.value) for v in self.outputs]
 
     def backward(self, grads):
-        for p in self.weft_params:
-            p.zero_grad()
+        """Weft's gradients land in its parameters' own buffers, and torch's `.grad` becomes a
+        view of that buffer (no copy): where `.grad` is already that view (not zeroed, or
+        zeroed in place), Weft accumulates into it and torch is handed nothing to add."""
+        in_place = []
+        for p, view in zip(self.weft_params, self.torch_params):
+            g = view.grad
+            in_place.append(g is not None and p.grad is not None and
+                            g.data_ptr() == _torch.from_dlpack(p.grad).data_ptr())
+            if not in_place[-1]:
+                p.zero_grad()
         backward_outputs(self.tape, self.outputs, grads)
         out = []
-        for p in self.weft_params:
-            g = p.grad
-            out.append(None if g is None else _torch.from_dlpack(g).clone())
+        for p, accumulated in zip(self.weft_params, in_place):
+            g = None if accumulated else p.grad
+            out.append(None if g is None else _torch.from_dlpack(g))
         self.tape.clear()  # the batch's values, the torch bodies' graphs: gone now
         self.tapes.append(self.tape)
         return out
@@ -85,6 +93,7 @@ class _Folder:
 
     def __call__(self, examples):
         run = _Run(self.compiler, examples, self.weft_params, self.metric_names, self.tapes)
+        run.torch_params = self.torch_params
         run.tape.grad_enabled = _torch.is_grad_enabled()  # torch.no_grad(): Weft records none
         out = WeftStep.apply(run, self.anchor, *self.torch_params)
         if not self.metric_names:
