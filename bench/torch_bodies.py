@@ -130,14 +130,19 @@ def rss_mb():
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_sst_arguments(p):
+    """The options of the SST speed scripts (this one and bench/peers/sst_peers.py)."""
     p.add_argument("--data-dir", default=os.environ.get("WEFT_DATA_DIR", "../shared/data"))
     p.add_argument("--trees", type=int, default=500)
     p.add_argument("--hidden", type=int, default=150)
     p.add_argument("--batch-size", type=int, default=25)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--skip", default="", help="comma-separated ways not to time")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_sst_arguments(p)
     p.add_argument("--rss-steps", type=int, default=0)
     args = p.parse_args()
     torch.set_num_threads(1)

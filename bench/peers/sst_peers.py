@@ -157,26 +157,9 @@ def run(model, loss_fn, batches, train):
     return trees / (time.perf_counter() - start)
 
 
-def count_calls(model, trees, batch_size):
-    """Batched calls of the torch bodies (leaf, composer, classifier) in one training pass."""
-    calls = [0]
-
-    def hook(*_):
-        calls[0] += 1
-    handles = [m.register_forward_hook(hook) for m in (model.leaf, model.composer,
-                                                       model.classifier)]
-    run(model, sst.loss_of_first, [trees[i:i + batch_size]
-                                   for i in range(0, len(trees), batch_size)], True)
-    for h in handles:
-        h.remove()
-    return calls[0]
-
-
-def replay_rate(model, trees, batch_size):
-    """trees/s of torch alone making the torch bodies' calls of a training pass (each recorded
-    call's module run on fresh tensors of its input shapes, its backward from ones): what the
-    bodies cost without Weft, to split torch-bodies' time over weft-cells into torch's own and
-    Weft's glue."""
+def recorded_calls(model, trees, batch_size):
+    """The torch bodies' batched calls (leaf, composer, classifier) of one training pass: each
+    call's module and its inputs' shapes and dtypes."""
     calls = []
 
     def hook(module, inputs, _):
@@ -187,6 +170,13 @@ def replay_rate(model, trees, batch_size):
                                    for i in range(0, len(trees), batch_size)], True)
     for h in handles:
         h.remove()
+    return calls
+
+
+def replay_rate(calls, trees):
+    """trees/s of torch alone making the recorded calls (each module run on fresh tensors of its
+    input shapes, its backward from ones): what the bodies cost without Weft, to split
+    torch-bodies' time over weft-cells into torch's own and Weft's glue."""
     inputs = [[torch.randint(0, 10, shape) if not dtype.is_floating_point
                else torch.randn(shape, requires_grad=True) for shape, dtype in shapes]
               for _, shapes in calls]
@@ -200,12 +190,7 @@ def replay_rate(model, trees, batch_size):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--data-dir", default=os.environ.get("WEFT_DATA_DIR", "../shared/data"))
-    p.add_argument("--trees", type=int, default=500)
-    p.add_argument("--hidden", type=int, default=150)
-    p.add_argument("--batch-size", type=int, default=25)
-    p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--skip", default="", help="comma-separated ways not to time")
+    torch_bodies.add_sst_arguments(p)
     p.add_argument("--json", help="write the figures here")
     args = p.parse_args()
     torch.set_num_threads(1)
@@ -237,7 +222,8 @@ def main():
             model = make()
             rates[(name, "train")].append(run(model, loss_fn, batches[uses_graphs], True))
             rates[(name, "infer")].append(run(model, loss_fn, batches[uses_graphs], False))
-    calls = count_calls(make_torch(), trees, args.batch_size)
+    recorded = recorded_calls(make_torch(), trees, args.batch_size)
+    calls = len(recorded)
     medians = {}
     for (name, phase), r in rates.items():
         r = sorted(r)
@@ -245,7 +231,7 @@ def main():
         print(f"{phase} {name}: median {r[len(r) // 2]:.1f} trees/s (rounds "
               f"{', '.join(f'{x:.1f}' for x in r)})", flush=True)
     print(f"torch bodies' batched calls per training pass over {len(trees)} trees: {calls}")
-    replay = sorted(replay_rate(make_torch(), trees, args.batch_size) for _ in range(3))[1]
+    replay = sorted(replay_rate(recorded, trees) for _ in range(3))[1]
     print(f"torch alone making the same calls (forward and backward): {replay:.1f} trees/s, "
           f"{1e6 * len(trees) / replay / calls:.1f} us per call")
     if ("torch-bodies", "train") in medians and ("weft-cells", "train") in medians:
