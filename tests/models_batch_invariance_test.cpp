@@ -1,7 +1,8 @@
 // Batch invariance of every registered model (set_batch_invariant, weft/backend/cpu.h), a seeded
 // property: in the mode, an example's predictions (values, classes, decoded tokens and scores)
 // are bit-identical alone and at a random position among up to 256 random companions, on 1 and
-// 2 threads; the decoding models so for greedy and beam search alike.
+// 2 threads; the decoding models so for greedy and beam search alike. And evaluation's figures
+// (loss included) are bit-identical at any batch size.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -17,6 +18,7 @@
 #include "weft/io/molecule_graph.h"
 #include "weft/models/decoding.h"
 #include "weft/models/registry.h"
+#include "weft/train/trainer.h"
 
 namespace weft::models {
 namespace {
@@ -130,6 +132,41 @@ TEST_F(BatchInvariantModels, EveryModelAnswersAnExampleAloneAsInAnyBatch) {
     ++models_checked;
   }
   EXPECT_GE(models_checked, 3);  // calculator, tree2seq and seq2tree need no data
+}
+
+// Every figure of `split` evaluated in batches of `batch_size`, by name.
+std::map<std::string, double> evaluated(Model& model, train::Split split, int batch_size) {
+  train::TrainerOptions options;
+  options.set("batch_size", batch_size);
+  options.set("progress", "off");
+  train::Trainer trainer(options);
+  const train::MetricSet figures = trainer.evaluate(model, split);
+  std::map<std::string, double> out;
+  for (const std::string& name : figures.names()) out[name] = figures.value(name);
+  return out;
+}
+
+TEST_F(BatchInvariantModels, EveryModelEvaluatesToTheSameFiguresAtAnyBatchSize) {
+  int models_checked = 0;
+  for (const ModelEntry* entry : registered_models()) {
+    const std::optional<OptionValues> options = small_model(*entry);
+    if (!options) continue;
+    SCOPED_TRACE(entry->name);
+    std::unique_ptr<Model> model = create_model(*options);
+    scramble(*model);
+    const train::Split split = train::Split::kTest;
+    ASSERT_GT(model->examples(split).size(), 7u);
+    const std::map<std::string, double> alone = evaluated(*model, split, 1);
+    ASSERT_TRUE(alone.contains("loss"));
+    for (int batch_size : {7, 64}) {
+      const std::map<std::string, double> batched = evaluated(*model, split, batch_size);
+      ASSERT_EQ(batched.size(), alone.size());
+      for (const auto& [name, value] : alone)  // exact: the same bits
+        EXPECT_EQ(batched.at(name), value) << name << " in batches of " << batch_size;
+    }
+    ++models_checked;
+  }
+  EXPECT_GE(models_checked, 3);
 }
 
 }  // namespace

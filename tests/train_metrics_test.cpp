@@ -1,12 +1,103 @@
-// Running means, hit counters, MetricSet merging and JSON, and argmax_hits.
+// Exact sums, running means, hit counters, MetricSet merging and JSON, and argmax_hits.
 #include "weft/train/metrics.h"
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
 
 #include "op_test_util.h"
 
 namespace weft::testing {
 namespace {
+
+double exact_sum(std::span<const double> terms) {
+  train::ExactSum sum;
+  for (double t : terms) sum.add(t);
+  return sum.value();
+}
+
+TEST(TrainMetrics, ExactSumIsExactInAnyOrder) {
+  // A float sum loses the 1 in some orders, and overflows in others.
+  std::vector<double> cancel = {1e16, 1.0, -1e16};
+  std::vector<double> huge = {1e308, 1e308, -1e308};
+  std::sort(cancel.begin(), cancel.end());
+  std::sort(huge.begin(), huge.end());
+  do EXPECT_EQ(exact_sum(cancel), 1.0);
+  while (std::next_permutation(cancel.begin(), cancel.end()));
+  do EXPECT_EQ(exact_sum(huge), 1e308);
+  while (std::next_permutation(huge.begin(), huge.end()));
+  const double tiny = std::numeric_limits<double>::denorm_min();
+  EXPECT_EQ(exact_sum(std::vector{tiny, tiny, -tiny * 3}), -tiny);
+  EXPECT_EQ(exact_sum(std::vector<double>{}), 0.0);
+  EXPECT_EQ(exact_sum(std::vector{2.5, -2.5}), 0.0);
+}
+
+TEST(TrainMetrics, ExactSumRoundsOnceToNearest) {
+  // 1 + 2^-53 + 2^-80 lies above the halfway point between 1 and 1 + 2^-52; added one at a time
+  // in doubles it ties to even first and gives 1.
+  EXPECT_EQ(exact_sum(std::vector{1.0, std::ldexp(1.0, -53), std::ldexp(1.0, -80)}),
+            1.0 + std::ldexp(1.0, -52));
+  EXPECT_EQ(exact_sum(std::vector{1.0, std::ldexp(1.0, -53)}), 1.0);  // a tie: to even
+  EXPECT_EQ(exact_sum(std::vector{-1.0, -std::ldexp(1.0, -53), -std::ldexp(1.0, -80)}),
+            -1.0 - std::ldexp(1.0, -52));
+}
+
+TEST(TrainMetrics, ExactSumOfShuffledGroupedFloatsIsTheSameBits) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> mantissa(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> exponent(-60, 60);
+  std::vector<float> terms;
+  for (int i = 0; i < 2000; ++i) terms.push_back(std::ldexp(mantissa(rng), exponent(rng)));
+  // Each term and its negation, and one 0.1f: the exact sum is 0.1f.
+  std::vector<float> with_negations = terms;
+  for (float t : terms) with_negations.push_back(-t);
+  with_negations.push_back(0.1f);
+  train::ExactSum whole;
+  whole.add(with_negations);
+  EXPECT_EQ(whole.value(), double(0.1f));
+  for (int trial = 0; trial < 5; ++trial) {
+    std::shuffle(with_negations.begin(), with_negations.end(), rng);
+    train::ExactSum grouped;
+    for (std::size_t i = 0; i < with_negations.size();) {
+      const std::size_t size = std::min<std::size_t>(1 + rng() % 64, with_negations.size() - i);
+      train::ExactSum group;
+      group.add(std::span(with_negations).subspan(i, size));
+      grouped.merge(group);
+      i += size;
+    }
+    EXPECT_EQ(grouped.value(), double(0.1f));
+  }
+}
+
+TEST(TrainMetrics, ExactSumKeepsNonFiniteTerms) {
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(exact_sum(std::vector{1.0, inf}), inf);
+  EXPECT_TRUE(std::isnan(exact_sum(std::vector{inf, 1.0, -inf})));
+  train::ExactSum a, b;
+  a.add(1.0);
+  b.add(std::nan(""));
+  a.merge(b);
+  EXPECT_TRUE(std::isnan(a.value()));
+}
+
+TEST(TrainMetrics, MeanOfTermsDoesNotDependOnTheBatching) {
+  const std::vector<float> terms = {0.1f, 3e7f, -3e7f, 0.7f, 1e-8f, 2.5f, 0.3f};
+  train::MetricSet whole, batched;
+  whole.add_mean_of("node_loss", terms);
+  for (std::size_t i = 0; i < terms.size(); i += 3) {
+    train::MetricSet batch;
+    batch.add_mean_of("node_loss",
+                      std::span(terms).subspan(i, std::min<std::size_t>(3, terms.size() - i)));
+    batched.merge(batch);
+  }
+  EXPECT_EQ(batched.value("node_loss"), whole.value("node_loss"));
+  EXPECT_EQ(whole.value("node_loss"),
+            exact_sum(std::vector<double>{0.1f, 0.7f, 1e-8f, 2.5f, 0.3f}) / 7);
+}
 
 TEST(TrainMetrics, RunningMeanAndHits) {
   train::RunningMean mean;

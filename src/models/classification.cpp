@@ -17,7 +17,8 @@ MetricLoss metric_cross_entropy(const blocks::MetricValues& metric) {
   loss.rows = std::int64_t(labels.size());
   // The labels go where the logits are (the model's device).
   loss.labels = Tensor::from_vector({loss.rows}, labels).to(metric.values.value().device());
-  loss.sum = sum(softmax_cross_entropy(metric.values, loss.labels));
+  loss.losses = softmax_cross_entropy(metric.values, loss.labels);
+  loss.sum = sum(loss.losses);
   return loss;
 }
 
@@ -28,6 +29,7 @@ train::BatchFigures classify_examples(const blocks::MetricValues& metric, bool t
   train::BatchFigures figures;
   figures.loss_sum = loss.sum.value().item();
   figures.examples = loss.rows;
+  if (!training) figures.loss_terms = loss.losses.value().to_float_vector();
   if (accuracy_name != nullptr) {
     figures.metrics.add_hits(accuracy_name, train::argmax_hits(metric.values.value(), loss.labels),
                              loss.rows);

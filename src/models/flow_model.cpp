@@ -150,8 +150,10 @@ train::BatchFigures FlowModel::teacher_forcing(std::span<const nlohmann::json> b
   const Var log_probs = engine.gather(decisions);
   const Tensor labels = Tensor::from_vector({std::int64_t(gold.size())}, gold, store_.device());
   // log_probs are log-softmaxed already; log_softmax is idempotent, so this is their NLL.
-  const Var total = sum(softmax_cross_entropy(log_probs, labels));
+  const Var losses = softmax_cross_entropy(log_probs, labels);
+  const Var total = sum(losses);
   figures.loss_sum = double(total.value().item());
+  if (!training) figures.loss_terms = losses.value().to_float_vector();  // summed exactly
   figures.metrics.add_hits(
       "decision_accuracy",
       train::argmax_hits(log_probs.value().to(Device::kCpu), labels.to(Device::kCpu)),

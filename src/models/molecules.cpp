@@ -195,9 +195,10 @@ struct MoleculeModel::Impl {
     return which == train::Split::kTrain ? train : (which == train::Split::kDev ? dev : test);
   }
 
-  // The batch's summed loss: squared error of standardized targets (ESOL), or binary
-  // cross-entropy summed over the labelled tasks (Tox21; missing labels masked out).
-  Var loss_of(Var outputs, std::span<const io::MoleculeRecord* const> records) {
+  // The batch's loss terms [examples, tasks], whose sum is its loss: squared error of
+  // standardized targets (ESOL), or binary cross-entropy of the labelled tasks (Tox21; missing
+  // labels masked out to 0).
+  Var loss_terms_of(Var outputs, std::span<const io::MoleculeRecord* const> records) {
     const std::int64_t n = std::int64_t(records.size()), t = std::int64_t(tasks.size());
     std::vector<float> targets, mask;
     for (const io::MoleculeRecord* r : records) {
@@ -213,10 +214,10 @@ struct MoleculeModel::Impl {
     Var m = outputs.tape().constant(Tensor::from_vector({n, t}, mask).to(device));
     if (options.task == MoleculeTask::kEsol) {
       Var error = (outputs - y) * m;
-      return sum(error * error);
+      return error * error;
     }
     // -[y log s(x) + (1-y) log(1-s(x))] = softplus(x) - y x
-    return sum((softplus(outputs) - y * outputs) * m);
+    return (softplus(outputs) - y * outputs) * m;
   }
 
   // Scores in the data's units: the solubility, or each task's probability.
@@ -393,7 +394,8 @@ train::BatchFigures MoleculeModel::figures(const blocks::BatchResult& result,
   std::vector<const io::MoleculeRecord*> records;
   for (std::size_t id : batch.example_ids) records.push_back(&m.split(batch.split).records[id]);
   const Var outputs = result.output(0);
-  Var loss = m.loss_of(outputs, records);
+  const Var terms = m.loss_terms_of(outputs, records);
+  const Var loss = sum(terms);
   const float count = float(records.size());
   if (training) loss.tape().backward(loss * (1.f / count));
 
@@ -401,6 +403,7 @@ train::BatchFigures MoleculeModel::figures(const blocks::BatchResult& result,
   figures.loss_sum = loss.value().item();
   figures.examples = std::int64_t(records.size());
   if (training) return figures;
+  figures.loss_terms = terms.value().to_float_vector();  // summed exactly by the trainer
   const std::vector<double> values = m.scores_of(outputs);
   const std::size_t tasks = m.tasks.size();
   for (std::size_t i = 0; i < records.size(); ++i) {

@@ -173,7 +173,10 @@ train::BatchFigures SentimentModel::figures(const blocks::BatchResult& result,
   train::BatchFigures figures;
   figures.loss_sum = loss.sum.value().item();
   figures.examples = std::int64_t(batch.example_ids.size());
-  figures.metrics.add_mean("node_loss", figures.loss_sum / double(loss.rows), double(loss.rows));
+  // Each node's loss, summed exactly: the same figures at any batch size in the batch-invariant
+  // mode (weft/backend/cpu.h).
+  figures.loss_terms = loss.losses.value().to_float_vector();
+  figures.metrics.add_mean_of("node_loss", figures.loss_terms);
   add_hits(figures.metrics, "all", nodes.values.value(), int_labels(nodes));
   add_hits(figures.metrics, "root", roots.values.value(), int_labels(roots));
   return figures;

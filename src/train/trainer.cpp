@@ -326,18 +326,25 @@ MetricSet Trainer::evaluate(TrainableModel& model, Split split) {
   std::iota(ids.begin(), ids.end(), std::size_t(0));
   // Each rank evaluates a contiguous share of the split; the figures are summed over ranks and
   // the per-example scores gathered, so split-level figures see every example.
+  // The loss is summed exactly (a model's loss_terms, else its batches' sums), so with terms it
+  // is the same at any batch size whenever each term is (the batch-invariant mode).
   MetricSet figures;
-  double totals[2] = {0, 0};  // loss sum, examples
+  ExactSum loss;
+  double examples = 0;
   std::vector<ExampleScores> scores;
   for_each_batch(model, split, batches_of(ranks.shard(ids), settings_->batch_size),
                  ranks.prepare_ahead(settings_->prepare_ahead), [&](const Batch& batch) {
                    BatchFigures f = model.eval_batch(batch);
                    check_figures(f, split, -1);
-                   totals[0] += f.loss_sum;
-                   totals[1] += double(f.examples);
+                   if (f.loss_terms.empty())
+                     loss.add(f.loss_sum);
+                   else
+                     loss.add(f.loss_terms);
+                   examples += double(f.examples);
                    figures.merge(f.metrics);
                    for (ExampleScores& row : f.scores) scores.push_back(std::move(row));
                  });
+  double totals[2] = {loss.value(), examples};
   ranks.sum(totals);
   figures = ranks.merged(figures);
   scores = ranks.gathered(scores);

@@ -16,6 +16,7 @@ namespace weft::models {
 
 // Softmax cross-entropy of a metric's rows against their integer labels.
 struct MetricLoss {
+  Var losses;     // each row's loss, [rows]
   Var sum;        // the summed loss, a scalar on the metric's tape
   Tensor labels;  // int32 [rows]
   std::int64_t rows = 0;
@@ -23,7 +24,8 @@ struct MetricLoss {
 MetricLoss metric_cross_entropy(const blocks::MetricValues& metric);
 
 // A batch classified through a metric with one row per example: backpropagates the mean
-// cross-entropy when training; the figures hold the summed loss, the rows and, under
+// cross-entropy when training; the figures hold the summed loss (and, evaluating, each row's
+// loss as its loss_terms), the rows and, under
 // `accuracy_name` unless it is null, the argmax hits.
 train::BatchFigures classify_examples(const blocks::MetricValues& metric, bool training,
                                       const char* accuracy_name = "accuracy");

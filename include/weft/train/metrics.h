@@ -1,11 +1,14 @@
-// Running figures for training and evaluation: weighted running means (losses), hit counters
-// (accuracy), and MetricSet, a small map of named figures that batches fill, epochs merge,
-// and the trainer's log writes as JSON. Figures are sums plus weights, so merging batch
-// results in any grouping gives the same mean as one pass over every example.
+// Running figures for training and evaluation: exact sums, weighted running means (losses), hit
+// counters (accuracy), and MetricSet, a small map of named figures that batches fill, epochs
+// merge, and the trainer's log writes as JSON. MetricSet's figures are exact sums plus weights,
+// so merging batch results in any grouping gives the same mean, to the bit, as one pass over
+// every example.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,6 +18,31 @@
 
 WEFT_API_BEGIN
 namespace weft::train {
+
+// A sum of doubles kept exactly (a fixed-point accumulator wide enough for every finite double),
+// so it is the same to the bit whatever the order or grouping of its terms; value() rounds it
+// once, to nearest. Non-finite terms are summed apart and make the value non-finite.
+class ExactSum {
+ public:
+  void add(double term);
+  void add(std::span<const float> terms);
+  void merge(const ExactSum& other);
+  double value() const;
+
+ private:
+  static constexpr int kLimbBits = 32;
+  // Bit 0 of limb 0 is worth 2^kLowestBit, below the lowest bit of the smallest double's
+  // mantissa as frexp gives it (2^-1126); 70 limbs reach past 2^1024 with room for carries.
+  static constexpr int kLowestBit = -1152;
+  static constexpr int kLimbs = 70;
+  void add_finite(double term);
+  void carry();  // each limb back into [0, 2^32), the top one keeping the sign
+
+  std::array<std::int64_t, kLimbs> limbs_{};
+  int unnormalised_ = 0;  // terms added since the last carry
+  double special_ = 0;    // the sum of the non-finite terms
+  bool has_special_ = false;
+};
 
 // The mean of values added with weights (a batch's mean loss with weight = its size).
 class RunningMean {
@@ -53,6 +81,9 @@ class HitCounter {
 class MetricSet {
  public:
   void add_mean(const std::string& name, double value, double weight = 1.0);
+  // The mean of `terms` (one per row, say), each of weight 1, summed exactly: the figure does
+  // not depend on how the rows were split into batches.
+  void add_mean_of(const std::string& name, std::span<const float> terms);
   void add_hits(const std::string& name, std::int64_t hits, std::int64_t total);
   // Adds every figure of `other` (same kinds required for shared names).
   void merge(const MetricSet& other);
@@ -73,7 +104,7 @@ class MetricSet {
  private:
   struct Figure {
     bool is_hits = false;
-    double sum = 0;     // hits for hit rates
+    ExactSum sum;       // hits for hit rates
     double weight = 0;  // total for hit rates
   };
   Figure& figure(const std::string& name, bool is_hits);
@@ -91,11 +122,14 @@ struct ExampleScores {
 // (accuracy as add_hits, ...): what a model hands the Trainer. The name "loss" is reserved
 // for the trainer, which adds loss_sum / examples under it. `scores` are collected over a
 // split and handed to TrainableModel::finish_split.
+// `loss_terms`, when not empty, are the terms (a row's loss each) whose float sum loss_sum is:
+// evaluation sums them exactly instead, so its loss does not depend on the batch size.
 struct BatchFigures {
   double loss_sum = 0;
   std::int64_t examples = 0;
   MetricSet metrics;
   std::vector<ExampleScores> scores{};
+  std::vector<float> loss_terms{};
 };
 
 // The number of rows of logits [B, C] whose largest entry (first on ties) is at the label
