@@ -1,14 +1,17 @@
 // Batch invariance at the kernels (weft/backend/cpu.h, set_batch_invariant), seeded properties:
 // an example's row gives bit-identical results alone and at a random position of a random batch,
 // at any address: the transcendentals, row softmaxes and the fused LSTM kernels in every mode,
-// and products x · W in the mode, through each built-in GEMM provider, on 1 and 2 threads.
+// and products x · W in the mode, through each built-in GEMM provider, on 1 and 2 threads; and
+// Weft's fixed-order product kernel against its definition, element by element.
 #include <gtest/gtest.h>
 
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <optional>
 #include <vector>
 
+#include "backend/cpu/sgemm.h"
 #include "backend/kernels.h"
 #include "op_test_util.h"
 #include "weft/backend/cpu.h"
@@ -174,6 +177,43 @@ TEST_F(InvariantProducts, EachRowOfAProductHasTheSameBitsInAnyBatch) {
             }
           }
   }
+}
+
+// fixed_order_sgemm's contract (sgemm.h), element by element: one fused chain over k from 0, then
+// alpha, then beta · c in one fused step. So a row's bits cannot depend on anything else: rows
+// around it, tile edges of n, leading dimensions, threads, or the vector width it was built for.
+TEST_F(InvariantProducts, FixedOrderKernelIsOneFusedChainPerElement) {
+  if (!backend::cpu::fixed_order_sgemm_built()) GTEST_SKIP() << "built without FMA vectors";
+  Rng rng(41);
+  for (std::int64_t n : {1, 8, 15, 16, 17, 33, 64, 70})
+    for (std::int64_t k : {1, 7, 100})
+      for (const auto& [alpha, beta] :
+           {std::pair{1.0f, 0.0f}, {0.5f, 0.0f}, {1.0f, 1.0f}, {-2.0f, -0.25f}}) {
+        const std::int64_t m = 1 + std::int64_t(rng.next_u64() % 40);
+        const std::int64_t lda = k + 3, ldb = n + 5, ldc = n + 2;
+        const std::vector<float> a = random_row(m * lda, rng, -1.0f, 1.0f);
+        const std::vector<float> b = random_row(k * ldb, rng, -1.0f, 1.0f);
+        const std::vector<float> c0 = random_row(m * ldc, rng, -1.0f, 1.0f);
+        std::vector<float> want = c0;
+        for (std::int64_t r = 0; r < m; ++r)
+          for (std::int64_t j = 0; j < n; ++j) {
+            float sum = 0.0f;
+            for (std::int64_t q = 0; q < k; ++q)
+              sum = std::fma(a[std::size_t(r * lda + q)], b[std::size_t(q * ldb + j)], sum);
+            if (alpha != 1.0f) sum = alpha * sum;
+            float& out = want[std::size_t(r * ldc + j)];
+            out = beta != 0.0f ? std::fma(beta, out, sum) : sum;
+          }
+        for (int threads : {1, 2}) {
+          set_num_threads(threads);
+          std::vector<float> got = c0;
+          backend::cpu::fixed_order_sgemm(m, n, k, alpha, a.data(), lda, b.data(), ldb, beta,
+                                          got.data(), ldc);
+          ASSERT_EQ(bits(got.data(), m * ldc), bits(want.data(), m * ldc))
+              << m << " x " << n << " x " << k << ", alpha " << alpha << ", beta " << beta << ", "
+              << threads << " thread(s)";
+        }
+      }
 }
 
 TEST_F(InvariantProducts, TheModeIsReportedAndUndone) {

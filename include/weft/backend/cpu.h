@@ -42,16 +42,19 @@ void adopt_num_threads();
 // Batch-invariant mode: while on, each row of a product x · W (the batch's rows times a
 // weight), and so each example's values, decoded tokens, scores and metrics, come out
 // bit-identical whatever batch the example is in, whichever examples share it, at any position
-// and thread count. Products go through one provider (the forced one, else oneDNN when built
-// in, else OpenBLAS: never the per-class calibration, whose choice can change between
-// processes) in blocks of rows, each a single-threaded call of exactly that many rows (oneDNN:
-// 48, the last block zero-padded; OpenBLAS: 1, since its kernels round a row by its place in a
-// call), so no kernel choice or split of k depends on the row count; OpenBLAS's own threads are
-// held to 1 meanwhile. Row softmaxes, reductions and the transcendentals are
-// row-independent in every mode. What it does not cover: another machine, instruction set,
-// library version or build; the CUDA backend; training's gradients (sums over the batch);
-// products whose left operand is transposed (their sum runs over the batch's rows). Off by
-// default; WEFT_BATCH_INVARIANT=1 turns it on when the first product runs (0 or empty: off).
+// and thread count. Products x · W go through Weft's fixed-order kernel (each element one chain
+// of fused multiply-adds over k in order, vectorised across n: no padding, no library choice)
+// where the build targets FMA vectors (AVX2 with FMA, or AVX-512). Without it, and for x · Wᵀ,
+// through one provider (the forced one, else oneDNN when built in, else OpenBLAS: never the
+// per-class calibration, whose choice can change between processes) in blocks of rows, each a
+// single-threaded call of exactly that many rows (oneDNN: 48, the last block zero-padded;
+// OpenBLAS: 1, since its kernels round a row by its place in a call), so no kernel choice or
+// split of k depends on the row count; OpenBLAS's own threads are held to 1 meanwhile. Row
+// softmaxes, reductions and the transcendentals are row-independent in every mode. What it
+// does not cover: another machine, instruction set, library version or build; the CUDA
+// backend; training's gradients (sums over the batch); products whose left operand is
+// transposed (their sum runs over the batch's rows). Off by default;
+// WEFT_BATCH_INVARIANT=1 turns it on when the first product runs (0 or empty: off).
 void set_batch_invariant(bool on);
 bool batch_invariant();
 // The provider the mode's products use.

@@ -632,8 +632,12 @@ GemmSelectionReport gemm_selection_report() {
   report.cpu_identity = identity();
   if (batch_invariant()) {
     const GemmProvider provider = batch_invariant_gemm_provider();
-    report.mode = "batch-invariant: " + std::string(gemm_provider_name(provider)) +
-                  " in blocks of " + std::to_string(backend::cpu::invariant_row_block(provider)) +
+    report.mode = std::string("batch-invariant: ") +
+                  (backend::cpu::fixed_order_sgemm_built()
+                       ? "x · W through Weft's fixed-order kernel, x · Wᵀ through "
+                       : "") +
+                  std::string(gemm_provider_name(provider)) + " in blocks of " +
+                  std::to_string(backend::cpu::invariant_row_block(provider)) +
                   " row(s), one thread per call";
   } else if (const auto forced = forced_gemm_provider()) {
     report.mode = "forced by " + forced_gemm_provider_source();

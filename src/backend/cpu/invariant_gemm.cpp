@@ -1,10 +1,12 @@
-// The batch-invariant route for products (set_batch_invariant, weft/backend/cpu.h): c = a · op(b)
-// computed in blocks of rows of a, each copied into the same zero-padded scratch shape and
-// multiplied by one single-threaded call of one provider. Every row then goes through a call of
-// the same shape, provider, leading dimensions and thread count, whatever the product's row
-// count, so neither provider can pick another kernel or split k by m or threads. oneDNN takes
-// 48 rows a call; OpenBLAS one (its kernels round a row differently by its place in a call:
-// tests/batch_invariance_test.cpp found rows 0-8 and 9 of a 32-row call differing).
+// The batch-invariant route for products (set_batch_invariant, weft/backend/cpu.h). c = a · b
+// goes through Weft's fixed-order kernel (fixed_order_gemm.cpp), row-independent by
+// construction, where the build has it. Otherwise, and for c = a · bᵀ, in blocks of rows of a,
+// each copied into the same zero-padded scratch shape and multiplied by one single-threaded call
+// of one provider. Every row then goes through a call of the same shape, provider, leading
+// dimensions and thread count, whatever the product's row count, so neither provider can pick
+// another kernel or split k by m or threads. oneDNN takes 48 rows a call; OpenBLAS one (its
+// kernels round a row differently by its place in a call: tests/batch_invariance_test.cpp
+// found rows 0-8 and 9 of a 32-row call differing).
 #include <omp.h>
 
 #include <algorithm>
@@ -102,6 +104,8 @@ std::int64_t invariant_row_block(GemmProvider provider) {
 void invariant_sgemm(GemmProvider provider, bool transpose_b, std::int64_t m, std::int64_t n,
                      std::int64_t k, float alpha, const float* a, std::int64_t lda, const float* b,
                      std::int64_t ldb, float beta, float* c, std::int64_t ldc) {
+  if (!transpose_b && fixed_order_sgemm_built())
+    return fixed_order_sgemm(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   const InvariantProduct product{provider, transpose_b, m,   n,    k, alpha, a,
                                  lda,      b,           ldb, beta, c, ldc};
   const std::int64_t rows = invariant_row_block(provider);

@@ -15,12 +15,23 @@ void sgemm_with(GemmProvider provider, bool transpose_a, bool transpose_b, std::
                 std::int64_t n, std::int64_t k, float alpha, const float* a, std::int64_t lda,
                 const float* b, std::int64_t ldb, float beta, float* out, std::int64_t ldc);
 
-// The batch-invariant route (invariant_gemm.cpp): c = alpha * a · op(b) + beta * c in blocks of
+// The batch-invariant route (invariant_gemm.cpp): c = alpha * a · op(b) + beta * c. With b not
+// transposed, through Weft's fixed-order kernel where it is built; otherwise in blocks of
 // invariant_row_block(provider) rows, each through one single-threaded call of that many rows.
 std::int64_t invariant_row_block(GemmProvider provider);
 void invariant_sgemm(GemmProvider provider, bool transpose_b, std::int64_t m, std::int64_t n,
                      std::int64_t k, float alpha, const float* a, std::int64_t lda, const float* b,
                      std::int64_t ldb, float beta, float* c, std::int64_t ldc);
+
+// Weft's own kernel (fixed_order_gemm.cpp), built where the compiler targets FMA vectors
+// (AVX-512, or AVX2 with FMA): c = alpha * a · b + beta * c, b row-major [k, n], each element
+// one chain of fused multiply-adds over k from 0 upwards, then times alpha, then plus beta * c
+// in one fused step (skipped when alpha is 1 or beta 0), so a row's values depend on that row,
+// b, k, alpha and beta alone.
+bool fixed_order_sgemm_built();
+void fixed_order_sgemm(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
+                       std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
+                       std::int64_t ldc);
 
 // One product of an example's own matrices (batch_gemm's items) in the batch-invariant mode: its
 // rows are the same rows at the same places alone or in a batch, so one single-threaded call of
