@@ -185,35 +185,36 @@ TEST_F(InvariantProducts, EachRowOfAProductHasTheSameBitsInAnyBatch) {
 TEST_F(InvariantProducts, FixedOrderKernelIsOneFusedChainPerElement) {
   if (!backend::cpu::fixed_order_sgemm_built()) GTEST_SKIP() << "built without FMA vectors";
   Rng rng(41);
-  for (std::int64_t n : {1, 8, 15, 16, 17, 33, 64, 70})
+  for (std::int64_t n : {1, 8, 15, 16, 17, 33, 64, 70, 200})
     for (std::int64_t k : {1, 7, 100})
       for (const auto& [alpha, beta] :
-           {std::pair{1.0f, 0.0f}, {0.5f, 0.0f}, {1.0f, 1.0f}, {-2.0f, -0.25f}}) {
-        const std::int64_t m = 1 + std::int64_t(rng.next_u64() % 40);
-        const std::int64_t lda = k + 3, ldb = n + 5, ldc = n + 2;
-        const std::vector<float> a = random_row(m * lda, rng, -1.0f, 1.0f);
-        const std::vector<float> b = random_row(k * ldb, rng, -1.0f, 1.0f);
-        const std::vector<float> c0 = random_row(m * ldc, rng, -1.0f, 1.0f);
-        std::vector<float> want = c0;
-        for (std::int64_t r = 0; r < m; ++r)
-          for (std::int64_t j = 0; j < n; ++j) {
-            float sum = 0.0f;
-            for (std::int64_t q = 0; q < k; ++q)
-              sum = std::fma(a[std::size_t(r * lda + q)], b[std::size_t(q * ldb + j)], sum);
-            if (alpha != 1.0f) sum = alpha * sum;
-            float& out = want[std::size_t(r * ldc + j)];
-            out = beta != 0.0f ? std::fma(beta, out, sum) : sum;
+           {std::pair{1.0f, 0.0f}, {0.5f, 0.0f}, {1.0f, 1.0f}, {-2.0f, -0.25f}})
+        for (std::int64_t m :
+             {std::int64_t(1), std::int64_t(2), 3 + std::int64_t(rng.next_u64() % 40)}) {
+          const std::int64_t lda = k + 3, ldb = n + 5, ldc = n + 2;
+          const std::vector<float> a = random_row(m * lda, rng, -1.0f, 1.0f);
+          const std::vector<float> b = random_row(k * ldb, rng, -1.0f, 1.0f);
+          const std::vector<float> c0 = random_row(m * ldc, rng, -1.0f, 1.0f);
+          std::vector<float> want = c0;
+          for (std::int64_t r = 0; r < m; ++r)
+            for (std::int64_t j = 0; j < n; ++j) {
+              float sum = 0.0f;
+              for (std::int64_t q = 0; q < k; ++q)
+                sum = std::fma(a[std::size_t(r * lda + q)], b[std::size_t(q * ldb + j)], sum);
+              if (alpha != 1.0f) sum = alpha * sum;
+              float& out = want[std::size_t(r * ldc + j)];
+              out = beta != 0.0f ? std::fma(beta, out, sum) : sum;
+            }
+          for (int threads : {1, 2}) {
+            set_num_threads(threads);
+            std::vector<float> got = c0;
+            backend::cpu::fixed_order_sgemm(m, n, k, alpha, a.data(), lda, b.data(), ldb, beta,
+                                            got.data(), ldc);
+            ASSERT_EQ(bits(got.data(), m * ldc), bits(want.data(), m * ldc))
+                << m << " x " << n << " x " << k << ", alpha " << alpha << ", beta " << beta << ", "
+                << threads << " thread(s)";
           }
-        for (int threads : {1, 2}) {
-          set_num_threads(threads);
-          std::vector<float> got = c0;
-          backend::cpu::fixed_order_sgemm(m, n, k, alpha, a.data(), lda, b.data(), ldb, beta,
-                                          got.data(), ldc);
-          ASSERT_EQ(bits(got.data(), m * ldc), bits(want.data(), m * ldc))
-              << m << " x " << n << " x " << k << ", alpha " << alpha << ", beta " << beta << ", "
-              << threads << " thread(s)";
         }
-      }
 }
 
 TEST_F(InvariantProducts, TheModeIsReportedAndUndone) {

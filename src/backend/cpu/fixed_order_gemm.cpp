@@ -81,28 +81,33 @@ inline V finish(const Product& p, V sum, V old) {
   return p.beta != 0.0f ? Simd::fma(Simd::broadcast(p.beta), old, sum) : sum;
 }
 
-// Rows [row, row + kRowsUsed) by columns [column, column + columns) (a whole tile when kFull).
-template <int kRowsUsed, bool kFull>
+// Rows [row, row + kRowsUsed) by kVectors vectors of columns from `column` (`columns` of them
+// when not kFull).
+template <int kRowsUsed, int kVectors, bool kFull>
 void tile(const Product& p, std::int64_t row, std::int64_t column, int columns) {
-  const int counts[2] = {kFull ? kWidth : std::min(columns, kWidth),
-                         kFull ? kWidth : std::max(columns - kWidth, 0)};
-  V sums[kRowsUsed][2];
-  for (int r = 0; r < kRowsUsed; ++r) sums[r][0] = sums[r][1] = Simd::zero();
+  int counts[kVectors];
+  for (int v = 0; v < kVectors; ++v)
+    counts[v] = kFull ? kWidth : std::clamp(columns - v * kWidth, 0, kWidth);
+  V sums[kRowsUsed][kVectors];
+  for (int r = 0; r < kRowsUsed; ++r)
+    for (int v = 0; v < kVectors; ++v) sums[r][v] = Simd::zero();
   const float* a = p.a + row * p.lda;
   const float* b = p.b + column;
   for (std::int64_t q = 0; q < p.k; ++q, b += p.ldb) {
-    const V b0 = kFull ? Simd::load(b) : Simd::load(b, counts[0]);
-    const V b1 = kFull ? Simd::load(b + kWidth) : Simd::load(b + kWidth, counts[1]);
+    V bq[kVectors];
+#pragma GCC unroll 8
+    for (int v = 0; v < kVectors; ++v)
+      bq[v] = kFull ? Simd::load(b + v * kWidth) : Simd::load(b + v * kWidth, counts[v]);
 #pragma GCC unroll 8
     for (int r = 0; r < kRowsUsed; ++r) {
       const V x = Simd::broadcast(a[r * p.lda + q]);
-      sums[r][0] = Simd::fma(x, b0, sums[r][0]);
-      sums[r][1] = Simd::fma(x, b1, sums[r][1]);
+#pragma GCC unroll 8
+      for (int v = 0; v < kVectors; ++v) sums[r][v] = Simd::fma(x, bq[v], sums[r][v]);
     }
   }
   for (int r = 0; r < kRowsUsed; ++r) {
     float* c = p.c + (row + r) * p.ldc + column;
-    for (int v = 0; v < 2; ++v) {
+    for (int v = 0; v < kVectors; ++v) {
       float* out = c + v * kWidth;
       if (kFull) {
         Simd::store(out, finish(p, sums[r][v], p.beta != 0.0f ? Simd::load(out) : Simd::zero()));
@@ -114,12 +119,12 @@ void tile(const Product& p, std::int64_t row, std::int64_t column, int columns) 
   }
 }
 
-// tile<rows, kFull> for rows in 1..kRows, chosen at run time.
+// tile<rows, 2, kFull> for rows in 1..kRows, chosen at run time.
 template <bool kFull>
 void tile_of_rows(int rows, const Product& p, std::int64_t row, std::int64_t column, int columns) {
   using Tile = void (*)(const Product&, std::int64_t, std::int64_t, int);
   static constexpr auto tiles = []<std::size_t... r>(std::index_sequence<r...>) {
-    return std::array<Tile, sizeof...(r)>{&tile<int(r) + 1, kFull>...};
+    return std::array<Tile, sizeof...(r)>{&tile<int(r) + 1, 2, kFull>...};
   }
   (std::make_index_sequence<Simd::kRows>{});
   tiles[std::size_t(rows - 1)](p, row, column, columns);
@@ -137,6 +142,43 @@ void column_tile(const Product& p, std::int64_t column) {
   }
 }
 
+// A product of kRowsUsed rows (a lone example's level) in tiles of kVectors vectors: wider
+// than two, so that each step over k reads more of b's row, which streams from L2, per row.
+template <int kRowsUsed, int kVectors>
+void few_rows(const Product& p) {
+  constexpr int kColumns = kVectors * kWidth;
+  for (std::int64_t column = 0; column < p.n; column += kColumns) {
+    const int columns = int(std::min<std::int64_t>(kColumns, p.n - column));
+    if (columns == kColumns)
+      tile<kRowsUsed, kVectors, true>(p, 0, column, columns);
+    else
+      tile<kRowsUsed, kVectors, false>(p, 0, column, columns);
+  }
+}
+
+// Whether a product of p.m rows went through few_rows: 1 row in tiles of 8 vectors; with 32
+// vector registers (AVX-512) also 2-4 rows in tiles of 4.
+bool as_few_rows(const Product& p) {
+  switch (p.m) {
+    case 1:
+      few_rows<1, 8>(p);
+      return true;
+#if defined(__AVX512F__)
+    case 2:
+      few_rows<2, 4>(p);
+      return true;
+    case 3:
+      few_rows<3, 4>(p);
+      return true;
+    case 4:
+      few_rows<4, 4>(p);
+      return true;
+#endif
+    default:
+      return false;
+  }
+}
+
 }  // namespace
 
 bool fixed_order_sgemm_built() { return true; }
@@ -145,6 +187,7 @@ void fixed_order_sgemm(std::int64_t m, std::int64_t n, std::int64_t k, float alp
                        std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
                        std::int64_t ldc) {
   const Product p{m, n, k, alpha, a, lda, b, ldb, beta, c, ldc};
+  if (as_few_rows(p)) return;
   const std::int64_t tiles = (n + kTileColumns - 1) / kTileColumns;
   // Threads share out column tiles; an element's sum is the same whichever thread makes it.
   const int threads =
