@@ -81,6 +81,23 @@ std::vector<std::pair<std::string, Answer>> answers(Model& model) {
   return out;
 }
 
+// check(model) for each registered model small_model can build here, scrambled, under its name;
+// returns how many.
+template <typename Check>
+int for_each_small_model(Check check) {
+  int checked = 0;
+  for (const ModelEntry* entry : registered_models()) {
+    const std::optional<OptionValues> options = small_model(*entry);
+    if (!options) continue;
+    SCOPED_TRACE(entry->name);
+    std::unique_ptr<Model> model = create_model(*options);
+    scramble(*model);
+    check(*model);
+    ++checked;
+  }
+  return checked;
+}
+
 class BatchInvariantModels : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -97,19 +114,13 @@ class BatchInvariantModels : public ::testing::Test {
 };
 
 TEST_F(BatchInvariantModels, EveryModelAnswersAnExampleAloneAsInAnyBatch) {
-  int models_checked = 0;
-  for (const ModelEntry* entry : registered_models()) {
-    const std::optional<OptionValues> options = small_model(*entry);
-    if (!options) continue;
-    SCOPED_TRACE(entry->name);
-    std::unique_ptr<Model> model = create_model(*options);
-    scramble(*model);
+  const int models_checked = for_each_small_model([](Model& model) {
     std::vector<json> pool;
     for (train::Split split : {train::Split::kTrain, train::Split::kTest})
-      for (const json& e : model->examples(split)) pool.push_back(e);
+      for (const json& e : model.examples(split)) pool.push_back(e);
     ASSERT_GT(pool.size(), 4u);
     Rng rng(17);
-    for (const auto& [how, answer] : answers(*model)) {
+    for (const auto& [how, answer] : answers(model)) {
       SCOPED_TRACE(how);
       for (int trial = 0; trial < 3; ++trial) {
         const json& example = pool[rng.next_u64() % pool.size()];
@@ -129,8 +140,7 @@ TEST_F(BatchInvariantModels, EveryModelAnswersAnExampleAloneAsInAnyBatch) {
         }
       }
     }
-    ++models_checked;
-  }
+  });
   EXPECT_GE(models_checked, 3);  // calculator, tree2seq and seq2tree need no data
 }
 
@@ -147,25 +157,18 @@ std::map<std::string, double> evaluated(Model& model, train::Split split, int ba
 }
 
 TEST_F(BatchInvariantModels, EveryModelEvaluatesToTheSameFiguresAtAnyBatchSize) {
-  int models_checked = 0;
-  for (const ModelEntry* entry : registered_models()) {
-    const std::optional<OptionValues> options = small_model(*entry);
-    if (!options) continue;
-    SCOPED_TRACE(entry->name);
-    std::unique_ptr<Model> model = create_model(*options);
-    scramble(*model);
+  const int models_checked = for_each_small_model([](Model& model) {
     const train::Split split = train::Split::kTest;
-    ASSERT_GT(model->examples(split).size(), 7u);
-    const std::map<std::string, double> alone = evaluated(*model, split, 1);
+    ASSERT_GT(model.examples(split).size(), 7u);
+    const std::map<std::string, double> alone = evaluated(model, split, 1);
     ASSERT_TRUE(alone.contains("loss"));
     for (int batch_size : {7, 64}) {
-      const std::map<std::string, double> batched = evaluated(*model, split, batch_size);
+      const std::map<std::string, double> batched = evaluated(model, split, batch_size);
       ASSERT_EQ(batched.size(), alone.size());
       for (const auto& [name, value] : alone)  // exact: the same bits
         EXPECT_EQ(batched.at(name), value) << name << " in batches of " << batch_size;
     }
-    ++models_checked;
-  }
+  });
   EXPECT_GE(models_checked, 3);
 }
 

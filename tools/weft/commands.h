@@ -178,9 +178,16 @@ struct BenchDecodeOptions {
 
 // `weft serve`: the HTTP inference server (serve_command.cpp); `weft bench serve`: its load
 // generator (bench_serve_command.cpp).
-// --batch-invariant on every command that computes, once they are all added
-// (batch_invariant_flags.cpp); `on` is set when it is given.
-void add_batch_invariant_flag(CLI::App& app, bool& on);
+// --batch-invariant on every command that computes, once they are all added, and
+// --no-batch-invariant on the serving ones, which default to the mode (batch_invariant_flags.cpp).
+struct BatchInvariantFlags {
+  bool on = false;   // --batch-invariant given
+  bool off = false;  // --no-batch-invariant given
+  std::vector<const CLI::App*> serving_commands;
+};
+void add_batch_invariant_flag(CLI::App& app, BatchInvariantFlags& flags);
+// After parsing: the mode as the flags, WEFT_BATCH_INVARIANT or the command's default say.
+void apply_batch_invariant_flag(const BatchInvariantFlags& flags);
 
 CLI::App* add_serve(CLI::App& app, ServeOptions& options);
 int run_serve(const ServeOptions& options);

@@ -91,11 +91,11 @@ int run(int argc, char** argv) {
   app.set_version_flag("--version", version());
   app.require_subcommand(1);
   const std::vector<Command> all = commands(app, argc, argv);
-  bool batch_invariant = false;
+  BatchInvariantFlags batch_invariant;
   add_batch_invariant_flag(app, batch_invariant);
   check_model_name(argc, argv);
   if (const std::optional<int> exit_code = parse(app, argc, argv)) return *exit_code;
-  if (batch_invariant) weft::set_batch_invariant(true);
+  apply_batch_invariant_flag(batch_invariant);
   for (const Command& c : all) {
     if (*c.app) return c.run();
   }

@@ -241,8 +241,11 @@ int run_serve(const ServeOptions& options) {
   sigemptyset(&action.sa_mask);
   sigaction(SIGTERM, &action, nullptr);
   sigaction(SIGINT, &action, nullptr);
-  std::cerr << fmt::format("weft serve: listening on http://{}:{} ({} max batch, {} ms wait):{}\n",
-                           options.host, port, options.max_batch, options.max_wait_ms, names)
+  std::cerr << fmt::format(
+                   "weft serve: listening on http://{}:{} ({} max batch, {} ms wait, "
+                   "batch-invariant {}):{}\n",
+                   options.host, port, options.max_batch, options.max_wait_ms,
+                   batch_invariant() ? "on" : "off", names)
             << std::flush;
   std::thread watcher([&] {
     char byte = 0;

@@ -53,7 +53,7 @@ void adopt_num_threads();
 // softmaxes, reductions and the transcendentals are row-independent in every mode. What it
 // does not cover: another machine, instruction set, library version or build; the CUDA
 // backend; training's gradients (sums over the batch); products whose left operand is
-// transposed (their sum runs over the batch's rows). Off by default;
+// transposed (their sum runs over the batch's rows). Off by default (`weft serve` turns it on);
 // WEFT_BATCH_INVARIANT=1 turns it on when the first product runs (0 or empty: off).
 void set_batch_invariant(bool on);
 bool batch_invariant();

@@ -2,8 +2,8 @@
 // + beta · c with b row-major [k, n], each element one chain of fused multiply-adds over k in
 // order, so a row's values depend on that row, b and k alone: not on the row count, the row's
 // place, the tiling or the thread count, and no row needs padding. Vectorised across n (AVX-512
-// or AVX2 with FMA, chosen at compile time); tiles of kRows rows by two vectors, each column
-// tile of b held in L1 while every row passes it.
+// or AVX2 with FMA, chosen at compile time); tiles of kRows rows by two vectors (wider for 1-4
+// rows), each column tile of b held in L1 while every row passes it.
 #include <omp.h>
 
 #include <algorithm>
@@ -63,17 +63,7 @@ using V = Simd::V;
 constexpr int kWidth = Simd::kWidth;
 constexpr int kTileColumns = 2 * kWidth;
 
-struct Product {
-  std::int64_t m, n, k;
-  float alpha;
-  const float* a;
-  std::int64_t lda;
-  const float* b;
-  std::int64_t ldb;
-  float beta;
-  float* c;
-  std::int64_t ldc;
-};
+using Product = ProductOperands;
 
 // The finished element: alpha · sum, then beta · c added in one fused step.
 inline V finish(const Product& p, V sum, V old) {

@@ -50,18 +50,9 @@ class OneOpenMpThread {
   int before_;
 };
 
-struct InvariantProduct {
+struct InvariantProduct : ProductOperands {
   GemmProvider provider;
   bool transpose_b;
-  std::int64_t m, n, k;
-  float alpha;
-  const float* a;
-  std::int64_t lda;
-  const float* b;
-  std::int64_t ldb;
-  float beta;
-  float* c;
-  std::int64_t ldc;
 };
 
 // Rows [first, first + rows) of the product (those past m are zero padding).
@@ -106,8 +97,8 @@ void invariant_sgemm(GemmProvider provider, bool transpose_b, std::int64_t m, st
                      std::int64_t ldb, float beta, float* c, std::int64_t ldc) {
   if (!transpose_b && fixed_order_sgemm_built())
     return fixed_order_sgemm(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-  const InvariantProduct product{provider, transpose_b, m,   n,    k, alpha, a,
-                                 lda,      b,           ldb, beta, c, ldc};
+  const InvariantProduct product{
+      {m, n, k, alpha, a, lda, b, ldb, beta, c, ldc}, provider, transpose_b};
   const std::int64_t rows = invariant_row_block(provider);
   const std::int64_t blocks = (m + rows - 1) / rows;
   const int threads = int(std::min<std::int64_t>(num_threads(), blocks));

@@ -15,6 +15,19 @@ void sgemm_with(GemmProvider provider, bool transpose_a, bool transpose_b, std::
                 std::int64_t n, std::int64_t k, float alpha, const float* a, std::int64_t lda,
                 const float* b, std::int64_t ldb, float beta, float* out, std::int64_t ldc);
 
+// c = alpha * a · b + beta * c (b perhaps transposed), row-major with leading dimensions.
+struct ProductOperands {
+  std::int64_t m, n, k;
+  float alpha;
+  const float* a;
+  std::int64_t lda;
+  const float* b;
+  std::int64_t ldb;
+  float beta;
+  float* c;
+  std::int64_t ldc;
+};
+
 // The batch-invariant route (invariant_gemm.cpp): c = alpha * a · op(b) + beta * c. With b not
 // transposed, through Weft's fixed-order kernel where it is built; otherwise in blocks of
 // invariant_row_block(provider) rows, each through one single-threaded call of that many rows.
