@@ -346,7 +346,9 @@ zero_grad().)doc")
       .def("to_dict", &metrics_dict);
   py::class_<BatchFigures>(m, "BatchFigures", R"doc(
 What a batch contributes: loss_sum (the SUM of its examples' losses), examples, and metrics
-(add_hits("accuracy", hits, total), ...).)doc")
+(add_hits("accuracy", hits, total), ...). loss_terms, when set, lists the terms (each
+example's or row's loss) whose float sum loss_sum is: evaluation sums them exactly instead, so
+its loss does not depend on the batch size.)doc")
       .def(py::init([](double loss_sum, std::int64_t examples, std::optional<py::dict> hits) {
              BatchFigures f;
              f.loss_sum = loss_sum;
@@ -362,6 +364,7 @@ What a batch contributes: loss_sum (the SUM of its examples' losses), examples, 
            "hits: {name: (hits, total)}")
       .def_readwrite("loss_sum", &BatchFigures::loss_sum)
       .def_readwrite("examples", &BatchFigures::examples)
+      .def_readwrite("loss_terms", &BatchFigures::loss_terms)
       .def_readwrite("metrics", &BatchFigures::metrics);
   m.def("argmax_hits", [](py::handle logits, py::handle labels) {
     return argmax_hits(as_tensor(logits, "float32"), as_tensor(labels, "int32"));

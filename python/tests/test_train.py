@@ -2,6 +2,7 @@
 schedules."""
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -64,6 +65,35 @@ def test_trainer_fits_a_python_model(tmp_path):
     more = weft.train.Trainer(epochs=4, batch_size=16, learning_rate=0.5, progress="off",
                               resume=str(tmp_path / "c.safetensors")).fit(LinearClassifier())
     assert [e["epoch"] for e in more] == [4]
+
+
+class FixedLosses(weft.train.TrainableModel):
+    """Evaluates to fixed per-example losses, reported as loss_terms."""
+
+    LOSSES = np.array([1e8, 1.0, -1e8, 0.25, 3e-9, 7.0, -2.5], np.float32)
+
+    def parameters(self):
+        return []
+
+    def num_examples(self, split):
+        return len(self.LOSSES)
+
+    def train_batch(self, batch, rng):
+        raise NotImplementedError
+
+    def eval_batch(self, batch):
+        terms = self.LOSSES[list(batch.example_ids)]
+        figures = weft.train.BatchFigures(float(terms.sum()), len(terms))
+        figures.loss_terms = [float(t) for t in terms]
+        return figures
+
+
+def test_evaluation_sums_loss_terms_exactly_at_any_batch_size():
+    # A float sum per batch would lose the 1.0 beside 1e8 in some groupings.
+    want = math.fsum(float(t) for t in FixedLosses.LOSSES) / len(FixedLosses.LOSSES)
+    for size in (1, 2, 3, 7):
+        trainer = weft.train.Trainer(batch_size=size, progress="off")
+        assert trainer.evaluate(FixedLosses(), "dev")["loss"] == want, size
 
 
 def test_optimizers_and_schedules():
