@@ -4,6 +4,7 @@
 // with beta = 0, later ones added with beta = 1 (Tape::grad_target).
 #include "../backend/kernels.h"
 #include "op_checks.h"
+#include "weft/autodiff/argument_rows.h"
 #include "weft/autodiff/ops.h"
 #include "weft/backend/gemm_selection.h"
 
@@ -119,14 +120,24 @@ Var batch_matmul(Var a, Var b, bool transpose_a, bool transpose_b) {
 namespace {
 
 // The gradients of y = x · W + b given dy (for a fused activation: d(x · W + b)):
-// dx += dy · Wᵀ, dW += xᵀ · dy, db += column sums of dy.
+// dx += dy · Wᵀ, dW += xᵀ · dy, db += column sums of dy. An x read where its rows lie
+// (argument_rows) gets dx written straight into those rows' gradients, and dW reads its rows
+// there.
 void linear_backward_from(Tape& tape, std::uint32_t id, const Tensor& dy) {
-  const Tensor& x = tape.node(tape.input(id, 0)).value;
+  const std::uint32_t x = tape.input(id, 0), w = tape.input(id, 1);
   const Tensor& b = tape.node(tape.input(id, 2)).value;
-  if (const Tape::GradTarget dx = tape.grad_target(tape.input(id, 0)); dx.grad)
-    times_transposed(tape, dy, tape.input(id, 1), dx.beta, *dx.grad);
-  if (const Tape::GradTarget dw = tape.grad_target(tape.input(id, 1)); dw.grad)
-    gemm(x, true, dy, false, 1.0f, dw.beta, *dw.grad);
+  if (detail::reads_in_place(tape, x)) {
+    std::vector<float> discard;
+    const backend::RowBlocks dx = detail::gradient_rows_in_place(tape, x, discard);
+    if (dx.rows > 0) backend::product_write_rows(dy, tape.panels(w, true), dx);
+    if (const Tape::GradTarget dw = tape.grad_target(w); dw.grad)
+      backend::product_transposed_read_rows(detail::rows_in_place(tape, x), dy, dw.beta, *dw.grad);
+  } else {
+    if (const Tape::GradTarget dx = tape.grad_target(x); dx.grad)
+      times_transposed(tape, dy, w, dx.beta, *dx.grad);
+    if (const Tape::GradTarget dw = tape.grad_target(w); dw.grad)
+      gemm(tape.node(x).value, true, dy, false, 1.0f, dw.beta, *dw.grad);
+  }
   if (Tensor* db = tape.grad_of(tape.input(id, 2)))
     backend::binary_backward(backend::BinaryOp::kAdd, dy, b, dy, nullptr, db);
 }
@@ -145,15 +156,25 @@ void linear_activation_backward(Tape& tape, std::uint32_t id) {
   linear_backward_from(tape, id, dpre);
 }
 
-void check_linear(const char* op, const Tensor& vx, const Tensor& vw, const Tensor& vb) {
-  check_matrix(op, "input", vx);
+// An x read where its rows lie (argument_rows) is a float32 matrix on the CPU by construction:
+// only its shape is checked, so checking does not gather it.
+void check_linear(const char* op, const Var& x, const Tensor& vw, const Tensor& vb) {
+  const bool in_place = detail::reads_in_place(x.tape(), x.id());
+  if (!in_place) check_matrix(op, "input", x.value());
   check_matrix(op, "weight", vw);
   detail::require_float(op, "bias", vb);
-  detail::require_same_device(op, vx, vw);
-  detail::require_same_device(op, vx, vb);
-  if (vx.shape()[1] != vw.shape()[0])
-    fail(op, "input features differ from weight rows: input ", vx.shape(), " vs weight ",
-         vw.shape(), " (the weight is [in, out])");
+  if (in_place) {
+    if (vw.device() != Device::kCpu || vb.device() != Device::kCpu)
+      fail(op, "the input's rows are on the CPU but the weight is ", vw.describe(),
+           " and the bias ", vb.describe(), "; move them with Tensor::to()");
+  } else {
+    detail::require_same_device(op, x.value(), vw);
+    detail::require_same_device(op, x.value(), vb);
+  }
+  const Shape& xs = x.shape();
+  if (xs[1] != vw.shape()[0])
+    fail(op, "input features differ from weight rows: input ", xs, " vs weight ", vw.shape(),
+         " (the weight is [in, out])");
   const std::int64_t out_features = vw.shape()[1];
   const bool bias_ok = (vb.rank() == 1 && vb.shape()[0] == out_features) ||
                        (vb.rank() == 2 && vb.shape()[0] == 1 && vb.shape()[1] == out_features);
@@ -163,16 +184,22 @@ void check_linear(const char* op, const Tensor& vx, const Tensor& vw, const Tens
 }
 
 // x · W alone (beta 0: the product clears y), for a caller that adds the bias in a pass it
-// makes anyway.
-Tensor product_without_bias(const Tensor& vx, const Tensor& vw) {
-  Tensor y = Tensor::empty(Shape{vx.shape()[0], vw.shape()[1]}, DType::kFloat32, vx.device());
-  gemm(vx, false, vw, false, 1.0f, 0.0f, y);
+// makes anyway; x's rows read where they lie when they are (argument_rows).
+Tensor product_without_bias(Var x, Var weight) {
+  const Tensor& vw = weight.value();
+  Tensor y = Tensor::empty(Shape{x.shape()[0], vw.shape()[1]}, DType::kFloat32, vw.device());
+  Tape& tape = x.tape();
+  if (detail::reads_in_place(tape, x.id()))
+    backend::product_read_rows(detail::rows_in_place(tape, x.id()), tape.panels(weight.id(), false),
+                               y);
+  else
+    gemm(x.value(), false, vw, false, 1.0f, 0.0f, y);
   return y;
 }
 
 Var linear_activation(const char* op, Var x, Var weight, Var bias, backend::UnaryOp f) {
-  check_linear(op, x.value(), weight.value(), bias.value());
-  Tensor y = product_without_bias(x.value(), weight.value());
+  check_linear(op, x, weight.value(), bias.value());
+  Tensor y = product_without_bias(x, weight);
   backend::bias_activation(bias.value().reshaped(Shape{bias.value().numel()}), f, y);
   Var out = x.tape().record(std::move(y), {x, weight, bias}, linear_activation_backward);
   out.tape().node(out.id()).int_attrs[0] = std::int64_t(f);
@@ -183,24 +210,27 @@ Var linear_activation(const char* op, Var x, Var weight, Var bias, backend::Unar
 
 namespace detail {
 Var linear_without_bias(Var x, Var weight, Var bias, const char* op) {
-  check_linear(op, x.value(), weight.value(), bias.value());
-  return x.tape().record(product_without_bias(x.value(), weight.value()), {x, weight, bias},
-                         linear_backward);
+  check_linear(op, x, weight.value(), bias.value());
+  return x.tape().record(product_without_bias(x, weight), {x, weight, bias}, linear_backward);
 }
 }  // namespace detail
 
 // y = x · W + b
 Var linear(Var x, Var weight, Var bias) {
-  const Tensor& vx = x.value();
   const Tensor& vw = weight.value();
   const Tensor& vb = bias.value();
-  check_linear("linear", vx, vw, vb);
+  check_linear("linear", x, vw, vb);
+  const std::int64_t rows = x.shape()[0], out_features = vw.shape()[1];
+  if (detail::reads_in_place(x.tape(), x.id())) {  // the product from the rows, then the bias
+    Tensor y = product_without_bias(x, weight);
+    backend::binary(backend::BinaryOp::kAdd, y, vb.reshaped(Shape{out_features}), y);
+    return x.tape().record(std::move(y), {x, weight, bias}, linear_backward);
+  }
   // The bias rows first, then the product added onto them: one pass over y fewer than a
   // product followed by a bias add (a product with beta 0 clears y itself).
-  const std::int64_t rows = vx.shape()[0], out_features = vw.shape()[1];
-  Tensor y = Tensor::empty(Shape{rows, out_features}, DType::kFloat32, vx.device());
+  Tensor y = Tensor::empty(Shape{rows, out_features}, DType::kFloat32, vw.device());
   backend::copy_blocks(vb, 0, 0, y, 0, out_features, rows, out_features, false);
-  gemm(vx, false, vw, false, 1.0f, 1.0f, y);
+  gemm(x.value(), false, vw, false, 1.0f, 1.0f, y);
   return x.tape().record(std::move(y), {x, weight, bias}, linear_backward);
 }
 

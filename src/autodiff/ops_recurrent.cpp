@@ -5,9 +5,11 @@
 // linear_lstm_cell_state computes that matrix itself, so it may overwrite it with the gates'
 // activations for its backward.
 #include <utility>
+#include <vector>
 
 #include "../backend/kernels.h"
 #include "op_checks.h"
+#include "weft/autodiff/argument_rows.h"
 #include "weft/autodiff/ops.h"
 
 namespace weft {
@@ -34,11 +36,21 @@ void lstm_hidden_backward(Tape& tape, std::uint32_t id) {
 }
 
 // saved[0]: the candidate's dropout mask, undefined without dropout. Inputs: the gates (the
-// op's own linear layer, holding their activations; its backward does x, W and b), children.
+// op's own linear layer, holding their activations; its backward does x, W and b), children,
+// read where their rows lie when they are (argument_rows: their gradient written there too).
 void linear_lstm_cell_state_backward(Tape& tape, std::uint32_t id) {
   const TapeNode& node = tape.node(id);
   const std::uint32_t gates = tape.input(id, 0), children = tape.input(id, 1);
   const Tensor* mask = node.saved[0].defined() ? &node.saved[0] : nullptr;
+  if (detail::reads_in_place(tape, children)) {
+    const Tape::GradTarget dgates = tape.grad_target(gates);
+    std::vector<float> discard;
+    const backend::RowBlocks dchildren = detail::gradient_rows_in_place(tape, children, discard);
+    backend::lstm_cell_state_backward_activated_rows(
+        tape.node(gates).value, detail::rows_in_place(tape, children), mask, node.grad, dgates.grad,
+        dgates.fresh(), dchildren.rows > 0 ? &dchildren : nullptr);
+    return;
+  }
   const auto [dgates, dchildren] = tape.grad_targets(gates, children);
   backend::lstm_cell_state_backward_activated(tape.node(gates).value, tape.node(children).value,
                                               mask, node.grad, dgates.grad, dgates.fresh(),
@@ -117,23 +129,33 @@ Var lstm_cell_state(Var gates, Var children, std::int64_t hidden, float candidat
                            lstm_cell_state_backward);
 }
 
-// lstm_cell_state(linear(x, W, b), children) with the gates the op's own: activated in place
+// lstm_cell_state(linear(x, W, b), children) with the gates the op's own: activated in place.
+// Children read where their rows lie (argument_rows) are float32 on the CPU by construction:
+// only their shape is checked.
 Var linear_lstm_cell_state(Var x, Var weight, Var bias, Var children, float candidate_drop_prob,
                            Rng* rng) {
   const char* op = "linear_lstm_cell_state";
   const Tensor& vx = x.value();
   const Tensor& vw = weight.value();
-  const Tensor& vc = children.value();
+  const bool in_place = detail::reads_in_place(children.tape(), children.id());
   for (const auto& [role, value] :
-       {std::pair<const char*, const Tensor*>{"input", &vx}, {"weight", &vw}, {"children", &vc}}) {
+       {std::pair<const char*, const Tensor*>{"input", &vx}, {"weight", &vw}}) {
     detail::require_float(op, role, *value);
     detail::require_rank(op, role, *value, 2);
     detail::require_same_device(op, vx, *value);
   }
-  const std::int64_t rows = vx.shape()[0], width = vw.shape()[1], xw = vc.shape()[1];
+  if (!in_place) {
+    detail::require_float(op, "children", children.value());
+    detail::require_rank(op, "children", children.value(), 2);
+    detail::require_same_device(op, vx, children.value());
+  } else if (vx.device() != Device::kCpu) {
+    fail(op, "the children's rows are on the CPU but the input is ", vx.describe());
+  }
+  const Shape& cs = children.shape();
+  const std::int64_t rows = vx.shape()[0], width = vw.shape()[1], xw = cs[1];
   const std::int64_t n = (width - xw) / 2;
-  if (vc.shape()[0] != rows || width <= xw || (width - xw) % 2 != 0 || xw == 0 || xw % n != 0)
-    fail(op, "weight ", vw.shape(), " does not give the gates of children ", vc.describe(),
+  if (cs[0] != rows || width <= xw || (width - xw) % 2 != 0 || xw == 0 || xw % n != 0)
+    fail(op, "weight ", vw.shape(), " does not give the gates of children float32 ", cs,
          " for input ", vx.describe(),
          ": expected weight [in, (K+2)N] for children [B, KN] (K forget gates, input, candidate)");
   const Shape state{rows, n};
@@ -144,8 +166,12 @@ Var linear_lstm_cell_state(Var x, Var weight, Var bias, Var children, float cand
   Tensor& activations = gates.tape().node(gates.id()).value;
   Tensor c = Tensor::empty(state, DType::kFloat32, vx.device());
   const Tensor bias_row = bias.value().reshaped(Shape{bias.value().numel()});
-  backend::lstm_cell_state_activating(activations, &bias_row, vc, mask.defined() ? &mask : nullptr,
-                                      c);
+  const Tensor* m = mask.defined() ? &mask : nullptr;
+  if (in_place)
+    backend::lstm_cell_state_activating_rows(
+        activations, &bias_row, detail::rows_in_place(children.tape(), children.id()), m, c);
+  else
+    backend::lstm_cell_state_activating(activations, &bias_row, children.value(), m, c);
   return record_cell_state(gates, children, std::move(c), std::move(mask),
                            linear_lstm_cell_state_backward);
 }

@@ -27,9 +27,31 @@ Parameter::Parameter(std::string name, Tensor value, bool trainable)
 
 Var::Var(const Parameter& parameter) : Var(Tape::current().parameter(parameter)) {}
 
-const Tensor& Var::value() const { return tape_->node(id_).value; }
+const Tensor& Var::value() const {
+  TapeNode& n = tape_->node(id_);
+  if (n.compute_value != nullptr) {
+    const auto compute = n.compute_value;
+    n.compute_value = nullptr;
+    compute(*tape_, id_);
+  }
+  return n.value;
+}
+const Shape& Var::shape() const {
+  const TapeNode& n = tape_->node(id_);
+  return n.compute_value != nullptr ? n.deferred_shape : n.value.shape();
+}
 bool Var::requires_grad() const { return tape_->node(id_).requires_grad; }
 const Tensor& Var::grad() const { return tape_->node(id_).grad; }
+
+namespace {
+// The shape and device of a node's value, computed or not (deferred values are on the CPU).
+const Shape& value_shape(const TapeNode& n) {
+  return n.compute_value != nullptr ? n.deferred_shape : n.value.shape();
+}
+Device value_device(const TapeNode& n) {
+  return n.compute_value != nullptr ? Device::kCpu : n.value.device();
+}
+}  // namespace
 
 Tape::Tape() : generation_(next_generation++) {}
 
@@ -107,10 +129,28 @@ Var Tape::record(Tensor value, std::span<const Var> inputs, BackwardFn backward_
   return Var(this, id);
 }
 
+Var Tape::record_deferred(const Shape& shape, std::span<const Var> inputs, BackwardFn backward_fn,
+                          void (*compute)(Tape& tape, std::uint32_t node)) {
+  Var out = record(Tensor(), inputs, backward_fn);
+  TapeNode& n = node(out.id());
+  n.compute_value = compute;
+  n.deferred_shape = shape;
+  if (n.num_inputs == 0) {  // no gradient wanted: the inputs kept for compute alone
+    n.first_input = std::uint32_t(inputs_.size());
+    n.num_inputs = std::uint32_t(inputs.size());
+    for (const Var& input : inputs) inputs_.push_back(input.id());
+  }
+  return out;
+}
+
 void Tape::drop_values(std::uint32_t first, std::span<const std::uint32_t> keep) {
+  // A kept value not computed yet reads its sources, which may be dropped: computed first.
+  for (std::uint32_t id : keep)
+    if (id >= first && id < size_ && node(id).compute_value != nullptr) Var(this, id).value();
   for (std::uint32_t id = first; id < size_; ++id) {
     TapeNode& n = node(id);
     if (n.is_leaf || n.requires_grad || std::binary_search(keep.begin(), keep.end(), id)) continue;
+    n.compute_value = nullptr;
     n.value = Tensor();
     n.saved[0] = Tensor();
     n.saved[1] = Tensor();
@@ -125,7 +165,7 @@ Tensor* Tape::grad_of(std::uint32_t id) {
   if (n.sparse_parameter.defined()) {
     n.grad = n.sparse_parameter.grad();  // a dense use: rows so far folded in, then dense
   } else {
-    n.grad = Tensor::zeros(n.value.shape(), DType::kFloat32, n.value.device());
+    n.grad = Tensor::zeros(value_shape(n), DType::kFloat32, value_device(n));
   }
   return &n.grad;
 }
@@ -134,7 +174,7 @@ Tape::GradTarget Tape::grad_target(std::uint32_t id) {
   TapeNode& n = node(id);
   if (!n.requires_grad) return {};
   if (n.grad.defined() || n.sparse_parameter.defined()) return {grad_of(id), 1.0f};
-  n.grad = Tensor::empty(n.value.shape(), DType::kFloat32, n.value.device());
+  n.grad = Tensor::empty(value_shape(n), DType::kFloat32, value_device(n));
 #ifndef NDEBUG
   backend::fill(n.grad, std::numeric_limits<float>::quiet_NaN());
 #endif
@@ -145,17 +185,17 @@ Tape::RowsTarget Tape::grad_rows_target(std::uint32_t id) {
   TapeNode& n = node(id);
   if (!n.requires_grad) return {};
   if (n.row_record != 0) return {&n.grad, row_records_[n.row_record - 1].written.data()};
-  if (n.grad.defined() || n.sparse_parameter.defined() || n.value.rank() < 1 ||
-      n.value.device() != Device::kCpu)
+  if (n.grad.defined() || n.sparse_parameter.defined() || value_shape(n).rank() < 1 ||
+      value_device(n) != Device::kCpu)
     return {grad_of(id), nullptr};
-  n.grad = Tensor::empty(n.value.shape(), DType::kFloat32, n.value.device());
+  n.grad = Tensor::empty(value_shape(n), DType::kFloat32, value_device(n));
 #ifndef NDEBUG
   backend::fill(n.grad, std::numeric_limits<float>::quiet_NaN());
 #endif
   if (open_row_records_ == row_records_.size()) row_records_.emplace_back();
   RowRecord& record = row_records_[open_row_records_];
   record.node = id;
-  record.written.assign(std::size_t(n.value.rows()), 0);
+  record.written.assign(std::size_t(value_shape(n)[0]), 0);
   n.row_record = ++open_row_records_;
   return {&n.grad, record.written.data()};
 }
@@ -196,6 +236,15 @@ const Tensor& Tape::transposed_value(std::uint32_t id) {
     backend::transpose(n.value, n.saved[0]);
   }
   return n.saved[0];
+}
+
+Tensor Tape::panels(std::uint32_t id, bool transposed) {
+  TapeNode& n = node(id);
+  Tensor packed;
+  if (n.is_leaf && n.panels[transposed].defined()) return n.panels[transposed];
+  backend::pack_panels(Var(this, id).value(), transposed, packed);
+  if (n.is_leaf) n.panels[transposed] = packed;
+  return packed;
 }
 
 void Tape::accumulate_rows(std::uint32_t id, const Tensor& indices, const Tensor& rows) {

@@ -6,6 +6,7 @@
 #include <span>
 
 #include "weft/backend/counters.h"
+#include "weft/backend/row_blocks.h"
 #include "weft/backend/tensor_ops.h"
 #include "weft/core/denormals.h"
 #include "weft/tensor/tensor.h"

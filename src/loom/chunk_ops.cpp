@@ -1,8 +1,10 @@
-// Forward and backward of the executor's argument ops (see chunk_ops.h).
+// Forward and backward of the executor's argument ops (see chunk_ops.h); the gather is
+// argument_rows (weft/autodiff/argument_rows.h), read where its rows lie where it can be.
 #include "chunk_ops.h"
 
 #include <algorithm>
 
+#include "weft/autodiff/argument_rows.h"
 #include "weft/backend/tensor_ops.h"
 #include "weft/core/error.h"
 
@@ -33,28 +35,6 @@ void view_backward(Tape& tape, std::uint32_t id) {
   backend::add_scaled(grad, 1.0f, rows);
 }
 
-void gather_backward(Tape& tape, std::uint32_t id) {
-  const TapeNode& node = tape.node(id);
-  std::vector<Tensor*> grads(node.num_inputs);
-  std::vector<std::uint8_t*> written(node.num_inputs);
-  bool any = false;
-  for (std::uint32_t k = 0; k < node.num_inputs; ++k) {
-    const Tape::RowsTarget target = tape.grad_rows_target(tape.input(id, k));
-    grads[k] = target.grad;
-    written[k] = target.written;
-    any = any || grads[k] != nullptr;
-  }
-  if (!any) return;
-  const std::int64_t rows = node.int_attrs[0];
-  const int positions = int(node.int_attrs[1]);
-  std::int64_t column = 0;
-  for (int p = 0; p < positions; ++p) {
-    Tensor refs = node.saved[0].rows_view(p * rows, rows);
-    backend::scatter_add_argument_rows(node.grad, column, refs, grads, written);
-    if (p + 1 < positions) column += node.saved[1].data<std::int64_t>()[p];
-  }
-}
-
 }  // namespace
 
 Var chunk_rows_view(Var chunk, std::int64_t start, std::int64_t count) {
@@ -71,34 +51,7 @@ Var chunk_rows_view(Var chunk, std::int64_t start, std::int64_t count, const Sha
 
 Var gather_chunk_rows(std::span<const Var> chunks, const Tensor& refs, std::int64_t rows,
                       std::span<const std::int64_t> widths, const Shape& result_shape) {
-  Tape& tape = chunks[0].tape();
-  const Tensor& first = chunks[0].value();
-  for (const Var& c : chunks)
-    if (c.value().device() != first.device())
-      fail("loom", "a gather reads values on different devices: ", device_name(first.device()),
-           " and ", device_name(c.value().device()), " (", first.describe(), " vs ",
-           c.value().describe(), "): parameters, fed batches and the Executor's device must agree");
-  std::vector<Tensor> values;
-  values.reserve(chunks.size());
-  for (const Var& c : chunks) values.push_back(c.value());
-  Tensor out = Tensor::empty(result_shape, first.dtype(), first.device());
-  const int positions = int(widths.size());
-  std::int64_t column = 0;
-  for (int p = 0; p < positions; ++p) {
-    backend::gather_argument_rows(values, refs.rows_view(p * rows, rows), out, column);
-    column += widths[std::size_t(p)];
-  }
-  Var result = tape.record(std::move(out), chunks, gather_backward);
-  TapeNode& node = tape.node(result.id());
-  if (node.backward) {
-    node.saved[0] = refs;
-    if (positions > 1)
-      node.saved[1] = Tensor::from_vector(Shape{positions},
-                                          std::vector<std::int64_t>(widths.begin(), widths.end()));
-  }
-  node.int_attrs[0] = rows;
-  node.int_attrs[1] = positions;
-  return result;
+  return argument_rows(chunks, refs, rows, widths, result_shape);
 }
 
 Var gather_host_refs(std::span<const Var> chunks, const std::vector<std::int32_t>& refs,

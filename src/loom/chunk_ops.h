@@ -19,7 +19,8 @@ Var chunk_rows_view(Var chunk, std::int64_t start, std::int64_t count, const Sha
 // For each position p (a column block of the result, widths[p] wide) and row i: the row
 // refs[p * rows + i] = (index into `chunks`, row), refs int32 [rows * positions, 2] on the
 // chunks' device (a segment of the batch's packed buffer, batch_plan.h). The result is [rows,
-// sum of widths], or [rows, ...row_shape] when there is one position.
+// sum of widths], or [rows, ...row_shape] when there is one position. On the CPU its rows are
+// read where they lie by the ops that can, and gathered only for the others (argument_rows).
 Var gather_chunk_rows(std::span<const Var> chunks, const Tensor& refs, std::int64_t rows,
                       std::span<const std::int64_t> widths, const Shape& result_shape);
 // One position's gather with references made on the host after the run (no plan foresaw

@@ -104,8 +104,10 @@ class Var {
   bool defined() const { return tape_ != nullptr; }
   Tape& tape() const { return *tape_; }
   std::uint32_t id() const { return id_; }
+  // The value; one recorded as computed when first read (the loom's argument rows,
+  // autodiff/argument_rows.h) is computed here. shape() never computes it.
   const Tensor& value() const;
-  const Shape& shape() const { return value().shape(); }
+  const Shape& shape() const;
   bool requires_grad() const;
   // The gradient accumulated by the last backward(); undefined if none reached this Var.
   const Tensor& grad() const;
@@ -139,6 +141,12 @@ struct TapeNode {
   // 1 + the slot of its record of written gradient rows while grad_rows_target has one open,
   // else 0.
   std::uint32_t row_record = 0;
+  // A value computed only when first read (Var::value), `deferred_shape` until then: the
+  // loom's argument rows, which the ops that read rows where they lie never compute.
+  void (*compute_value)(Tape& tape, std::uint32_t node) = nullptr;
+  Shape deferred_shape;
+  // A 2-D leaf's value in the row products' panels, as is [0] and transposed [1] (Tape::panels).
+  Tensor panels[2];
 };
 
 class Tape {
@@ -187,6 +195,10 @@ class Tape {
     return record(std::move(value), std::span<const Var>(inputs.begin(), inputs.size()),
                   backward_fn);
   }
+  // Records a value computed only when first read (TapeNode::compute_value), of `shape` until
+  // then; its inputs are kept, for `compute` to read, even when no gradient is wanted.
+  Var record_deferred(const Shape& shape, std::span<const Var> inputs, BackwardFn backward_fn,
+                      void (*compute)(Tape& tape, std::uint32_t node));
   // Nodes never move once recorded (they live in fixed-size blocks), so references to a
   // node or its value stay valid while more ops are recorded.
   TapeNode& node(std::uint32_t id) { return blocks_[id >> kBlockBits][id & (kBlockSize - 1)]; }
@@ -231,6 +243,10 @@ class Tape {
   // level reads this copy untransposed instead, which the CPU's BLAS runs faster
   // (bench/log/2026-11-26-weight-transposes.md). The value as it was at that first call.
   const Tensor& transposed_value(std::uint32_t leaf);
+  // A weight in the panels the row products read (kernels.def: pack_panels), transposed or not:
+  // for a leaf made at the first call in a recording and kept with the node (as
+  // transposed_value), for any other value made anew.
+  Tensor panels(std::uint32_t id, bool transposed);
   // For gathers: grad[indices[i]] += rows[i] (indices int32, rows float32 [n, ...]). A
   // parameter with row-sparse gradients records the rows (no copy: `rows` must not be written
   // afterwards); any other node gets them scatter-added into grad_of(node).

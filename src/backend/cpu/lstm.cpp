@@ -32,15 +32,67 @@ void store(ArrayMap dst, const Value& value, bool fresh) {
     dst += value;
 }
 
+// Child `child` of row r of a cell's children: in one [B, KN] tensor, or where the loom's
+// argument rows lie (RowBlocks: a block per child, or one block of all K).
+struct DenseChildren {
+  const float* x;
+  std::int64_t k, n;
+  const float* operator()(std::int64_t r, std::int64_t child) const {
+    return x + (r * k + child) * n;
+  }
+};
+struct ChildrenInRows {
+  ChildrenInRows(const RowBlocks& blocks, std::int64_t k, std::int64_t n) : rows(blocks) {
+    for (std::int64_t child = 0; child < k; ++child) {
+      std::size_t p = 0;
+      std::int64_t column = child * n;
+      while (column >= blocks.widths[p]) column -= blocks.widths[p++];
+      block.push_back(p);
+      offset.push_back(column);
+    }
+  }
+  float* operator()(std::int64_t r, std::int64_t child) const {
+    return rows.at(block[std::size_t(child)], r) + offset[std::size_t(child)];
+  }
+  bool adds(std::int64_t r, std::int64_t child) const {
+    return rows.adds(block[std::size_t(child)], r);
+  }
+  const RowBlocks& rows;
+  std::vector<std::size_t> block;
+  std::vector<std::int64_t> offset;
+};
+
+// Where a child's gradient goes: rows of one [B, KN] tensor (fresh: not zero-filled, so written
+// rather than added into), or the children's rows where they lie.
+struct DenseChildGrads {
+  float* dx;
+  std::int64_t k, n;
+  bool fresh;
+  template <typename Value>
+  void operator()(std::int64_t r, std::int64_t child, const Value& value) const {
+    store(ArrayMap(dx + (r * k + child) * n, n), value, fresh);
+  }
+};
+
+struct ChildGradsInRows {
+  const ChildrenInRows& at;
+  std::int64_t n;
+  template <typename Value>
+  void operator()(std::int64_t r, std::int64_t child, const Value& value) const {
+    store(ArrayMap(at(r, child), n), value, !at.adds(r, child));
+  }
+};
+
 // c from the gates. Their activations [sigmoid(f_1) .. sigmoid(f_K) | sigmoid(i) | tanh(g)]
 // go to a row of scratch, or over the gates themselves when `activated` is the gates' tensor
 // (lstm_cell_state_activating).
-void cell_state(const Tensor& gates, Tensor* activated, const Tensor* bias, const Tensor& children,
-                const Tensor* candidate_mask, Tensor& c) {
-  const auto [rows, n, k, stride] = math::lstm_cell_shape(gates, children, c.row_size());
+template <typename Children>
+void cell_state(const Tensor& gates, Tensor* activated, const Tensor* bias, const Children& child,
+                std::int64_t k, const Tensor* candidate_mask, Tensor& c) {
+  const std::int64_t rows = gates.rows(), n = c.row_size(), stride = gates.row_size();
+  WEFT_ASSERT(stride >= (k + 2) * n);
   const float* g = gates.data<float>();
   float* in_place = activated ? activated->data<float>() : nullptr;
-  const float* x = children.data<float>();
   const float* m = candidate_mask ? candidate_mask->data<float>() : nullptr;
   float* out = c.data<float>();
   std::vector<float> scratch(std::size_t(in_place ? 0 : (k + 2) * n));
@@ -56,7 +108,6 @@ void cell_state(const Tensor& gates, Tensor* activated, const Tensor* bias, cons
     for_fixed_blocks((k + 1) * n, a, [](auto& o, const auto& v) { o = v.logistic(); }, gr);
     for_fixed_blocks(
         n, candidate, [](auto& o, const auto& v) { o = v.tanh(); }, gr + (k + 1) * n);
-    const float* xr = x + r * k * n;
     float* cr = out + r * n;
     for_fixed_blocks(
         n, cr, [](auto& cell, const auto& i, const auto& t) { cell = i * t; }, a + k * n,
@@ -64,48 +115,62 @@ void cell_state(const Tensor& gates, Tensor* activated, const Tensor* bias, cons
     if (m)
       for_fixed_blocks<true>(
           n, cr, [](auto& cell, const auto& mask) { cell *= mask; }, m + r * n);
-    for (std::int64_t child = 0; child < k; ++child)
+    for (std::int64_t j = 0; j < k; ++j)
       for_fixed_blocks<true>(
-          n, cr, [](auto& cell, const auto& f, const auto& xc) { cell += f * xc; }, a + child * n,
-          xr + child * n);
+          n, cr, [](auto& cell, const auto& f, const auto& xc) { cell += f * xc; }, a + j * n,
+          static_cast<const float*>(child(r, j)));
   }
+}
+
+std::int64_t children_count(const Tensor& children, std::int64_t n) {
+  WEFT_ASSERT(n > 0 && children.row_size() % n == 0);
+  return children.row_size() / n;
 }
 
 }  // namespace
 
 void lstm_cell_state(const Tensor& gates, const Tensor& children, const Tensor* candidate_mask,
                      Tensor& c) {
-  cell_state(gates, nullptr, nullptr, children, candidate_mask, c);
+  const std::int64_t k = children_count(children, c.row_size());
+  cell_state(gates, nullptr, nullptr, DenseChildren{children.data<float>(), k, c.row_size()}, k,
+             candidate_mask, c);
 }
 
 void lstm_cell_state_activating(Tensor& gates, const Tensor* bias, const Tensor& children,
                                 const Tensor* candidate_mask, Tensor& c) {
-  cell_state(gates, &gates, bias, children, candidate_mask, c);
+  const std::int64_t k = children_count(children, c.row_size());
+  cell_state(gates, &gates, bias, DenseChildren{children.data<float>(), k, c.row_size()}, k,
+             candidate_mask, c);
+}
+
+void lstm_cell_state_activating_rows(Tensor& gates, const Tensor* bias, const RowBlocks& children,
+                                     const Tensor* candidate_mask, Tensor& c) {
+  const std::int64_t n = c.row_size(), k = children.width() / n;
+  cell_state(gates, &gates, bias, ChildrenInRows(children, k, n), k, candidate_mask, c);
 }
 
 namespace {
 
 // The cell state's gradient from the gates (kActivated false: the activations recomputed) or
-// from their activations as lstm_cell_state_activating wrote them (kActivated true).
-template <bool kActivated>
-void cell_state_backward(const Tensor& gates, const Tensor& children, const Tensor* candidate_mask,
-                         const Tensor& dc, Tensor* dgates, bool dgates_fresh, Tensor* dchildren,
-                         bool dchildren_fresh) {
-  const auto [rows, n, k, stride] = math::lstm_cell_shape(gates, children, dc.row_size());
+// from their activations as lstm_cell_state_activating wrote them (kActivated true). The
+// children's gradient goes to child_grad(r, child, value), when wanted.
+template <bool kActivated, typename Children, typename ChildGrads>
+void cell_state_backward(const Tensor& gates, const Children& child, std::int64_t k,
+                         const Tensor* candidate_mask, const Tensor& dc, Tensor* dgates,
+                         bool dgates_fresh, const ChildGrads* child_grad) {
+  const std::int64_t rows = gates.rows(), n = dc.row_size(), stride = gates.row_size();
+  WEFT_ASSERT(stride >= (k + 2) * n);
   const float* g = gates.data<float>();
-  const float* x = children.data<float>();
   const float* m = candidate_mask ? candidate_mask->data<float>() : nullptr;
   const float* d = dc.data<float>();
   float* dg = dgates ? dgates->data<float>() : nullptr;
-  float* dx = dchildren ? dchildren->data<float>() : nullptr;
   // Written through maps, which never reallocate (an Eigen array assigned here made GCC 12
   // report a false use-after-free).
   std::vector<float> f_buffer(std::size_t(kActivated ? 0 : n)),
       t_buffer(std::size_t(kActivated ? 0 : n)), masked(std::size_t(m ? n : 0));
   // The activation of gate block `block` of row `gr`: read, or computed into `buffer`.
-  // (n captured by copy: C++20 lets a lambda capture a structured binding, clang 14 does not.)
-  auto activation = [&, n = n](const float* gr, std::int64_t block, bool is_tanh,
-                               std::vector<float>& buffer) -> const float* {
+  auto activation = [&](const float* gr, std::int64_t block, bool is_tanh,
+                        std::vector<float>& buffer) -> const float* {
     if constexpr (kActivated) {
       return gr + block * n;
     } else {
@@ -121,17 +186,14 @@ void cell_state_backward(const Tensor& gates, const Tensor& children, const Tens
   };
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* gr = g + r * stride;
-    const float* xr = x + r * k * n;
     const ConstArrayMap dr(d + r * n, n);
     float* dgr = dg ? dg + r * stride : nullptr;
-    for (std::int64_t child = 0; child < k; ++child) {
-      const ConstArrayMap f(activation(gr, child, false, f_buffer), n);
+    for (std::int64_t j = 0; j < k; ++j) {
+      const ConstArrayMap f(activation(gr, j, false, f_buffer), n);
       if (dg)
-        store(ArrayMap(dgr + child * n, n),
-              math::lstm_forget_gate_grad(dr, ConstArrayMap(xr + child * n, n), f), dgates_fresh);
-      if (dx)
-        store(ArrayMap(dx + r * k * n + child * n, n), math::lstm_child_state_grad(dr, f),
-              dchildren_fresh);
+        store(ArrayMap(dgr + j * n, n),
+              math::lstm_forget_gate_grad(dr, ConstArrayMap(child(r, j), n), f), dgates_fresh);
+      if (child_grad) (*child_grad)(r, j, math::lstm_child_state_grad(dr, f));
     }
     if (!dg) continue;
     const ConstArrayMap f(activation(gr, k, false, f_buffer), n);
@@ -145,21 +207,48 @@ void cell_state_backward(const Tensor& gates, const Tensor& children, const Tens
   }
 }
 
+template <bool kActivated>
+void dense_cell_state_backward(const Tensor& gates, const Tensor& children,
+                               const Tensor* candidate_mask, const Tensor& dc, Tensor* dgates,
+                               bool dgates_fresh, Tensor* dchildren, bool dchildren_fresh) {
+  const std::int64_t n = dc.row_size(), k = children_count(children, n);
+  const DenseChildGrads grads{dchildren ? dchildren->data<float>() : nullptr, k, n,
+                              dchildren_fresh};
+  cell_state_backward<kActivated>(gates, DenseChildren{children.data<float>(), k, n}, k,
+                                  candidate_mask, dc, dgates, dgates_fresh,
+                                  dchildren ? &grads : nullptr);
+}
+
 }  // namespace
 
 void lstm_cell_state_backward(const Tensor& gates, const Tensor& children,
                               const Tensor* candidate_mask, const Tensor& dc, Tensor* dgates,
                               bool dgates_fresh, Tensor* dchildren, bool dchildren_fresh) {
-  cell_state_backward<false>(gates, children, candidate_mask, dc, dgates, dgates_fresh, dchildren,
-                             dchildren_fresh);
+  dense_cell_state_backward<false>(gates, children, candidate_mask, dc, dgates, dgates_fresh,
+                                   dchildren, dchildren_fresh);
 }
 
 void lstm_cell_state_backward_activated(const Tensor& activations, const Tensor& children,
                                         const Tensor* candidate_mask, const Tensor& dc,
                                         Tensor* dgates, bool dgates_fresh, Tensor* dchildren,
                                         bool dchildren_fresh) {
-  cell_state_backward<true>(activations, children, candidate_mask, dc, dgates, dgates_fresh,
-                            dchildren, dchildren_fresh);
+  dense_cell_state_backward<true>(activations, children, candidate_mask, dc, dgates, dgates_fresh,
+                                  dchildren, dchildren_fresh);
+}
+
+void lstm_cell_state_backward_activated_rows(const Tensor& activations, const RowBlocks& children,
+                                             const Tensor* candidate_mask, const Tensor& dc,
+                                             Tensor* dgates, bool dgates_fresh,
+                                             const RowBlocks* dchildren) {
+  const std::int64_t n = dc.row_size(), k = children.width() / n;
+  const ChildrenInRows child(children, k, n);
+  if (dchildren == nullptr)
+    return cell_state_backward<true, ChildrenInRows, ChildGradsInRows>(
+        activations, child, k, candidate_mask, dc, dgates, dgates_fresh, nullptr);
+  const ChildrenInRows to(*dchildren, k, n);
+  const ChildGradsInRows grads{to, n};
+  cell_state_backward<true>(activations, child, k, candidate_mask, dc, dgates, dgates_fresh,
+                            &grads);
 }
 
 void lstm_hidden(const Tensor& gates, std::int64_t offset, const Tensor& c, Tensor& h) {

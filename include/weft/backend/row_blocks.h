@@ -1,0 +1,31 @@
+// Rows read, or gradients written, where they lie (issue 42's argument model): a [rows, width]
+// matrix whose column block p (widths[p] floats) of row i starts at pointers[p * rows + i], as a
+// batched call's argument rows lie in the chunks of the loom steps that computed them. The
+// kernels that take one (the row products and the LSTM cell, kernels.def) read their operand by
+// index instead of from a gathered copy, and write gradients straight into the chunks'.
+#pragma once
+
+#include <cstdint>
+#include <numeric>
+#include <vector>
+
+namespace weft::backend {
+
+struct RowBlocks {
+  std::int64_t rows = 0;
+  std::vector<std::int64_t> widths;  // one per column block (the argument's positions)
+  std::vector<float*> pointers;      // pointers[p * rows + i]: block p of row i
+  // For a gradient written through the pointers, one byte per pointer: 1 adds into the row, 0
+  // overwrites it (the first gradient to reach that row). Empty: every row is added into.
+  std::vector<std::uint8_t> add;
+
+  std::int64_t width() const { return std::accumulate(widths.begin(), widths.end(), 0LL); }
+  float* at(std::size_t position, std::int64_t row) const {
+    return pointers[position * std::size_t(rows) + std::size_t(row)];
+  }
+  bool adds(std::size_t position, std::int64_t row) const {
+    return add.empty() || add[position * std::size_t(rows) + std::size_t(row)] != 0;
+  }
+};
+
+}  // namespace weft::backend

@@ -1,0 +1,34 @@
+// The CUDA side of the kernels that read the loom's argument rows where they lie
+// (kernels.def: pack_panels .. lstm_cell_state_backward_activated_rows). Not built for CUDA
+// yet: the executor reads rows by index only on the CPU and gathers them on a GPU, so these are
+// unreachable there and say so if called.
+#include "../kernels.h"
+#include "weft/core/error.h"
+
+namespace weft::backend::cuda {
+namespace {
+[[noreturn]] void cpu_only(const char* kernel) {
+  fail(kernel,
+       "reads rows where they lie on the CPU only; the CUDA backend gathers the loom's "
+       "arguments instead (issue 42, item 6)");
+}
+}  // namespace
+
+void pack_panels(const Tensor&, bool, Tensor&) { cpu_only("pack_panels"); }
+void product_read_rows(const RowBlocks&, const Tensor&, Tensor&) { cpu_only("product_read_rows"); }
+void product_transposed_read_rows(const RowBlocks&, const Tensor&, float, Tensor&) {
+  cpu_only("product_transposed_read_rows");
+}
+void product_write_rows(const Tensor&, const Tensor&, const RowBlocks&) {
+  cpu_only("product_write_rows");
+}
+void lstm_cell_state_activating_rows(Tensor&, const Tensor*, const RowBlocks&, const Tensor*,
+                                     Tensor&) {
+  cpu_only("lstm_cell_state_activating_rows");
+}
+void lstm_cell_state_backward_activated_rows(const Tensor&, const RowBlocks&, const Tensor*,
+                                             const Tensor&, Tensor*, bool, const RowBlocks*) {
+  cpu_only("lstm_cell_state_backward_activated_rows");
+}
+
+}  // namespace weft::backend::cuda
