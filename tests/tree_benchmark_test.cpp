@@ -314,7 +314,9 @@ TEST(TreeBenchmark, TheProfileSplitsTheRunByKindAndPass) {
     EXPECT_GT(r.profile.of(true, WorkKind::kProduct).seconds, 0) << mode;
     EXPECT_GT(r.profile.of(false, WorkKind::kOptimizer).calls, 0) << mode;  // after backward
     EXPECT_EQ(r.profile.of(true, WorkKind::kOptimizer).calls, 0) << mode;
-    EXPECT_LE(r.profile.seconds(), r.run_s * 1.5) << mode;  // means against a median
+    // Kernels' intervals lie inside their batch's and never overlap (nested kernels are not
+    // counted twice): per batch, the profiled time is at most the run's, whatever the load.
+    EXPECT_GE(r.unprofiled_s, -1e-6) << mode;
   }
   const std::string table = treelstm::tree_benchmark_profile_table(rows);
   EXPECT_NE(table.find("gathers f/b"), std::string::npos) << table;
