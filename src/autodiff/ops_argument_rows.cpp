@@ -67,6 +67,15 @@ void gather_into(std::span<const Tensor> sources, const Tensor& refs, std::int64
   }
 }
 
+// The node's rows and blocks, no pointers yet.
+backend::RowBlocks shape_of_blocks(const TapeNode& node) {
+  backend::RowBlocks blocks;
+  blocks.rows = node.int_attrs[0];
+  for (std::int64_t p = 0; p < node.int_attrs[1]; ++p)
+    blocks.widths.push_back(position_width(node, p));
+  return blocks;
+}
+
 std::vector<Tensor> source_values(Tape& tape, std::uint32_t id) {
   std::vector<Tensor> values;
   for (std::uint32_t k = 0; k < tape.node(id).num_inputs; ++k)
@@ -157,10 +166,7 @@ bool reads_in_place(const Tape& tape, std::uint32_t id) {
 backend::RowBlocks rows_in_place(Tape& tape, std::uint32_t id) {
   const std::vector<Tensor> sources = source_values(tape, id);
   const TapeNode& node = tape.node(id);
-  backend::RowBlocks blocks;
-  blocks.rows = node.int_attrs[0];
-  for (std::int64_t p = 0; p < node.int_attrs[1]; ++p)
-    blocks.widths.push_back(position_width(node, p));
+  backend::RowBlocks blocks = shape_of_blocks(node);
   const std::int32_t* refs = node.saved[0].data<std::int32_t>();
   const std::int64_t count = blocks.rows * node.int_attrs[1];
   blocks.pointers.reserve(std::size_t(count));
@@ -190,11 +196,8 @@ struct SourceGradient {
 backend::RowBlocks gradient_rows_in_place(Tape& tape, std::uint32_t id,
                                           std::vector<float>& discard) {
   const TapeNode& node = tape.node(id);
-  backend::RowBlocks blocks;
-  if (!node.requires_grad) return blocks;
-  blocks.rows = node.int_attrs[0];
-  for (std::int64_t p = 0; p < node.int_attrs[1]; ++p)
-    blocks.widths.push_back(position_width(node, p));
+  if (!node.requires_grad) return {};
+  backend::RowBlocks blocks = shape_of_blocks(node);
   discard.assign(std::size_t(*std::max_element(blocks.widths.begin(), blocks.widths.end())), 0.0f);
   std::vector<SourceGradient> sources;
   for (std::uint32_t k = 0; k < node.num_inputs; ++k)

@@ -23,6 +23,16 @@ struct RowBlocks {
   float* at(std::size_t position, std::int64_t row) const {
     return pointers[position * std::size_t(rows) + std::size_t(row)];
   }
+  // Where column c of a row lies: its block and the column within that block.
+  struct Column {
+    std::size_t block;
+    std::int64_t column;
+  };
+  Column locate(std::int64_t c) const {
+    std::size_t p = 0;
+    while (c >= widths[p]) c -= widths[p++];
+    return {p, c};
+  }
   bool adds(std::size_t position, std::int64_t row) const {
     return add.empty() || add[position * std::size_t(rows) + std::size_t(row)] != 0;
   }

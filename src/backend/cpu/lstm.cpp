@@ -44,9 +44,7 @@ struct DenseChildren {
 struct ChildrenInRows {
   ChildrenInRows(const RowBlocks& blocks, std::int64_t k, std::int64_t n) : rows(blocks) {
     for (std::int64_t child = 0; child < k; ++child) {
-      std::size_t p = 0;
-      std::int64_t column = child * n;
-      while (column >= blocks.widths[p]) column -= blocks.widths[p++];
+      const auto [p, column] = blocks.locate(child * n);
       block.push_back(p);
       offset.push_back(column);
     }

@@ -142,21 +142,6 @@ void product_read_rows(const RowBlocks& x, const Tensor& packed, Tensor& y) {
                     store);
 }
 
-namespace {
-
-// Where column c of a row of `blocks` lies: its block and the column within it.
-struct BlockColumn {
-  std::size_t block;
-  std::int64_t column;
-};
-BlockColumn locate(const RowBlocks& blocks, std::int64_t c) {
-  std::size_t p = 0;
-  while (c >= blocks.widths[p]) c -= blocks.widths[p++];
-  return {p, c};
-}
-
-}  // namespace
-
 void product_write_rows(const Tensor& dy, const Tensor& packed, const RowBlocks& dx) {
   // dy's rows as blocks of their own, so one tile serves both products.
   RowBlocks a{dy.rows(), {dy.row_size()}, {}, {}};
@@ -167,7 +152,7 @@ void product_write_rows(const Tensor& dy, const Tensor& packed, const RowBlocks&
   auto write = [&](std::int64_t q, std::int64_t row, const float* sums) {
     const std::int64_t end = std::min(n, (q + 1) * kPanel);
     for (std::int64_t c = q * kPanel; c < end;) {
-      const auto [p, column] = locate(dx, c);
+      const auto [p, column] = dx.locate(c);
       const std::int64_t count = std::min(end - c, dx.widths[p] - column);
       float* to = dx.at(p, row) + column;
       const float* from = sums + (c - q * kPanel);
