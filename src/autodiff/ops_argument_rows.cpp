@@ -94,7 +94,7 @@ void compute_argument_rows(Tape& tape, std::uint32_t id) {
 }
 
 bool may_defer(std::span<const Var> sources, const Shape& shape) {
-  if (!reads_rows_in_place(sources[0].tape()) || shape.rank() != 2) return false;
+  if (!reads_rows_in_place(sources[0].tape()) || shape.rank() < 2) return false;
   return std::all_of(sources.begin(), sources.end(), [](const Var& s) {
     const Tensor& v = s.value();
     return v.device() == Device::kCpu && v.dtype() == DType::kFloat32;
@@ -159,8 +159,12 @@ Var argument_rows(std::span<const Var> sources, const Tensor& refs, std::int64_t
 
 namespace detail {
 
-bool reads_in_place(const Tape& tape, std::uint32_t id) {
+bool reads_items_in_place(const Tape& tape, std::uint32_t id) {
   return tape.node(id).compute_value == compute_argument_rows;
+}
+
+bool reads_in_place(const Tape& tape, std::uint32_t id) {
+  return reads_items_in_place(tape, id) && tape.node(id).deferred_shape.rank() == 2;
 }
 
 backend::RowBlocks rows_in_place(Tape& tape, std::uint32_t id) {

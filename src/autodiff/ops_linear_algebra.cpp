@@ -42,8 +42,9 @@ void product_backward(Tape& tape, std::uint32_t id) {
   const TapeNode& node = tape.node(id);
   const bool ta = node.int_attrs[0] != 0, tb = node.int_attrs[1] != 0;
   const Tensor& dy = node.grad;
-  const Tensor& a = tape.node(tape.input(id, 0)).value;
-  const Tensor& b = tape.node(tape.input(id, 1)).value;
+  // An operand the forward read where its rows lie (batch_matmul) is gathered now, once.
+  const Tensor& a = Var(&tape, tape.input(id, 0)).value();
+  const Tensor& b = Var(&tape, tape.input(id, 1)).value();
   // One target at a time: a product of a node with itself gets its second term added.
   if (const Tape::GradTarget da = tape.grad_target(tape.input(id, 0)); da.grad) {
     if (!ta && !tb && product == &gemm)
@@ -90,27 +91,70 @@ Var matmul(Var a, Var b, bool transpose_a, bool transpose_b) {
   return out;
 }
 
+namespace {
+
+// A batch_matmul operand as its items' addresses: one per row where an argument's rows lie
+// (argument_rows, read by index), else the items of its value one after another.
+backend::RowBlocks items_of(const Var& x) {
+  if (detail::reads_items_in_place(x.tape(), x.id()))
+    return detail::rows_in_place(x.tape(), x.id());
+  const Tensor& v = x.value();
+  backend::RowBlocks items;
+  items.rows = v.shape()[0];
+  items.widths = {v.row_size()};
+  float* first = const_cast<float*>(v.data<float>());
+  for (std::int64_t i = 0; i < items.rows; ++i) items.pointers.push_back(first + i * v.row_size());
+  return items;
+}
+
+// An operand's checks; one read where its rows lie is float32 on the CPU by construction, so only
+// its shape is checked (checking does not gather it).
+void check_batch_operand(const char* role, const Var& x, Device device) {
+  if (!detail::reads_items_in_place(x.tape(), x.id())) {
+    detail::require_float("batch_matmul", role, x.value());
+    detail::require_rank("batch_matmul", role, x.value(), 3);
+    if (x.value().device() != device)
+      fail("batch_matmul", "the operands are on different devices: ", role, " is ",
+           x.value().describe(), ", the other on ", device_name(device));
+  } else if (x.shape().rank() != 3 || device != Device::kCpu) {
+    fail("batch_matmul", role, " ", x.shape(), " (rows read where they lie, on the CPU): expected ",
+         "rank 3 on the CPU, the other operand being there too (it is on ", device_name(device),
+         ")");
+  }
+}
+
+Device operand_device(const Var& x) {
+  return detail::reads_items_in_place(x.tape(), x.id()) ? Device::kCpu : x.value().device();
+}
+
+}  // namespace
+
 Var batch_matmul(Var a, Var b, bool transpose_a, bool transpose_b) {
-  const Tensor& va = a.value();
-  const Tensor& vb = b.value();
-  detail::require_float("batch_matmul", "lhs", va);
-  detail::require_float("batch_matmul", "rhs", vb);
-  detail::require_rank("batch_matmul", "lhs", va, 3);
-  detail::require_rank("batch_matmul", "rhs", vb, 3);
-  detail::require_same_device("batch_matmul", va, vb);
-  if (va.shape()[0] != vb.shape()[0])
-    fail("batch_matmul", "batch sizes differ: lhs ", va.shape(), " vs rhs ", vb.shape(), " (",
-         va.shape()[0], " vs ", vb.shape()[0], " matrices)");
-  const std::int64_t batch = va.shape()[0];
-  const std::int64_t m = transpose_a ? va.shape()[2] : va.shape()[1];
-  const std::int64_t k = transpose_a ? va.shape()[1] : va.shape()[2];
-  const std::int64_t kb = transpose_b ? vb.shape()[2] : vb.shape()[1];
-  const std::int64_t n = transpose_b ? vb.shape()[1] : vb.shape()[2];
+  const Device device = operand_device(a);
+  check_batch_operand("lhs", a, device);
+  check_batch_operand("rhs", b, device);
+  const Shape& sa = a.shape();
+  const Shape& sb = b.shape();
+  if (sa[0] != sb[0])
+    fail("batch_matmul", "batch sizes differ: lhs ", sa, " vs rhs ", sb, " (", sa[0], " vs ", sb[0],
+         " matrices)");
+  const std::int64_t batch = sa[0];
+  const std::int64_t m = transpose_a ? sa[2] : sa[1];
+  const std::int64_t k = transpose_a ? sa[1] : sa[2];
+  const std::int64_t kb = transpose_b ? sb[2] : sb[1];
+  const std::int64_t n = transpose_b ? sb[1] : sb[2];
   if (k != kb)
-    fail("batch_matmul", "inner dimensions differ: lhs ", va.shape(), transpose_a ? "ᵀ" : "",
-         " vs rhs ", vb.shape(), transpose_b ? "ᵀ" : "", " (", k, " vs ", kb, ")");
-  Tensor y = Tensor::empty(Shape{batch, m, n}, DType::kFloat32, va.device());
-  batch_gemm(va, transpose_a, vb, transpose_b, 1.0f, 0.0f, y);
+    fail("batch_matmul", "inner dimensions differ: lhs ", sa, transpose_a ? "ᵀ" : "", " vs rhs ",
+         sb, transpose_b ? "ᵀ" : "", " (", k, " vs ", kb, ")");
+  Tensor y = Tensor::empty(Shape{batch, m, n}, DType::kFloat32, device);
+  // Either operand read where its items lie (a decoder's memories of the live examples): the
+  // same product per item as batch_gemm, from the rows' own places instead of a gathered copy.
+  if (detail::reads_items_in_place(a.tape(), a.id()) ||
+      detail::reads_items_in_place(b.tape(), b.id()))
+    backend::batch_gemm_read_rows(items_of(a), sa[1], transpose_a, items_of(b), sb[1], transpose_b,
+                                  1.0f, 0.0f, y);
+  else
+    batch_gemm(a.value(), transpose_a, b.value(), transpose_b, 1.0f, 0.0f, y);
   Var out = a.tape().record(std::move(y), {a, b}, product_backward<batch_gemm>);
   out.tape().node(out.id()).int_attrs[0] = transpose_a;
   out.tape().node(out.id()).int_attrs[1] = transpose_b;

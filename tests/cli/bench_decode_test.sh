@@ -64,6 +64,24 @@ assert {(r["search"], r["arm"]) for r in rows if r["phase"] == "decode"} == {
     (s, a) for s in ("greedy", "beam2") for a in ("batch", "one_at_a_time", "one_length")}
 EOF
 
+# --profile: per sequence, both decoding arms' wall time and their kernels' time and bytes by
+# kind (products ran; the batch's gathers moved bytes), in the JSON and as table lines.
+"$weft" bench decode --checkpoint "$ckpt" --batch 4 --rounds 1 --beam 2 --quiet --profile \
+  --format json --out "$work/profile.json" 2>"$work/profile.err" ||
+  { echo "FAIL bench decode --profile"; cat "$work/profile.err"; failures=$((failures + 1)); }
+python3 - "$work/profile.json" <<'EOF' || { echo "FAIL bench decode --profile JSON"; failures=$((failures + 1)); }
+import json, sys
+doc = json.load(open(sys.argv[1]))
+for name, search in doc["models"][0]["decode"].items():
+    for arm in ("batch", "one_length"):
+        p = search["profile_per_sequence"][arm]
+        assert p["seconds"] > 0 and p["kinds"]["products"]["seconds"] > 0, (name, arm, p)
+        assert p["seconds"] >= sum(k["seconds"] for k in p["kinds"].values()), (name, arm, p)
+    assert search["profile_per_sequence"]["batch"]["kinds"]["gathers"]["bytes"] > 0, (name, search)
+EOF
+grep -q "seq2tree greedy profiled, per sequence" "$work/profile.err" ||
+  { echo "FAIL the profile's table lines"; cat "$work/profile.err"; failures=$((failures + 1)); }
+
 # `weft bench serve --decoding` on a tree2seq checkpoint: its own held-out examples served at
 # iteration level and as whole batches, every request answered, short and long latencies both.
 t2s="$work/checkpoints/tree2seq.safetensors"

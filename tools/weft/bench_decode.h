@@ -5,6 +5,7 @@
 // training steps at the batch size and one example at a time.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -14,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "weft/backend/counters.h"
 #include "weft/core/rng.h"
 #include "weft/models/decoding.h"
 #include "weft/models/model.h"
@@ -41,6 +43,14 @@ struct Bucket {
   std::int64_t off_length = 0;  // those that took another number of steps in this batch
 };
 
+// Where an arm's time goes (--profile), per sequence decoded: its wall time with work profiling
+// on, and the profile's kernel time and bytes written by kind (weft/backend/counters.h).
+struct ArmProfile {
+  double seconds = 0;
+  std::array<double, kWorkKinds> kind_seconds{}, kind_bytes{};
+  void add(const WorkProfile& profile, double wall_seconds, double scale);
+};
+
 // One search (greedy, or beam search of a width) of one model: what was checked and timed.
 struct Search {
   std::string name;  // "greedy" or "beam4"
@@ -49,6 +59,7 @@ struct Search {
   std::vector<nlohmann::json> answers;  // (a)'s answers
   std::vector<Bucket> buckets;
   Rates batch, one_at_a_time, one_length;
+  ArmProfile batch_profile, one_length_profile;  // filled with --profile
 };
 
 // Decodes `examples` together and then one at a time with `search.settings`, and fails (one line
@@ -73,6 +84,11 @@ double decode_rate(models::DecodingModel& model, std::span<const nlohmann::json>
 // sum of (weight / batch size) x the bucket's batch time.
 double one_length_rate(models::DecodingModel& model, std::span<const Bucket> buckets,
                        const models::DecodeSettings& settings);
+
+// One profiled decoding of arm (a) and of arm (c)'s batches (weighted as one_length_rate weighs
+// them), into search.batch_profile and search.one_length_profile.
+void profile_arms(models::DecodingModel& model, std::span<const nlohmann::json> examples,
+                  Search& search);
 
 // Arm (d): optimizer steps by teacher forcing on examples of a model's test split, on a model
 // of its own (its weights move, the decoding model's must not).

@@ -56,7 +56,8 @@ checkpoint), held_out_examples, quality {<search>: exact_match, ended, min_steps
 mean_steps}, decode {<search>: batch, one_at_a_time, one_length ({median, rounds, warmup}),
 batch_over_one_at_a_time, batch_over_one_length, equality_check, one_length_batches [{steps,
 examples_in_batch, distinct, off_length}]}, train {batch, one_at_a_time,
-batch_over_one_at_a_time}}]}; <search> is greedy or beam<k>.
+batch_over_one_at_a_time}}]}; <search> is greedy or beam<k>. With --profile, each search also
+has profile_per_sequence {batch, one_length: {seconds, kinds {<kind>: {seconds, bytes}}}}.
 CSV columns: model,phase,search,arm,examples,rate_median,rate_rounds,batch_over_arm,cpu,threads,
 commit,load_before,load_after (rates in sequences or examples per second; rate_rounds joined
 by ';'; batch_over_arm = the batch arm's median over this arm's; load: 1-minute averages).)";
@@ -231,6 +232,8 @@ ModelRun measure_model(const BenchDecodeOptions& o, const std::string& name,
   }
   TrainingArm arm(*trainee, models::find_model(name).recipe(trainee->options()), ids);
   time_rounds(o, decoder, examples, arm, run);
+  if (o.profile)
+    for (Search& s : run.searches) profile_arms(decoder, examples, s);
   return run;
 }
 
@@ -256,7 +259,15 @@ json buckets_json(const Search& s) {
   return out;
 }
 
-json model_json(const ModelRun& run) {
+json profile_json(const ArmProfile& p) {
+  json kinds = json::object();
+  for (std::size_t k = 0; k < kWorkKinds; ++k)
+    kinds[std::string(work_kind_name(WorkKind(k)))] = {{"seconds", p.kind_seconds[k]},
+                                                       {"bytes", p.kind_bytes[k]}};
+  return {{"seconds", p.seconds}, {"kinds", kinds}};
+}
+
+json model_json(const ModelRun& run, bool profiled) {
   json decode = json::object();
   for (const Search& s : run.searches) {
     decode[s.name] = {{"beam", s.settings.beam},
@@ -267,6 +278,9 @@ json model_json(const ModelRun& run) {
                       {"batch_over_one_length", ratio(s.batch, s.one_length)},
                       {"equality_check", {{"examples", run.examples}, {"equal", true}}},
                       {"one_length_batches", buckets_json(s)}};
+    if (profiled)
+      decode[s.name]["profile_per_sequence"] = {{"batch", profile_json(s.batch_profile)},
+                                                {"one_length", profile_json(s.one_length_profile)}};
   }
   return {{"model", run.model},
           {"checkpoint", run.checkpoint},
@@ -302,7 +316,7 @@ std::string render_json(const std::vector<ModelRun>& runs, const MachineInfo& ma
                {{"batch_over_one_at_a_time", kBatchOverOneTarget},
                 {"batch_over_one_length", kBatchOverOneLengthTarget}}},
               {"models", json::array()}};
-  for (const ModelRun& run : runs) doc["models"].push_back(model_json(run));
+  for (const ModelRun& run : runs) doc["models"].push_back(model_json(run, o.profile));
   return doc.dump(2) + "\n";
 }
 
@@ -361,6 +375,24 @@ std::string model_notes(const ModelRun& run) {
   return out;
 }
 
+// --profile: per sequence, each arm's wall time and its kernels' time (and bytes written) by kind.
+std::string profile_lines(const ModelRun& run) {
+  std::string out;
+  const auto arm = [](const char* name, const ArmProfile& p) {
+    std::string line = fmt::format("    {:<10} wall {:7.1f} us", name, 1e6 * p.seconds);
+    for (std::size_t k = 0; k < kWorkKinds; ++k)
+      if (p.kind_seconds[k] > 0)
+        line += fmt::format(", {} {:.1f} us / {:.1f} KB", work_kind_name(WorkKind(k)),
+                            1e6 * p.kind_seconds[k], p.kind_bytes[k] / 1e3);
+    return line + "\n";
+  };
+  for (const Search& s : run.searches)
+    out += fmt::format("  {} {} profiled, per sequence (bytes: written by data-moving kernels):\n",
+                       run.model, s.name) +
+           arm("batch", s.batch_profile) + arm("one-length", s.one_length_profile);
+  return out;
+}
+
 std::string verdict(double value, double target) {
   return fmt::format("{:.2f}x {}", value, value >= target ? "meets" : "misses");
 }
@@ -385,7 +417,7 @@ std::string render_table(const std::vector<ModelRun>& runs, const MachineInfo& m
                     "teacher", run.train_batch.median(), run.train_one_at_a_time.median(), "-",
                     ratio(run.train_batch, run.train_one_at_a_time));
   }
-  for (const ModelRun& run : runs) out += model_notes(run);
+  for (const ModelRun& run : runs) out += model_notes(run) + (o.profile ? profile_lines(run) : "");
   out += fmt::format(
       "machine: {} ({} logical CPUs), {}; commit {}; load average {:.2f} before, "
       "{:.2f} after\n",
@@ -443,6 +475,9 @@ CLI::App* add_bench_decode(CLI::App& bench, BenchDecodeOptions& o) {
       ->check(CLI::IsMember({"table", "csv", "json"}));
   cmd->add_option("--out", o.out_file, "Write the results here (default: stdout)");
   cmd->add_flag("--quiet", o.quiet, "No progress lines on stderr");
+  cmd->add_flag("--profile", o.profile,
+                "After the rounds, decode the batch and the one-length batches once more with "
+                "work profiling on: per sequence, kernel time and bytes moved by kind");
   return cmd;
 }
 

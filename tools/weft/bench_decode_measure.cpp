@@ -146,6 +146,45 @@ double one_length_rate(models::DecodingModel& model, std::span<const Bucket> buc
   return examples / seconds;
 }
 
+void ArmProfile::add(const WorkProfile& profile, double wall_seconds, double scale) {
+  seconds += wall_seconds * scale;
+  for (std::size_t k = 0; k < kWorkKinds; ++k) {
+    kind_seconds[k] += (profile.forward[k].seconds + profile.backward[k].seconds) * scale;
+    kind_bytes[k] += double(profile.forward[k].bytes + profile.backward[k].bytes) * scale;
+  }
+}
+
+namespace {
+
+// `examples` decoded once with work profiling on: the profile and the wall seconds.
+std::pair<WorkProfile, double> profiled_decode(models::DecodingModel& model,
+                                               std::span<const json> examples,
+                                               const models::DecodeSettings& settings) {
+  const bool was = set_work_profiling(true);
+  const WorkProfile before = backend_counters().profile;
+  const double seconds = seconds_of([&] { model.decode(examples, settings); });
+  const WorkProfile profile = backend_counters().profile - before;
+  set_work_profiling(was);
+  return {profile, seconds};
+}
+
+}  // namespace
+
+void profile_arms(models::DecodingModel& model, std::span<const json> examples, Search& search) {
+  search.batch_profile = {};
+  search.one_length_profile = {};
+  const auto [batch, batch_seconds] = profiled_decode(model, examples, search.settings);
+  search.batch_profile.add(batch, batch_seconds, 1.0 / double(examples.size()));
+  double weights = 0;
+  for (const Bucket& b : search.buckets) weights += double(b.weight);
+  for (const Bucket& b : search.buckets) {
+    const auto [profile, seconds] = profiled_decode(model, b.examples, search.settings);
+    // Per sequence of (a)'s length mix: this batch stands for b.weight of (a)'s sequences.
+    search.one_length_profile.add(profile, seconds,
+                                  double(b.weight) / double(b.examples.size()) / weights);
+  }
+}
+
 TrainingArm::TrainingArm(models::Model& model, const json& recipe, std::vector<std::size_t> ids)
     : model_(model), ids_(std::move(ids)) {
   train::OptimizerSpec spec;

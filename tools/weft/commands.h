@@ -174,6 +174,7 @@ struct BenchDecodeOptions {
   std::string format = "table";
   std::string out_file;
   bool quiet = false;
+  bool profile = false;  // one profiled pass of the decoding arms after the rounds
 };
 
 // `weft serve`: the HTTP inference server (serve_command.cpp); `weft bench serve`: its load

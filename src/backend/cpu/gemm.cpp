@@ -250,6 +250,29 @@ void transpose(const Tensor& x, Tensor& y) {
                   y.data<float>(), int(r));
 }
 
+namespace {
+
+// c[i] = alpha * op(A_i) · op(B_i) + beta * c[i] for the batch's items, A_i at item_a(i) and
+// B_i at item_b(i), [a_rows, a_cols] and [b_rows, b_cols] row-major: one product per item.
+template <typename ItemA, typename ItemB>
+void item_products(ItemA item_a, std::int64_t a_cols, bool transpose_a, ItemB item_b,
+                   std::int64_t b_cols, bool transpose_b, float alpha, float beta, Tensor& c,
+                   std::int64_t k) {
+  const std::int64_t batch = c.shape()[0], m = c.shape()[1], n = c.shape()[2];
+  float* out = c.data<float>();
+  const bool invariant = batch_invariant();
+  for (std::int64_t i = 0; i < batch; ++i) {
+    if (invariant)
+      invariant_item_sgemm(batch_invariant_gemm_provider(), transpose_a, transpose_b, m, n, k,
+                           alpha, item_a(i), a_cols, item_b(i), b_cols, beta, out + i * m * n, n);
+    else
+      sgemm(transpose_a, transpose_b, m, n, k, alpha, item_a(i), a_cols, item_b(i), b_cols, beta,
+            out + i * m * n, n);
+  }
+}
+
+}  // namespace
+
 void batch_gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, float alpha,
                 float beta, Tensor& c) {
   WEFT_ASSERT(a.rank() == 3 && b.rank() == 3 && c.rank() == 3);
@@ -263,18 +286,22 @@ void batch_gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpo
   WEFT_ASSERT((transpose_b ? b_cols : b_rows) == k);
   const float* pa = a.data<float>();
   const float* pb = b.data<float>();
-  float* out = c.data<float>();
-  const bool invariant = batch_invariant();
-  for (std::int64_t i = 0; i < batch; ++i) {
-    const float* item_a = pa + i * a_rows * a_cols;
-    const float* item_b = pb + i * b_rows * b_cols;
-    if (invariant)
-      invariant_item_sgemm(batch_invariant_gemm_provider(), transpose_a, transpose_b, m, n, k,
-                           alpha, item_a, a_cols, item_b, b_cols, beta, out + i * m * n, n);
-    else
-      sgemm(transpose_a, transpose_b, m, n, k, alpha, item_a, a_cols, item_b, b_cols, beta,
-            out + i * m * n, n);
-  }
+  item_products([&](std::int64_t i) { return pa + i * a_rows * a_cols; }, a_cols, transpose_a,
+                [&](std::int64_t i) { return pb + i * b_rows * b_cols; }, b_cols, transpose_b,
+                alpha, beta, c, k);
+}
+
+void batch_gemm_read_rows(const RowBlocks& a, std::int64_t a_rows, bool transpose_a,
+                          const RowBlocks& b, std::int64_t b_rows, bool transpose_b, float alpha,
+                          float beta, Tensor& c) {
+  WEFT_ASSERT(c.rank() == 3 && a.rows == c.shape()[0] && b.rows == c.shape()[0]);
+  WEFT_ASSERT(a.widths.size() == 1 && b.widths.size() == 1);
+  const std::int64_t a_cols = a.widths[0] / a_rows, b_cols = b.widths[0] / b_rows;
+  WEFT_ASSERT(a_cols * a_rows == a.widths[0] && b_cols * b_rows == b.widths[0]);
+  const std::int64_t k = transpose_a ? a_rows : a_cols;
+  WEFT_ASSERT((transpose_b ? b_cols : b_rows) == k);
+  item_products([&](std::int64_t i) { return a.at(0, i); }, a_cols, transpose_a,
+                [&](std::int64_t i) { return b.at(0, i); }, b_cols, transpose_b, alpha, beta, c, k);
 }
 
 }  // namespace backend::cpu

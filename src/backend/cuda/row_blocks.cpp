@@ -1,5 +1,5 @@
 // The CUDA side of the kernels that read the loom's argument rows where they lie
-// (kernels.def: pack_panels .. lstm_cell_state_backward_activated_rows). Not built for CUDA
+// (kernels.def: pack_panels .. batch_gemm_read_rows). Not built for CUDA
 // yet: the executor reads rows by index only on the CPU and gathers them on a GPU, so these are
 // unreachable there and say so if called.
 #include "../kernels.h"
@@ -29,6 +29,10 @@ void lstm_cell_state_activating_rows(Tensor&, const Tensor*, const RowBlocks&, c
 void lstm_cell_state_backward_activated_rows(const Tensor&, const RowBlocks&, const Tensor*,
                                              const Tensor&, Tensor*, bool, const RowBlocks*) {
   cpu_only("lstm_cell_state_backward_activated_rows");
+}
+void batch_gemm_read_rows(const RowBlocks&, std::int64_t, bool, const RowBlocks&, std::int64_t,
+                          bool, float, float, Tensor&) {
+  cpu_only("batch_gemm_read_rows");
 }
 
 }  // namespace weft::backend::cuda
