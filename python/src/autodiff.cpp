@@ -138,6 +138,21 @@ ops it is a leaf on the current tape.)doc")
           "grad", [](Parameter& p) { return grad_or_none(p.grad()); },
           "The accumulated gradient (None before any backward).")
       .def_property("trainable", &Parameter::trainable, &Parameter::set_trainable)
+      .def_property("sparse_grad", &Parameter::sparse_grad, &Parameter::set_sparse_grad,
+                    "Row-sparse gradients: gathers of this table (Embedding lookups, "
+                    "gather_rows) record (indices, rows) instead of a dense gradient; any other "
+                    "use makes that step's gradient dense.")
+      .def(
+          "grad_rows",
+          [](Parameter& p) -> py::object {
+            if (!p.grad_is_row_sparse()) return py::none();
+            const RowSparseGrad& rows = p.row_sparse_grad();
+            return py::make_tuple(rows.indices, rows.rows);
+          },
+          "The gradient as (indices int32 [k], rows [k, ...]), coalesced (indices sorted and "
+          "distinct, a repeated row's gradients summed), or None when it is dense (sparse_grad "
+          "off, or an op other than a gather reached the table this step, or .grad was read). "
+          "Valid until the next backward or zero_grad.")
       .def_property_readonly("shape",
                              [](const Parameter& p) {
                                return py::tuple(py::cast(std::vector<std::int64_t>(

@@ -424,7 +424,23 @@ keeps every block it reached alive.)doc")
   py::class_<Inputs>(m, "Inputs",
                      "Examples converted once from plain Python values (reuse across epochs).")
       .def(py::init([](py::iterable examples) { return to_inputs(examples); }))
-      .def("__len__", [](const Inputs& i) { return i.items.size(); });
+      .def("__len__", [](const Inputs& i) { return i.items.size(); })
+      .def(
+          "take",
+          [](const Inputs& in, const std::vector<std::int64_t>& indices) {
+            Inputs out;
+            out.items.reserve(indices.size());
+            for (std::int64_t k : indices) {
+              if (k < 0 || k >= std::int64_t(in.items.size()))
+                fail("Inputs.take", "index ", k, " is out of range for ", in.items.size(),
+                     " examples");
+              out.items.push_back(in.items[std::size_t(k)]);
+            }
+            return out;
+          },
+          py::arg("indices"),
+          "The examples at these indices (a batch of an epoch's order), without converting "
+          "them from Python again.");
   py::class_<WovenBatch>(m, "WovenBatch", "A woven batch: every example's loom calls.")
       .def("__len__", &WovenBatch::size)
       .def_property_readonly("depth", &WovenBatch::depth)

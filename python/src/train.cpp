@@ -218,6 +218,17 @@ void init_train(py::module_& parent) {
       .value("dev", Split::kDev)
       .value("test", Split::kTest);
   m.def("split", [](const std::string& name) { return parse_split(name); });
+  m.def(
+      "epoch_order",
+      [](std::int64_t n, std::int64_t seed, std::int64_t epoch) {
+        if (n < 0 || seed < 0 || epoch < 1)
+          fail("epoch_order", "needs n >= 0, seed >= 0 and epoch >= 1, got n = ", n,
+               ", seed = ", seed, ", epoch = ", epoch);
+        return epoch_order(std::size_t(n), std::uint64_t(seed), epoch);
+      },
+      py::arg("n"), py::arg("seed"), py::arg("epoch"),
+      "The order in which the Trainer (weft train, Model.fit) visits n training examples in "
+      "epoch `epoch` (1-based) with this seed: its batches are consecutive slices of it.");
 
   py::class_<OptimizerSpec>(m, "OptimizerSpec",
                             "sgd (momentum, nesterov), adagrad or adam, with weight decay.")

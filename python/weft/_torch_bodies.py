@@ -264,6 +264,7 @@ class WeftStep(_torch.autograd.Function):
     @staticmethod
     def forward(ctx, run, anchor, *inputs):
         ctx.run = run
+        ctx.set_materialize_grads(False)  # an output the loss does not use seeds no backward
         outputs = run.forward()
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 

@@ -56,10 +56,12 @@ class _Run:
     def backward(self, grads):
         """Weft's gradients land in its parameters' own buffers, and torch's `.grad` becomes a
         view of that buffer (no copy): where `.grad` is already that view (not zeroed, or
-        zeroed in place), Weft accumulates into it and torch is handed nothing to add."""
+        zeroed in place), Weft accumulates into it and torch is handed nothing to add. A table
+        with row-sparse gradients (sparse_grad: Embedding(..., sparse_gradient=True)) hands
+        torch a sparse COO gradient of the rows the batch used, as nn.Embedding(sparse=True)."""
         in_place = []
         for p, view in zip(self.weft_params, self.torch_params):
-            g = view.grad
+            g = None if p.sparse_grad else view.grad
             in_place.append(g is not None and p.grad is not None and
                             g.data_ptr() == _torch.from_dlpack(p.grad).data_ptr())
             if not in_place[-1]:
@@ -67,11 +69,37 @@ class _Run:
         backward_outputs(self.tape, self.outputs, grads)
         out = []
         for p, accumulated in zip(self.weft_params, in_place):
+            if p.sparse_grad:
+                out.append(_sparse_torch_grad(p))
+                continue
             g = None if accumulated else p.grad
             out.append(None if g is None else _torch.from_dlpack(g))
         self.tape.clear()  # the batch's values, the torch bodies' graphs: gone now
         self.tapes.append(self.tape)
         return out
+
+
+def _sparse_torch_grad(param):
+    """A row-sparse Weft gradient as a coalesced torch sparse COO tensor of the table's shape.
+    The rows are copied: Weft's may live in the tape's buffers, which the next step reuses
+    while torch may still hold this gradient (accumulation over several backward passes)."""
+    rows = param.grad_rows()
+    if rows is None:
+        raise _weft.Error(
+            f"[weft.torch] parameter '{param.name}' asks for row-sparse gradients (sparse_grad, "
+            "Embedding(..., sparse_gradient=True)), but this step reached it through an op other "
+            "than a row lookup, so its gradient is dense; use the table only through lookups "
+            "(Embedding, gather_rows), or set its sparse_grad to False (and use a dense optimizer)")
+    indices, values = rows
+    grad = _torch.sparse_coo_tensor(_torch.from_dlpack(indices).long().unsqueeze(0),
+                                    _torch.from_dlpack(values).clone(), tuple(param.shape),
+                                    **_UNCHECKED)
+    return grad._coalesced_(True)  # Weft's rows are coalesced: sorted, distinct indices
+
+
+# Weft's rows satisfy the sparse invariants; PyTorch 2 warns unless told whether to check them.
+_UNCHECKED = ({"check_invariants": False}
+              if "check_invariants" in (_torch.sparse_coo_tensor.__doc__ or "") else {})
 
 
 class _Folder:

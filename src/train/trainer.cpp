@@ -169,18 +169,25 @@ TrainResult Trainer::fit(TrainableModel& model) {
   return result;
 }
 
+std::vector<std::size_t> epoch_order(std::size_t n, std::uint64_t seed, std::int64_t epoch) {
+  std::vector<std::size_t> order(n);
+  std::iota(order.begin(), order.end(), std::size_t(0));
+  Rng shuffle(mix64(seed, 0x5eedf00dull + std::uint64_t(epoch)));
+  for (std::size_t i = n; i > 1; --i) std::swap(order[i - 1], order[shuffle.below(i)]);
+  return order;
+}
+
 EpochRecord Trainer::train_epoch(Run& run) {
   EpochRecord record;
   record.epoch = run.state.epoch + 1;
   // The order comes from the seed and the epoch alone: the same on every rank, whatever their
   // number, and after a resume.
-  std::vector<std::size_t> order(run.model.num_examples(Split::kTrain));
-  std::iota(order.begin(), order.end(), std::size_t(0));
-  if (settings_->shuffle) {
-    Rng shuffle(mix64(settings_->seed, 0x5eedf00dull + std::uint64_t(record.epoch)));
-    for (std::size_t i = order.size() - 1; i > 0; --i)
-      std::swap(order[i], order[shuffle.below(i + 1)]);
-  }
+  const std::size_t n = run.model.num_examples(Split::kTrain);
+  std::vector<std::size_t> order(n);
+  if (settings_->shuffle)
+    order = epoch_order(n, settings_->seed, record.epoch);
+  else
+    std::iota(order.begin(), order.end(), std::size_t(0));
   // Every global batch, and this rank's share of each (of equal cost on every rank).
   const std::vector<IdSpan> global = batches_of(order, settings_->batch_size);
   const std::vector<IdSpan> mine = run.ranks.shares_of(global);

@@ -153,6 +153,12 @@ struct TrainResult {
   TrainingState state;              // after the last epoch
 };
 
+// The order in which an epoch visits `n` training examples: 0..n-1 shuffled from the seed and
+// the epoch (1-based) alone, the same on every rank and after a resume (a Fisher-Yates shuffle
+// drawn from Rng(mix64(seed, 0x5eedf00d + epoch))). Exposed for loops outside the Trainer that
+// want its batches (weft.train.epoch_order).
+std::vector<std::size_t> epoch_order(std::size_t n, std::uint64_t seed, std::int64_t epoch);
+
 class Trainer {
  public:
   explicit Trainer(TrainerOptions options);

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The binary Tree-LSTM of Tai et al. (2015) on the Stanford Sentiment Treebank as a PyTorch
-nn.Module trained by torch.optim.Adam, with Weft batching the trees. Two ways in:
+nn.Module trained by torch optimizers, with Weft batching the trees. Two ways in:
 
   --cells torch   the leaf, the composer and the classifier are torch modules (torch bodies in
                   Weft blocks, one call per depth and operation);
@@ -8,7 +8,13 @@ nn.Module trained by torch.optim.Adam, with Weft batching the trees. Two ways in
                   their parameters nn.Parameters over Weft's memory (weft.torch.Blocks).
 
 Either way the loss (every node's cross-entropy, summed per tree, the batch's mean over trees)
-is torch code and loss.backward() runs Weft's tape backward through the bodies.
+is torch code and loss.backward() runs Weft's tape backward through the bodies. The word vectors
+get a row-sparse gradient (torch's sparse COO: only the rows a batch used), trained by
+torch.optim.SparseAdam, the rest by torch.optim.Adam (--dense-embeddings: one dense Adam).
+
+The data, the vocabulary and the initial weights are those of `weft train sentiment` at the same
+seed (weft.models.create("sentiment")), and the batches come in the Trainer's order
+(weft.train.epoch_order), so the two runs start from the same model and see the same batches.
 
     /usr/bin/python3 python/examples/torch/sst_tree_lstm.py --epochs 1 --max-train 2000
 """
@@ -17,7 +23,6 @@ import argparse
 import os
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -26,9 +31,6 @@ import weft
 import weft.torch as wt
 from weft import blocks as td
 from weft.blocks import Type
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tree_lstm_sst import read_trees  # noqa: E402  (the SST reader of the Weft-only example)
 
 
 class Leaf(torch.nn.Module):
@@ -45,7 +47,8 @@ class Leaf(torch.nn.Module):
 
 
 class Composer(torch.nn.Module):
-    """The binary N-ary Tree-LSTM cell: (h1, c1), (h2, c2) -> (h, c), dropout on the candidate."""
+    """The binary N-ary Tree-LSTM cell: (h1, c1), (h2, c2) -> (h, c), dropout on the candidate.
+    Its gates come in the order of Weft's NaryTreeLSTMCell (f1, f2, i, u, o)."""
 
     def __init__(self, n, dropout):
         super().__init__()
@@ -53,15 +56,16 @@ class Composer(torch.nn.Module):
         self.dropout = torch.nn.Dropout(dropout)
 
     def forward(self, h1, c1, h2, c2):
-        i, f1, f2, o, u = self.gates(torch.cat([h1, h2], 1)).chunk(5, 1)
-        c = (torch.sigmoid(i) * self.dropout(torch.tanh(u)) + torch.sigmoid(f1) * c1
-             + torch.sigmoid(f2) * c2)
+        f1, f2, i, u, o = self.gates(torch.cat([h1, h2], 1)).chunk(5, 1)
+        c = (torch.sigmoid(f1) * c1 + torch.sigmoid(f2) * c2
+             + torch.sigmoid(i) * self.dropout(torch.tanh(u)))
         return torch.sigmoid(o) * torch.tanh(c), c
 
 
 def sst_block(leaf, composer, logits, state):
-    """The SST program: a tree's (h, c) by recursion, logits and a labelled metric at every node
-    ("nodes"), and the root's logits as the output."""
+    """The SST program, as `weft train sentiment` builds it: a tree's (h, c) by recursion, logits
+    and a labelled metric at every node ("nodes"), the root's logits as the output (and its
+    metric "root")."""
     tree = td.ForwardDeclaration(Type.input(), state)
     node = td.Composition(name="sst_node")
     s = node.add(td.OneOf(td.GetItem("pair"), [
@@ -70,15 +74,20 @@ def sst_block(leaf, composer, logits, state):
     node.add(td.Metric("nodes"), [node.add(logits, s), node.add(td.GetItem("label"), node.input())])
     node.set_output(s)
     tree.resolve_to(node)
-    return tree() >> logits
+    graph = td.Composition(name="sentiment")
+    root = graph.add(logits, graph.add(tree(), graph.input()))
+    graph.add(td.Metric("root"), [root, graph.add(td.GetItem("label"), graph.input())])
+    graph.set_output(root)
+    return graph
 
 
 class TorchTreeLSTM(torch.nn.Module):
-    """The model with torch bodies: every parameter is an ordinary torch parameter."""
+    """The model with torch bodies: every parameter is an ordinary torch parameter (the word
+    vectors' gradient sparse with sparse=True, as nn.Embedding(sparse=True))."""
 
-    def __init__(self, vocab_size, dim, n, dropout=0.25):
+    def __init__(self, vocab_size, dim, n, dropout=0.25, sparse=False):
         super().__init__()
-        self.embedding = torch.nn.Embedding(vocab_size, dim)
+        self.embedding = torch.nn.Embedding(vocab_size, dim, sparse=sparse)
         self.leaf = Leaf(self.embedding, n, dropout)
         self.composer = Composer(n, dropout)
         self.classifier = torch.nn.Linear(n, 5)
@@ -89,7 +98,7 @@ class TorchTreeLSTM(torch.nn.Module):
             wt.Function("composer", [state, state], self.composer, state),
             wt.Function("logits", [state], lambda h, c: self.classifier(self.dropout(h)),
                         Type.vector(5)), state)
-        self.fold = wt.fold(block, metrics=["nodes"], threads=1)
+        self.fold = wt.fold(block, metrics=["nodes"], threads=1, strategy="sinks_last")
 
     def forward(self, trees):
         """Root logits [trees, 5], every node's logits [nodes, 5] and their labels."""
@@ -97,15 +106,34 @@ class TorchTreeLSTM(torch.nn.Module):
         nodes, labels = self.fold.metric("nodes")
         return root, nodes, labels
 
+    def word_vectors(self):
+        return self.embedding.weight
+
+    def load_weft_values(self, values):
+        """Weights from Weft's layout (name -> array, weft.models.create("sentiment")'s names):
+        Weft's [in, out] weights are torch's [out, in] transposed."""
+        pairs = [(self.embedding.weight, "embedding/table", False),
+                 (self.leaf.proj.weight, "leaf/weight", True), (self.leaf.proj.bias, "leaf/bias", False),
+                 (self.composer.gates.weight, "composer/weight", True),
+                 (self.composer.gates.bias, "composer/bias", False),
+                 (self.classifier.weight, "classifier/weight", True),
+                 (self.classifier.bias, "classifier/bias", False)]
+        with torch.no_grad():
+            for param, name, transposed in pairs:
+                value = torch.from_numpy(np.asarray(values[name], dtype=np.float32))
+                param.copy_(value.t() if transposed else value)
+
 
 class WeftTreeLSTM(torch.nn.Module):
-    """The same model with Weft's own cells; a torch optimizer trains them (weft.torch.Blocks)."""
+    """The same model with Weft's own cells, built as `weft train sentiment` builds it; a torch
+    optimizer trains them (weft.torch.Blocks). With sparse=True the word vectors' gradient
+    reaches torch as a sparse COO tensor (Embedding(..., sparse_gradient=True))."""
 
-    def __init__(self, vocab_size, dim, n, dropout=0.25, seed=0):
+    def __init__(self, vocab_size, dim, n, dropout=0.25, seed=0, sparse=False):
         super().__init__()
         self.store = weft.nn.ParameterStore(seed=seed)
-        embedding = weft.nn.Embedding(self.store, "embedding", vocab_size, dim, mod_inputs=False)
-        self.embedding_table = embedding.table
+        embedding = weft.nn.Embedding(self.store, "embedding", vocab_size, dim, mod_inputs=False,
+                                      sparse_gradient=sparse)
         leaf_w = self.store.create("leaf/weight", [dim, 2 * n], weft.nn.glorot_uniform())
         leaf_b = self.store.create("leaf/bias", [2 * n])
         cell = weft.nn.NaryTreeLSTMCell(self.store, "composer", 0, n, arity=2,
@@ -116,22 +144,34 @@ class WeftTreeLSTM(torch.nn.Module):
 
         def leaf_body(ids):
             x = weft.nn.mode_dropout(embedding(ids), dropout)
-            c, o = weft.split(weft.linear(x, leaf_w, leaf_b), 2)
-            return weft.sigmoid(o) * weft.tanh(c), c
+            co = weft.linear(x, leaf_w, leaf_b)  # [c | o]
+            c = weft.slice(co, 1, 0, n)
+            return weft.lstm_hidden(co, n, c), c
 
+        # The composer and the classifier are Weft's native blocks (C++ bodies, fused kernels);
+        # the leaf is a Python body over Weft's ops (one call per batch).
         block = sst_block(
             td.Function("leaf", [Type.scalar("int32")], leaf_body),
-            td.Function("composer", [state, state],
-                        lambda h1, c1, h2, c2: cell(None, [h1, h2], [c1, c2])),
-            td.Function("logits", [state], lambda h, c: classifier(h)), state)
-        self.weft = wt.Blocks(block, self.store, metrics=["nodes"], threads=1)
-        self.rng = weft.Rng(seed)
+            td.TreeLSTMBlock(cell), td.GetItem(0) >> td.FCBlock(classifier), state)
+        self.weft = wt.Blocks(block, self.store, metrics=["nodes"], threads=1,
+                              strategy="sinks_last")
+        self.rng = weft.Rng(seed)  # the dropout draws, as the Trainer's Rng(seed)
 
     def forward(self, trees):
         with weft.forward_mode(self.training, self.rng):  # Weft's dropout follows train()/eval()
             root = self.weft(trees)
         nodes, labels = self.weft.metric("nodes")
         return root, nodes, labels
+
+    def word_vectors(self):
+        return self.weft.weft["embedding_table"]
+
+    def load_weft_values(self, values):
+        """Weights by Weft name, copied into the parameters' memory (which torch views)."""
+        with torch.no_grad():
+            for p in self.store.parameters:
+                torch.from_dlpack(p.value).copy_(
+                    torch.from_numpy(np.asarray(values[p.name], dtype=np.float32)))
 
 
 def loss_of(model, trees):
@@ -153,11 +193,34 @@ def root_accuracy(model, trees, batch_size=256):
     return hits / max(1, len(trees))
 
 
-def load_glove(table, path, vocab):
-    for line in open(path, encoding="utf-8"):
-        word, *values = line.rstrip().split(" ")
-        if word in vocab:
-            table[vocab[word]] = torch.tensor(np.asarray(values, dtype=np.float32))
+def with_pair_keys(tree):
+    """A tree of the registered model ({"id"} leaves, {"children"} pairs) with "pair": 0 / 1,
+    which lets a native GetItem pick the case (no Python call per node while weaving)."""
+    if "children" in tree:
+        return {"label": tree["label"], "pair": 1,
+                "children": [with_pair_keys(t) for t in tree["children"]]}
+    return {"label": tree["label"], "pair": 0, "id": tree["id"]}
+
+
+def optimizers(model, learning_rate, sparse):
+    """SparseAdam for the word vectors' sparse gradient and Adam for the rest (sparse), or one
+    Adam (dense). SparseAdam is Adam's lazy variant: a row moves, and its moments decay, only in
+    the steps whose batch used the word, as `weft train --sparse-updates lazy`."""
+    if not sparse:
+        return [torch.optim.Adam(model.parameters(), lr=learning_rate, foreach=True)]
+    table = model.word_vectors()
+    rest = [p for p in model.parameters() if p is not table]
+    return [torch.optim.SparseAdam([table], lr=learning_rate),
+            torch.optim.Adam(rest, lr=learning_rate, foreach=True)]
+
+
+def registered_model(args):
+    """`weft train sentiment`'s model at this seed: its data (vocabulary, GloVe vectors) and
+    initial weights."""
+    return weft.models.create(
+        "sentiment", data_dir=args.data_dir, seed=args.seed, hidden=args.hidden,
+        embedding_aliases="none", max_train=args.max_train, max_eval=args.max_eval,
+        no_embeddings=args.no_embeddings)
 
 
 def main(argv=None):
@@ -170,43 +233,42 @@ def main(argv=None):
     p.add_argument("--learning-rate", type=float, default=1e-3)
     p.add_argument("--max-train", type=int, default=0)
     p.add_argument("--max-eval", type=int, default=0, help="dev and test trees (0: all)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=1)
     p.add_argument("--no-embeddings", action="store_true", help="random word vectors, not GloVe")
+    p.add_argument("--dense-embeddings", action="store_true",
+                   help="a dense gradient for the word vectors and one dense Adam")
     args = p.parse_args(argv)
-    data = Path(args.data_dir)
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)
 
-    vocab = {"<unk>": 0}
-    train = read_trees(data / "sst/train.txt", vocab, True, args.max_train or None)
-    # One vocabulary over every split's words, as `weft train sentiment` builds it: a dev or test
-    # word keeps its GloVe vector (unsupervised), only training trees move the vectors.
-    dev = read_trees(data / "sst/dev.txt", vocab, True, args.max_eval or None)
-    test = read_trees(data / "sst/test.txt", vocab, True, args.max_eval or None)
-    glove = None if args.no_embeddings else data / "glove-sst/glove.6B.100d.sst.txt"
+    cli = registered_model(args)
+    train, dev, test = ([with_pair_keys(t) for t in cli.examples(split)]
+                        for split in ("train", "dev", "test"))
+    values = {q.name: q.numpy() for q in cli.parameters()}
+    vocab_size, dim = values["embedding/table"].shape
+    sparse = not args.dense_embeddings
     if args.cells == "torch":
-        model = TorchTreeLSTM(len(vocab), 100, args.hidden)
-        table = model.embedding.weight
+        model = TorchTreeLSTM(vocab_size, dim, args.hidden, sparse=sparse)
     else:
-        model = WeftTreeLSTM(len(vocab), 100, args.hidden, seed=args.seed)
-        table = model.weft.weft["embedding_table"]
-    if glove is not None and glove.exists():
-        with torch.no_grad():
-            load_glove(table, glove, vocab)
-    opt = torch.optim.Adam(model.parameters(), lr=args.learning_rate)
-    rng = np.random.default_rng(args.seed)
+        model = WeftTreeLSTM(vocab_size, dim, args.hidden, seed=args.seed, sparse=sparse)
+    model.load_weft_values(values)
+    opts = optimizers(model, args.learning_rate, sparse)
+    train_inputs = td.Inputs(train)  # converted for Weft once, not every epoch
     history = []
-    print(f"{len(train)} training trees, {len(dev)} dev trees, {len(vocab)} words, "
-          f"{args.cells} cells", flush=True)
+    print(f"{len(train)} training trees, {len(dev)} dev trees, {vocab_size} words, "
+          f"{args.cells} cells, {'sparse' if sparse else 'dense'} word-vector gradients",
+          flush=True)
     for epoch in range(1, args.epochs + 1):
         start, total = time.perf_counter(), 0.0
-        order = rng.permutation(len(train))
+        order = weft.train.epoch_order(len(train), args.seed, epoch)  # the Trainer's batches
         for i in range(0, len(train), args.batch_size):
-            batch = [train[k] for k in order[i:i + args.batch_size]]
-            opt.zero_grad()
+            batch = train_inputs.take(order[i:i + args.batch_size])
+            for opt in opts:
+                opt.zero_grad(set_to_none=True)
             loss, _ = loss_of(model, batch)
             loss.backward()
-            opt.step()
+            for opt in opts:
+                opt.step()
             total += float(loss) * len(batch)
         seconds = time.perf_counter() - start
         figures = {"epoch": epoch, "loss": total / len(train),
