@@ -110,6 +110,30 @@ TEST(Allocator, CachedBytesStayUnderAFixedCapOverManySizeClasses) {
   EXPECT_GE(end.bytes_cached, kCap - 200 * 1000);
 }
 
+// A request whose own class has nothing cached takes a cached block of one of the next three
+// classes (up to 1.7x its size) rather than the system's memory; one octave up it does not.
+TEST(Allocator, ARequestTakesACachedBlockALittleLargerBeforeTheSystems) {
+  release_cached_memory();
+  CacheLimitScope unlimited(CacheLimit{kUnlimitedCacheBytes, 0.0});
+  detail::StorageBlock* larger = detail::allocate_block(15000, Device::kCpu);  // a class above
+  detail::StorageBlock* octave_up = detail::allocate_block(40000, Device::kCpu);
+  void* const larger_data = larger->data;
+  detail::release_block(larger);
+  detail::release_block(octave_up);
+  const AllocatorStats before = allocator_stats();
+  detail::StorageBlock* small = detail::allocate_block(12000, Device::kCpu);
+  EXPECT_EQ(small->data, larger_data);
+  EXPECT_GE(small->bytes, std::size_t(12000));
+  EXPECT_EQ(allocator_stats().system_allocations, before.system_allocations);
+  EXPECT_EQ(allocator_stats().bytes_in_use, before.bytes_in_use + std::int64_t(small->bytes));
+  detail::StorageBlock* smaller = detail::allocate_block(12000, Device::kCpu);  // 40000 is too big
+  EXPECT_EQ(allocator_stats().system_allocations, before.system_allocations + 1);
+  detail::release_block(small);
+  detail::release_block(smaller);
+  EXPECT_EQ(allocator_stats().bytes_in_use, before.bytes_in_use);
+  release_cached_memory();
+}
+
 TEST(Allocator, EvictsTheBlocksFreedLongestAgoFirst) {
   release_cached_memory();
   CacheLimitScope unlimited(CacheLimit{kUnlimitedCacheBytes, 0.0});

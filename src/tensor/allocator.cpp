@@ -1,7 +1,7 @@
 // The caching pool behind tensor storage. Requests are rounded up to size classes (four per
 // power of two, so at most 25% is wasted) and freed blocks wait on that class's free list
-// until the same size is asked for again, or until the pool's cache is over its cap and they
-// are the ones freed longest ago.
+// until a request of that class, or of one of the three below it, takes them, or until the
+// pool's cache is over its cap and they are the ones freed longest ago.
 #include "weft/tensor/allocator.h"
 
 #include <malloc.h>
@@ -80,16 +80,16 @@ class DevicePool {
     std::lock_guard lock(mutex_);
     ++stats_.allocations;
     detail::StorageBlock* block = nullptr;
-    if (!free_[cls].empty()) {
-      block = free_[cls].back();  // the most recently freed: likeliest still in the CPU's caches
-      free_[cls].pop_back();
+    if (const int fit = cached_class_for(cls); fit >= 0) {
+      block = free_[fit].back();  // the most recently freed: likeliest still in the CPU's caches
+      free_[fit].pop_back();
       unlink(block);
-      stats_.bytes_cached -= std::int64_t(class_bytes);
+      stats_.bytes_cached -= std::int64_t(block->bytes);
     } else {
       block = allocate_from_system(cls, class_bytes);
     }
     block->refs = 1;
-    stats_.bytes_in_use += std::int64_t(class_bytes);
+    stats_.bytes_in_use += std::int64_t(block->bytes);
     stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
     most_in_use_ = std::max(most_in_use_, stats_.bytes_in_use);
     return block;
@@ -147,6 +147,20 @@ class DevicePool {
   }
 
  private:
+  // The class a request of class `cls` is served from: its own when a block of it is cached,
+  // else the smallest of the next kSpareClasses that has one (a block up to 1.7x the size asked
+  // for), else -1 (from the system). Without the larger classes, a workload whose arrays change
+  // size from step to step (a loom level's rows) missed in one class while blocks of the next
+  // sat cached, until the cap evicted them: at inference, reading arguments in place (less in
+  // use, so a lower cap), the ICLR benchmark's RSS grew without end as evicted blocks fragmented
+  // the C heap (bench/log/2026-11-29-cell-blocks.md).
+  static constexpr int kSpareClasses = 3;
+  int cached_class_for(int cls) const {
+    for (int c = cls; c <= std::min(cls + kSpareClasses, kNumClasses - 1); ++c)
+      if (!free_[c].empty()) return c;
+    return -1;
+  }
+
   std::int64_t limit_bytes() const {
     const double scaled = limit_.fraction_of_peak * double(most_in_use_);
     const std::int64_t of_peak =
