@@ -1,8 +1,10 @@
-// Issue 42 item 5: decoders read each example's memory where it lies. batch_matmul with an
-// operand whose items are an argument's rows (argument_rows, read in place) equals the product
-// of the gathered copy bit for bit, forward and backward; tree2seq and seq2tree decode the same
-// answers and log-probabilities, bit for bit, with arguments read in place and gathered
-// (WEFT_READ_ROWS 0 / auto), batched as one at a time, moving fewer bytes per step.
+// Issue 42 item 5: decoders read each example's memory where it lies, and the h and c halves of
+// its state. batch_matmul with an operand whose items are an argument's rows (argument_rows,
+// read in place) equals the product of the gathered copy bit for bit, forward and backward; a
+// column slice of such an argument copies only its columns and equals the gathered slice, its
+// gradients too; tree2seq and seq2tree decode the same answers and log-probabilities, bit for
+// bit, with arguments read in place and gathered (WEFT_READ_ROWS 0 / auto), batched as one at a
+// time, moving fewer bytes per step.
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -36,6 +38,17 @@ class FixedKernels {
 
  private:
   std::optional<GemmProvider> forced_;
+};
+
+// A tape that records no gradients, current while it lives, arguments read in place (the
+// default at inference).
+struct InferenceTape {
+  InferenceTape() {
+    set_read_rows_in_place(ReadRows::kWithoutGradients);
+    tape.set_grad_enabled(false);
+  }
+  mutable Tape tape;
+  TapeScope scope{tape};
 };
 
 // Memories of two source chunks ([5, 6, 4] and [3, 6, 4]) as the 4 items (rows) an engine's
@@ -115,10 +128,8 @@ TEST(BatchMatmulReadRows, GradientsEqualTheGatheredProducts) {
 
 TEST(BatchMatmulReadRows, ShapesAreCheckedWithoutGathering) {
   const FixedKernels fixed;
-  set_read_rows_in_place(ReadRows::kWithoutGradients);
-  Tape tape;
-  TapeScope scope(tape);
-  tape.set_grad_enabled(false);
+  const InferenceTape inference;
+  Tape& tape = inference.tape;
   const Memories m = memories(tape, false);
   const Var wrong_inner = tape.constant(random_tensor({4, 2, 5}, 15));
   expect_error([&] { batch_matmul(wrong_inner, m.items, false, true); },
@@ -127,6 +138,80 @@ TEST(BatchMatmulReadRows, ShapesAreCheckedWithoutGathering) {
   expect_error([&] { batch_matmul(wrong_batch, m.items, false, true); },
                {"[batch_matmul] batch sizes differ", "(3 vs 4 matrices)"});
   EXPECT_TRUE(detail::reads_items_in_place(tape, m.items.id()));  // still not gathered
+}
+
+// The h and c halves of live examples' states [h | c] (a decoder step's first argument), as
+// rows of two chunks in two column blocks of widths 3 and 5 (so a slice may span both), and a
+// slice across the blocks: each slice's values and, in training, the chunks' gradients.
+struct Halves {
+  std::vector<std::vector<float>> values, grads;
+  std::int64_t bytes_moved = 0;  // by gathers and copies, forward
+  bool argument_never_gathered = false;
+};
+
+Halves slice_halves(ReadRows when, bool train) {
+  set_read_rows_in_place(when);
+  Tape tape;
+  TapeScope scope(tape);
+  tape.set_grad_enabled(train);
+  const Var a =
+      train ? tape.variable(random_tensor({5, 3}, 21)) : tape.constant(random_tensor({5, 3}, 21));
+  const Var b =
+      train ? tape.variable(random_tensor({3, 5}, 22)) : tape.constant(random_tensor({3, 5}, 22));
+  // Block 0 (width 3) of rows from a, block 1 (width 5) from b: refs[p * rows + i].
+  const Tensor refs = Tensor::from_vector(
+      Shape{8, 2}, std::vector<std::int32_t>{0, 4, 0, 1, 0, 0, 0, 2, 1, 2, 1, 0, 1, 1, 1, 0});
+  const std::int64_t widths[] = {3, 5};
+  const bool was = set_work_profiling(true);
+  const WorkProfile before = backend_counters().profile;
+  const Var rows = argument_rows(std::vector<Var>{a, b}, refs, 4, widths, Shape{4, 8});
+  const Var parts[] = {slice(rows, 1, 0, 4), slice(rows, 1, 4, 4), slice(rows, -1, 2, 3)};
+  Halves out;
+  for (const Var& part : parts) out.values.push_back(part.value().to_float_vector());
+  const WorkProfile moved = backend_counters().profile - before;
+  set_work_profiling(was);
+  out.bytes_moved =
+      moved.of(false, WorkKind::kGather).bytes + moved.of(false, WorkKind::kCopy).bytes;
+  out.argument_never_gathered = detail::reads_in_place(tape, rows.id());
+  if (train) {
+    const Var loss = sum(parts[0] * parts[0]) + sum(parts[1] * 3.0f) + sum(parts[2] * parts[2]);
+    tape.backward(loss);
+    out.grads = {a.grad().to_float_vector(), b.grad().to_float_vector()};
+  }
+  return out;
+}
+
+TEST(SliceOfRowsInPlace, CopiesOnlyItsColumnsAndEqualsTheGatheredSlice) {
+  const FixedKernels fixed;
+  const Halves gathered = slice_halves(ReadRows::kNever, false);
+  const Halves in_place = slice_halves(ReadRows::kWithoutGradients, false);
+  EXPECT_EQ(in_place.values, gathered.values);
+  EXPECT_TRUE(in_place.argument_never_gathered);
+  // The gathered way copies the 4 x 8 rows, then each slice; in place only the slices' columns.
+  EXPECT_EQ(gathered.bytes_moved, (4 * 8 + 4 * 11) * 4);
+  EXPECT_EQ(in_place.bytes_moved, 4 * 11 * 4);
+}
+
+TEST(SliceOfRowsInPlace, GradientsReachTheRowsAsFromAGatheredArgument) {
+  const FixedKernels fixed;
+  const Halves gathered = slice_halves(ReadRows::kNever, true);
+  const Halves in_place = slice_halves(ReadRows::kAlways, true);
+  EXPECT_EQ(in_place.values, gathered.values);
+  ASSERT_EQ(in_place.grads.size(), 2u);
+  EXPECT_EQ(in_place.grads, gathered.grads);
+}
+
+TEST(SliceOfRowsInPlace, AnOutOfRangeSliceIsNamed) {
+  const FixedKernels fixed;
+  const InferenceTape inference;
+  Tape& tape = inference.tape;
+  const Var a = tape.constant(random_tensor({3, 6}, 23));
+  const Tensor refs = Tensor::from_vector(Shape{2, 2}, std::vector<std::int32_t>{0, 2, 0, 0});
+  const std::int64_t width = 6;
+  const Var rows = argument_rows(std::vector<Var>{a}, refs, 2, std::span(&width, 1), Shape{2, 6});
+  expect_error(
+      [&] { slice(rows, 1, 4, 3); },
+      {"[slice] range [4, 7) is out of bounds for extent 6 of float32 [2, 6] along axis 1"});
 }
 
 // A scrambled tiny decoding model (random weights of a larger scale, so its outputs vary in

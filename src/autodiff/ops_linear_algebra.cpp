@@ -102,6 +102,7 @@ backend::RowBlocks items_of(const Var& x) {
   backend::RowBlocks items;
   items.rows = v.shape()[0];
   items.widths = {v.row_size()};
+  items.pointers.reserve(std::size_t(items.rows));
   float* first = const_cast<float*>(v.data<float>());
   for (std::int64_t i = 0; i < items.rows; ++i) items.pointers.push_back(first + i * v.row_size());
   return items;

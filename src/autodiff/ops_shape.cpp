@@ -1,11 +1,13 @@
 // Shape ops: concat, split, slice and reshape. Concat and slice both move a range of one axis
 // between tensors with the copy_blocks kernel (outer blocks of `extent * inner` elements), so
-// each is the other's backward. Slices along axis 0 and reshapes are views of their input.
+// each is the other's backward. Slices along axis 0 and reshapes are views of their input; a
+// column slice of an argument read in place (argument_rows) copies only its columns, when read.
 #include <sstream>
 #include <vector>
 
 #include "../backend/kernels.h"
 #include "op_checks.h"
+#include "weft/autodiff/argument_rows.h"
 #include "weft/autodiff/ops.h"
 
 namespace weft {
@@ -103,8 +105,41 @@ void slice_backward(Tape& tape, std::uint32_t id) {
   Tensor* dx = tape.grad_of(input);
   if (dx == nullptr) return;
   const AxisLayout in = layout_of(dx->shape(), axis);
-  const std::int64_t length = node.value.shape()[axis];
+  const std::int64_t length = Var(&tape, id).shape()[axis];  // computed or not (below)
   copy_range(node.grad, length, 0, *dx, in.extent, start, length, in, true);
+}
+
+// The value of a column slice of an argument read in place: its columns copied from the rows
+// where they lie, or from the argument's value if something gathered it meanwhile.
+void compute_columns_in_place(Tape& tape, std::uint32_t id) {
+  const std::uint32_t input = tape.input(id, 0);
+  const std::int64_t start = tape.node(id).int_attrs[1];
+  Tensor y = Tensor::empty(tape.node(id).deferred_shape, DType::kFloat32, Device::kCpu);
+  if (detail::reads_in_place(tape, input)) {
+    backend::gather_row_columns(detail::rows_in_place(tape, input), start, y);
+  } else {
+    const Tensor& v = Var(&tape, input).value();
+    const AxisLayout in = layout_of(v.shape(), 1);
+    copy_range(v, in.extent, start, y, y.shape()[1], 0, y.shape()[1], in, false);
+  }
+  tape.node(id).value = std::move(y);
+}
+
+// x[:, start : start + length] of an argument whose rows are read where they lie (a decoder's
+// h or c half of its live examples' states): recorded uncomputed, so the argument is not
+// gathered whole to be sliced; its gradient goes to the argument's as any slice's does.
+Var slice_columns_in_place(Var x, std::int64_t start, std::int64_t length) {
+  const Shape& shape = x.shape();
+  if (start < 0 || length < 0 || start > shape[1] || length > shape[1] - start)
+    fail("slice", "range [", start, ", ", start + length, ") is out of bounds for extent ",
+         shape[1], " of float32 ", shape, " along axis 1");
+  Tape& tape = x.tape();
+  const Var xs[] = {x};
+  Var out =
+      tape.record_deferred(Shape{shape[0], length}, xs, slice_backward, compute_columns_in_place);
+  tape.node(out.id()).int_attrs[0] = 1;
+  tape.node(out.id()).int_attrs[1] = start;
+  return out;
 }
 
 // Records x[..., start : start + length, ...] along a validated axis and range.
@@ -180,6 +215,8 @@ std::vector<Var> split(Var x, std::span<const std::int64_t> sizes, int axis) {
 
 // y = x[..., start : start + length, ...] along an axis
 Var slice(Var x, int axis, std::int64_t start, std::int64_t length) {
+  if ((axis == 1 || axis == -1) && detail::reads_in_place(x.tape(), x.id()))
+    return slice_columns_in_place(x, start, length);
   const Tensor& v = x.value();
   const int a = detail::normalize_axis("slice", axis, v);
   const std::int64_t extent = v.shape()[a];
@@ -199,20 +236,21 @@ void reshape_backward(Tape& tape, std::uint32_t id) {
 
 // The requested extents with one -1 replaced by what makes the element count match.
 Shape resolve_shape(const Tensor& v, std::span<const std::int64_t> dims) {
-  const std::string asked = list_to_string(dims);
+  // Written out only for an error: a reshape is a view, and formatting took longer than it.
+  const auto asked = [dims] { return list_to_string(dims); };
   if (dims.size() > std::size_t(Shape::kMaxRank))
-    fail("reshape", "shape ", asked, " has rank ", dims.size(), ", above the maximum ",
+    fail("reshape", "shape ", asked(), " has rank ", dims.size(), ", above the maximum ",
          Shape::kMaxRank);
   std::vector<std::int64_t> out(dims.begin(), dims.end());
   int inferred = -1;
   std::int64_t known = 1;
   for (std::size_t i = 0; i < out.size(); ++i) {
     if (out[i] == -1 && inferred >= 0)
-      fail("reshape", "shape ", asked, " has more than one -1; at most one extent is inferred");
+      fail("reshape", "shape ", asked(), " has more than one -1; at most one extent is inferred");
     if (out[i] == -1) {
       inferred = int(i);
     } else if (out[i] < 0) {
-      fail("reshape", "extent ", out[i], " at position ", i, " of ", asked,
+      fail("reshape", "extent ", out[i], " at position ", i, " of ", asked(),
            " is invalid: extents are >= 0, or -1 for one inferred extent");
     } else {
       known *= out[i];
@@ -220,14 +258,14 @@ Shape resolve_shape(const Tensor& v, std::span<const std::int64_t> dims) {
   }
   if (inferred >= 0) {
     if (known == 0 || v.numel() % known != 0)
-      fail("reshape", "cannot infer the -1 in ", asked, " for ", v.describe(), " (", v.numel(),
+      fail("reshape", "cannot infer the -1 in ", asked(), " for ", v.describe(), " (", v.numel(),
            " elements): the other extents' product ", known, " does not divide it");
     out[std::size_t(inferred)] = v.numel() / known;
     known = v.numel();
   }
   if (known != v.numel())
-    fail("reshape", "cannot reshape ", v.describe(), " (", v.numel(), " elements) to ", asked, " (",
-         known, " elements)");
+    fail("reshape", "cannot reshape ", v.describe(), " (", v.numel(), " elements) to ", asked(),
+         " (", known, " elements)");
   return Shape(std::span<const std::int64_t>(out));
 }
 

@@ -1,6 +1,8 @@
 // CPU kernels of the loom's gather: copying argument rows out of the per-step value chunks
 // into one contiguous batch (optionally at a column offset, for concatenated inputs), and
-// scatter-adding the gradient rows back (writing the rows a gradient does not hold yet).
+// scatter-adding the gradient rows back (writing the rows a gradient does not hold yet); and
+// copying a column range of rows that lie where they were computed (RowBlocks).
+#include <algorithm>
 #include <cstring>
 
 #include "../kernels.h"
@@ -55,6 +57,23 @@ void scatter_add_chunk_rows(const Tensor& src, std::int64_t column, const Tensor
     }
   }
   detail::record_moved_bytes(moved);
+}
+
+void gather_row_columns(const RowBlocks& x, std::int64_t column, Tensor& y) {
+  const std::int64_t width = y.row_size();
+  WEFT_ASSERT(y.rows() == x.rows && column >= 0 && column + width <= x.width());
+  float* out = y.data<float>();
+  for (std::int64_t i = 0; i < x.rows; ++i) {
+    // The range may run over several of the row's blocks.
+    for (std::int64_t done = 0; done < width;) {
+      const RowBlocks::Column at = x.locate(column + done);
+      const std::int64_t count = std::min(width - done, x.widths[at.block] - at.column);
+      std::memcpy(out + i * width + done, x.at(at.block, i) + at.column,
+                  std::size_t(count) * sizeof(float));
+      done += count;
+    }
+  }
+  detail::record_moved_bytes(x.rows * width * std::int64_t(sizeof(float)));
 }
 
 }  // namespace weft::backend::cpu

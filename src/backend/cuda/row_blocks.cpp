@@ -1,5 +1,5 @@
 // The CUDA side of the kernels that read the loom's argument rows where they lie
-// (kernels.def: pack_panels .. batch_gemm_read_rows). Not built for CUDA
+// (kernels.def: pack_panels .. gather_row_columns). Not built for CUDA
 // yet: the executor reads rows by index only on the CPU and gathers them on a GPU, so these are
 // unreachable there and say so if called.
 #include "../kernels.h"
@@ -34,5 +34,6 @@ void batch_gemm_read_rows(const RowBlocks&, std::int64_t, bool, const RowBlocks&
                           bool, float, float, Tensor&) {
   cpu_only("batch_gemm_read_rows");
 }
+void gather_row_columns(const RowBlocks&, std::int64_t, Tensor&) { cpu_only("gather_row_columns"); }
 
 }  // namespace weft::backend::cuda
