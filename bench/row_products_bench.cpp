@@ -131,7 +131,8 @@ void Shapes(benchmark::internal::Benchmark* b) {
   for (auto [rows, k, n] : {std::array<std::int64_t, 3>{600, 256, 128},
                             {600, 128, 512},
                             {8, 256, 128},
-                            {64, 2048, 1024}})
+                            {64, 2048, 1024},
+                            {8192, 256, 128}})
     b->Args({rows, k, n});
 }
 

@@ -246,6 +246,28 @@ TEST(ArgumentRows, ReadInPlaceTrainsAsGatheredArgumentsDo) {
   EXPECT_LT(in_place.bytes_moved, gathered.bytes_moved / 2);
 }
 
+// The cell worked through in blocks of a few rows (set_linear_cell_block_rows), its children's
+// rows read and their gradients written in place block by block: the same training as the
+// whole calls gathered.
+TEST(ArgumentRows, BlocksOfTheCellReadAndWriteInPlaceAsWholeCallsDo) {
+  const CellLoom m;
+  const CellRun gathered = run_cells(m, ReadRows::kNever, true);
+  for (std::int64_t block_rows : {1, 3}) {
+    SCOPED_TRACE("blocks of " + std::to_string(block_rows) + " rows");
+    set_linear_cell_block_rows(block_rows);
+    const CellRun in_place = run_cells(m, ReadRows::kAlways, true);
+    const CellRun blocked_gathered = run_cells(m, ReadRows::kNever, true);
+    set_linear_cell_block_rows(0);
+    expect_close(in_place.outputs, gathered.outputs, "outputs");
+    expect_close(blocked_gathered.outputs, gathered.outputs, "outputs, gathered");
+    const char* names[] = {"table", "w0", "b0", "w1", "b1"};
+    for (std::size_t p = 0; p < gathered.grads.size(); ++p) {
+      expect_close(in_place.grads[p], gathered.grads[p], names[p]);
+      expect_close(blocked_gathered.grads[p], gathered.grads[p], names[p]);
+    }
+  }
+}
+
 TEST(ArgumentRows, InferenceReadsInPlaceByDefault) {
   const CellLoom m;
   const CellRun gathered = run_cells(m, ReadRows::kNever, false);

@@ -194,6 +194,45 @@ TEST(Op_linear_lstm_cell_state, TheInputAsTheChildrenGetsBothGradients) {
     EXPECT_NEAR(fused[j], composed[j], 1e-5) << "element " << j;
 }
 
+// The op works through its rows in blocks (set_linear_cell_block_rows): every block size,
+// including ones that leave a short last block, gives the values and every gradient of the
+// whole call at once, with dropout, and with one value as both the input and the children.
+TEST(Op_linear_lstm_cell_state, BlocksOfRowsGiveTheWholeCallsValuesAndGradients) {
+  const std::int64_t n = 3, rows = 7, k = 2;
+  const Tensor x_value = random_tensor({rows, k * n}, 230),
+               w_value = random_tensor({k * n, 12}, 231);
+  const Tensor b_value = random_tensor({12}, 232),
+               children_value = random_tensor({rows, k * n}, 233);
+  const Tensor cotangent = random_tensor({rows, n}, 234);
+  auto run = [&](std::int64_t block_rows, bool x_as_children) {
+    set_linear_cell_block_rows(block_rows);
+    Tape tape;
+    Var x = tape.variable(x_value), w = tape.variable(w_value), b = tape.variable(b_value);
+    Var children = x_as_children ? x : tape.variable(children_value);
+    Rng rng(35);
+    Var c = linear_lstm_cell_state(x, w, b, children, 0.3f, &rng);
+    tape.backward(c, cotangent);
+    set_linear_cell_block_rows(0);
+    std::vector<std::vector<float>> out{c.value().to_float_vector(), x.grad().to_float_vector(),
+                                        w.grad().to_float_vector(), b.grad().to_float_vector()};
+    if (!x_as_children) out.push_back(children.grad().to_float_vector());
+    return out;
+  };
+  for (bool x_as_children : {false, true}) {
+    const auto whole = run(rows, x_as_children);
+    for (std::int64_t block_rows : {1, 2, 3, 6}) {
+      SCOPED_TRACE("block of " + std::to_string(block_rows) + " rows" +
+                   (x_as_children ? ", the input as the children" : ""));
+      const auto blocked = run(block_rows, x_as_children);
+      ASSERT_EQ(blocked.size(), whole.size());
+      for (std::size_t part = 0; part < whole.size(); ++part)
+        for (std::size_t j = 0; j < whole[part].size(); ++j)
+          EXPECT_NEAR(blocked[part][j], whole[part][j], 1e-5)
+              << "part " << part << " (c, dx, dW, db, dchildren) element " << j;
+    }
+  }
+}
+
 TEST(Op_linear_lstm_cell_state, BatchedRowsEqualSingleRows) {
   check_batched_matches_rows(
       [](const std::vector<Var>& v) { return linear_lstm_cell_state(v[0], v[1], v[2], v[3]); },

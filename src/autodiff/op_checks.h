@@ -29,10 +29,11 @@ void require_indices(const char* op, const char* role, const Tensor& indices, st
 // so 2^32 + 1 is an error, not row 1); returns them as the int32 tensor the kernels take.
 Tensor row_indices(const char* op, const char* role, const Tensor& indices, std::int64_t limit);
 
-// linear's node with y = x · W alone (its backward is linear's: the bias's gradient is the
-// column sums of dy either way): for an op that adds the bias in a fused pass of its own before
-// anything reads y (linear_lstm_cell_state). `op` names the caller in errors.
-Var linear_without_bias(Var x, Var weight, Var bias, const char* op);
+// linear's checks of x, W and b; an x read where its rows lie (argument_rows) is a float32
+// matrix on the CPU by construction: only its shape is checked, so checking does not gather it.
+void check_linear(const char* op, const Var& x, const Tensor& vw, const Tensor& vb);
+// dx (beta) = dy · wᵀ, reading w's transposed copy where the CPU's GEMM measured it faster.
+void times_transposed(Tape& tape, const Tensor& dy, std::uint32_t w, float beta, Tensor& dx);
 
 // Normalises a possibly negative axis against a rank, or throws.
 int normalize_axis(const char* op, int axis, const Tensor& t);

@@ -26,6 +26,15 @@ bool reads_transposed_copy(Tape& tape, std::uint32_t w, const Tensor& dy, float 
              GemmShape{dx.rows(), dx.row_size(), dy.row_size(), false, true, beta != 0.0f});
 }
 
+void check_matrix(const char* op, const char* role, const Tensor& t) {
+  detail::require_float(op, role, t);
+  detail::require_rank(op, role, t, 2);
+}
+
+}  // namespace
+
+namespace detail {
+
 // dx (beta) = dy · wᵀ, reading w's transposed copy where reads_transposed_copy says.
 void times_transposed(Tape& tape, const Tensor& dy, std::uint32_t w, float beta, Tensor& dx) {
   if (reads_transposed_copy(tape, w, dy, beta, dx))
@@ -33,6 +42,40 @@ void times_transposed(Tape& tape, const Tensor& dy, std::uint32_t w, float beta,
   else
     gemm(dy, false, tape.node(w).value, true, 1.0f, beta, dx);
 }
+
+// An x read where its rows lie (argument_rows) is a float32 matrix on the CPU by construction:
+// only its shape is checked, so checking does not gather it.
+void check_linear(const char* op, const Var& x, const Tensor& vw, const Tensor& vb) {
+  const bool in_place = detail::reads_in_place(x.tape(), x.id());
+  if (!in_place) check_matrix(op, "input", x.value());
+  check_matrix(op, "weight", vw);
+  detail::require_float(op, "bias", vb);
+  if (in_place) {
+    if (vw.device() != Device::kCpu || vb.device() != Device::kCpu)
+      fail(op, "the input's rows are on the CPU but the weight is ", vw.describe(),
+           " and the bias ", vb.describe(), "; move them with Tensor::to()");
+  } else {
+    detail::require_same_device(op, x.value(), vw);
+    detail::require_same_device(op, x.value(), vb);
+  }
+  const Shape& xs = x.shape();
+  if (xs[1] != vw.shape()[0])
+    fail(op, "input features differ from weight rows: input ", xs, " vs weight ", vw.shape(),
+         " (the weight is [in, out])");
+  const std::int64_t out_features = vw.shape()[1];
+  const bool bias_ok = (vb.rank() == 1 && vb.shape()[0] == out_features) ||
+                       (vb.rank() == 2 && vb.shape()[0] == 1 && vb.shape()[1] == out_features);
+  if (!bias_ok)
+    fail(op, "bias ", vb.shape(), " does not match weight ", vw.shape(), ": expected [",
+         out_features, "] or [1, ", out_features, "]");
+}
+
+}  // namespace detail
+
+using detail::check_linear;
+using detail::times_transposed;
+
+namespace {
 
 // y = op(a) · op(b), with `product` gemm or (per batch item) batch_gemm: dA' = dy · op(b)ᵀ and
 // dB' = op(a)ᵀ · dy, transposed back when the operand was stored transposed.
@@ -60,11 +103,6 @@ void product_backward(Tape& tape, std::uint32_t id) {
     else
       product(dy, true, a, ta, 1.0f, db.beta, *db.grad);
   }
-}
-
-void check_matrix(const char* op, const char* role, const Tensor& t) {
-  detail::require_float(op, role, t);
-  detail::require_rank(op, role, t, 2);
 }
 
 }  // namespace
@@ -201,33 +239,6 @@ void linear_activation_backward(Tape& tape, std::uint32_t id) {
   linear_backward_from(tape, id, dpre);
 }
 
-// An x read where its rows lie (argument_rows) is a float32 matrix on the CPU by construction:
-// only its shape is checked, so checking does not gather it.
-void check_linear(const char* op, const Var& x, const Tensor& vw, const Tensor& vb) {
-  const bool in_place = detail::reads_in_place(x.tape(), x.id());
-  if (!in_place) check_matrix(op, "input", x.value());
-  check_matrix(op, "weight", vw);
-  detail::require_float(op, "bias", vb);
-  if (in_place) {
-    if (vw.device() != Device::kCpu || vb.device() != Device::kCpu)
-      fail(op, "the input's rows are on the CPU but the weight is ", vw.describe(),
-           " and the bias ", vb.describe(), "; move them with Tensor::to()");
-  } else {
-    detail::require_same_device(op, x.value(), vw);
-    detail::require_same_device(op, x.value(), vb);
-  }
-  const Shape& xs = x.shape();
-  if (xs[1] != vw.shape()[0])
-    fail(op, "input features differ from weight rows: input ", xs, " vs weight ", vw.shape(),
-         " (the weight is [in, out])");
-  const std::int64_t out_features = vw.shape()[1];
-  const bool bias_ok = (vb.rank() == 1 && vb.shape()[0] == out_features) ||
-                       (vb.rank() == 2 && vb.shape()[0] == 1 && vb.shape()[1] == out_features);
-  if (!bias_ok)
-    fail(op, "bias ", vb.shape(), " does not match weight ", vw.shape(), ": expected [",
-         out_features, "] or [1, ", out_features, "]");
-}
-
 // x · W alone (beta 0: the product clears y), for a caller that adds the bias in a pass it
 // makes anyway; x's rows read where they lie when they are (argument_rows).
 Tensor product_without_bias(Var x, Var weight) {
@@ -252,13 +263,6 @@ Var linear_activation(const char* op, Var x, Var weight, Var bias, backend::Unar
 }
 
 }  // namespace
-
-namespace detail {
-Var linear_without_bias(Var x, Var weight, Var bias, const char* op) {
-  check_linear(op, x, weight.value(), bias.value());
-  return x.tape().record(product_without_bias(x, weight), {x, weight, bias}, linear_backward);
-}
-}  // namespace detail
 
 // y = x · W + b
 Var linear(Var x, Var weight, Var bias) {

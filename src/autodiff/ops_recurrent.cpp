@@ -4,6 +4,12 @@
 // place from the cell's one pre-activation matrix, so a cell makes no slices of it.
 // linear_lstm_cell_state computes that matrix itself, so it may overwrite it with the gates'
 // activations for its backward.
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -35,26 +41,140 @@ void lstm_hidden_backward(Tape& tape, std::uint32_t id) {
                                 node.grad, dgates.grad, dgates.fresh(), dc.grad, dc.fresh());
 }
 
-// saved[0]: the candidate's dropout mask, undefined without dropout. Inputs: the gates (the
-// op's own linear layer, holding their activations; its backward does x, W and b), children,
-// read where their rows lie when they are (argument_rows: their gradient written there too).
+// linear_lstm_cell_state's blocks: on the CPU, rows enough for a block's gates to stay in the
+// cache between the product that writes them and the cell pass that reads them (512 KiB of
+// gates, at least 64 rows), when the weight is small enough to stay there too (1 MiB); else,
+// and on a device, the whole call at once. WEFT_CELL_BLOCK_ROWS or set_linear_cell_block_rows
+// force a number of rows (a huge one: whole calls).
+std::int64_t block_rows_from_environment() {
+  const char* value = std::getenv("WEFT_CELL_BLOCK_ROWS");
+  if (value == nullptr || *value == '\0') return 0;
+  std::int64_t rows = 0;
+  const char* end = value + std::strlen(value);
+  const auto [at, error] = std::from_chars(value, end, rows);
+  if (error != std::errc() || at != end || rows < 0)
+    fail("WEFT_CELL_BLOCK_ROWS", "expected a number of rows (0: chosen from the cache), got '",
+         value, "'");
+  return rows;
+}
+
+std::atomic<std::int64_t> forced_block_rows{-1};  // -1: not read from the environment yet
+
+std::int64_t cell_block_rows(std::int64_t rows, const Tensor& weight) {
+  if (forced_block_rows < 0) forced_block_rows = block_rows_from_environment();
+  if (forced_block_rows > 0) return forced_block_rows;
+  const std::int64_t gate_row_bytes = weight.row_size() * std::int64_t(sizeof(float));
+  if (weight.device() != Device::kCpu || weight.numel() * std::int64_t(sizeof(float)) > (1 << 20))
+    return std::max<std::int64_t>(rows, 1);
+  return std::max<std::int64_t>(64, (std::int64_t(512) << 10) / gate_row_bytes);
+}
+
+// The operands of a linear cell's product and cell pass: dense, or read where their rows lie.
+struct CellOperand {
+  const Tensor* dense = nullptr;
+  backend::RowBlocks rows;  // when not dense
+  CellOperand(Tape& tape, std::uint32_t id, bool need)
+      : dense(detail::reads_in_place(tape, id) ? nullptr : &tape.node(id).value) {
+    if (!dense && need) rows = detail::rows_in_place(tape, id);
+  }
+};
+
+// Whether node `source` is one of argument_rows node `rows`'s sources, or that node itself.
+bool feeds(const Tape& tape, std::uint32_t source, std::uint32_t rows) {
+  if (source == rows) return true;
+  for (std::uint32_t k = 0; k < tape.node(rows).num_inputs; ++k)
+    if (tape.input(rows, k) == source) return true;
+  return false;
+}
+
+// A dense gradient that rows written in place may also add into: made whole (zeroed when fresh)
+// first, so every later write adds, in whatever order the blocks come.
+Tape::GradTarget added_into(Tape& tape, std::uint32_t id) {
+  Tape::GradTarget target = tape.grad_target(id);
+  if (target.grad && target.fresh()) {
+    backend::fill(*target.grad, 0.0);
+    target.beta = 1.0f;
+  }
+  return target;
+}
+
+// Where the gradients of x and the children go: dense targets, or rows in place (at most one of
+// the two is in place: linear_lstm_cell_state gathers x otherwise).
+struct CellGradients {
+  Tape::GradTarget dx, dchildren;
+  backend::RowBlocks dx_rows, dchildren_rows;
+  std::vector<float> discard;
+  CellGradients(Tape& tape, std::uint32_t x, std::uint32_t children) {
+    const bool x_rows = detail::reads_in_place(tape, x);
+    const bool children_rows = detail::reads_in_place(tape, children);
+    if (!x_rows && !children_rows) {
+      std::tie(dx, dchildren) = tape.grad_targets(x, children);
+    } else if (children_rows) {
+      dx = feeds(tape, x, children) ? added_into(tape, x) : tape.grad_target(x);
+      dchildren_rows = detail::gradient_rows_in_place(tape, children, discard);
+    } else {
+      dchildren =
+          feeds(tape, children, x) ? added_into(tape, children) : tape.grad_target(children);
+      dx_rows = detail::gradient_rows_in_place(tape, x, discard);
+    }
+  }
+};
+
+// saved[0]: the candidate's dropout mask, undefined without dropout; saved[1]: the gates'
+// activations. Inputs x, W, b, children. Block by block: the cell's backward gives the gates'
+// gradient (a block of scratch), then dx, dW and db are read from it while it is in the cache.
 void linear_lstm_cell_state_backward(Tape& tape, std::uint32_t id) {
   const TapeNode& node = tape.node(id);
-  const std::uint32_t gates = tape.input(id, 0), children = tape.input(id, 1);
+  const std::uint32_t x = tape.input(id, 0), w = tape.input(id, 1), b = tape.input(id, 2);
+  const std::uint32_t children = tape.input(id, 3);
+  const Tensor& activations = node.saved[1];
   const Tensor* mask = node.saved[0].defined() ? &node.saved[0] : nullptr;
-  if (detail::reads_in_place(tape, children)) {
-    const Tape::GradTarget dgates = tape.grad_target(gates);
-    std::vector<float> discard;
-    const backend::RowBlocks dchildren = detail::gradient_rows_in_place(tape, children, discard);
-    backend::lstm_cell_state_backward_activated_rows(
-        tape.node(gates).value, detail::rows_in_place(tape, children), mask, node.grad, dgates.grad,
-        dgates.fresh(), dchildren.rows > 0 ? &dchildren : nullptr);
-    return;
+  const std::int64_t rows = activations.rows(), block = cell_block_rows(rows, tape.node(w).value);
+  CellGradients to(tape, x, children);
+  const Tape::GradTarget dw = tape.grad_target(w);
+  Tensor* db = tape.grad_of(b);
+  const CellOperand in(tape, x, dw.grad != nullptr), kids(tape, children, true);
+  const Tensor transposed_panels = to.dx_rows.rows > 0 ? tape.panels(w, true) : Tensor();
+  Tensor scratch = Tensor::empty(Shape{std::min(block, rows), activations.row_size()},
+                                 DType::kFloat32, activations.device());
+  float dw_beta = dw.beta;
+  for (std::int64_t start = 0; start < rows; start += block) {
+    const std::int64_t count = std::min(block, rows - start);
+    Tensor dgates = scratch.rows_view(0, count);
+    const Tensor act = activations.rows_view(start, count), dc = node.grad.rows_view(start, count);
+    const Tensor m = mask ? mask->rows_view(start, count) : Tensor();
+    if (kids.dense) {
+      Tensor dchildren = to.dchildren.grad ? to.dchildren.grad->rows_view(start, count) : Tensor();
+      backend::lstm_cell_state_backward_activated(
+          act, kids.dense->rows_view(start, count), mask ? &m : nullptr, dc, &dgates, true,
+          to.dchildren.grad ? &dchildren : nullptr, to.dchildren.fresh());
+    } else {
+      const backend::RowBlocks dchildren = to.dchildren_rows.rows > 0
+                                               ? to.dchildren_rows.rows_from(start, count)
+                                               : backend::RowBlocks{};
+      backend::lstm_cell_state_backward_activated_rows(act, kids.rows.rows_from(start, count),
+                                                       mask ? &m : nullptr, dc, &dgates, true,
+                                                       dchildren.rows > 0 ? &dchildren : nullptr);
+    }
+    if (to.dx_rows.rows > 0) {
+      backend::product_write_rows(dgates, transposed_panels, to.dx_rows.rows_from(start, count));
+    } else if (to.dx.grad) {
+      Tensor dx = to.dx.grad->rows_view(start, count);
+      detail::times_transposed(tape, dgates, w, to.dx.beta, dx);
+    }
+    if (dw.grad) {
+      if (in.dense)
+        backend::gemm(in.dense->rows_view(start, count), true, dgates, false, 1.0f, dw_beta,
+                      *dw.grad);
+      else
+        backend::product_transposed_read_rows(in.rows.rows_from(start, count), dgates, dw_beta,
+                                              *dw.grad);
+      dw_beta = 1.0f;
+    }
+    if (db)
+      backend::binary_backward(backend::BinaryOp::kAdd, dgates, tape.node(b).value, dgates, nullptr,
+                               db);
   }
-  const auto [dgates, dchildren] = tape.grad_targets(gates, children);
-  backend::lstm_cell_state_backward_activated(tape.node(gates).value, tape.node(children).value,
-                                              mask, node.grad, dgates.grad, dgates.fresh(),
-                                              dchildren.grad, dchildren.fresh());
 }
 
 void check_cell_inputs(const char* op, const Tensor& gates, const Tensor& other,
@@ -129,51 +249,67 @@ Var lstm_cell_state(Var gates, Var children, std::int64_t hidden, float candidat
                            lstm_cell_state_backward);
 }
 
-// lstm_cell_state(linear(x, W, b), children) with the gates the op's own: activated in place.
-// Children read where their rows lie (argument_rows) are float32 on the CPU by construction:
-// only their shape is checked.
+// lstm_cell_state(linear(x, W, b), children) with the gates the op's own: activated in place,
+// kept for backward. Children read where their rows lie (argument_rows) are float32 on the CPU
+// by construction: only their shape is checked. x is read in place too, unless both would need
+// their gradients written into rows in place (then x is gathered: CellGradients).
 Var linear_lstm_cell_state(Var x, Var weight, Var bias, Var children, float candidate_drop_prob,
                            Rng* rng) {
   const char* op = "linear_lstm_cell_state";
-  const Tensor& vx = x.value();
+  Tape& tape = x.tape();
+  if (detail::reads_in_place(tape, x.id()) && detail::reads_in_place(tape, children.id()) &&
+      tape.node(x.id()).requires_grad && tape.node(children.id()).requires_grad)
+    x.value();
   const Tensor& vw = weight.value();
-  const bool in_place = detail::reads_in_place(children.tape(), children.id());
-  for (const auto& [role, value] :
-       {std::pair<const char*, const Tensor*>{"input", &vx}, {"weight", &vw}}) {
-    detail::require_float(op, role, *value);
-    detail::require_rank(op, role, *value, 2);
-    detail::require_same_device(op, vx, *value);
-  }
-  if (!in_place) {
+  detail::check_linear(op, x, vw, bias.value());
+  const bool children_in_place = detail::reads_in_place(tape, children.id());
+  if (!children_in_place) {
     detail::require_float(op, "children", children.value());
     detail::require_rank(op, "children", children.value(), 2);
-    detail::require_same_device(op, vx, children.value());
-  } else if (vx.device() != Device::kCpu) {
-    fail(op, "the children's rows are on the CPU but the input is ", vx.describe());
+    detail::require_same_device(op, vw, children.value());
+  } else if (vw.device() != Device::kCpu) {
+    fail(op, "the children's rows are on the CPU but the weight is ", vw.describe());
   }
   const Shape& cs = children.shape();
-  const std::int64_t rows = vx.shape()[0], width = vw.shape()[1], xw = cs[1];
+  const std::int64_t rows = x.shape()[0], width = vw.shape()[1], xw = cs[1];
   const std::int64_t n = (width - xw) / 2;
   if (cs[0] != rows || width <= xw || (width - xw) % 2 != 0 || xw == 0 || xw % n != 0)
     fail(op, "weight ", vw.shape(), " does not give the gates of children float32 ", cs,
-         " for input ", vx.describe(),
+         " for input float32 ", x.shape(),
          ": expected weight [in, (K+2)N] for children [B, KN] (K forget gates, input, candidate)");
-  const Shape state{rows, n};
-  Tensor mask = candidate_mask(op, candidate_drop_prob, rng, state, vx.device());
-  // The product alone (linear's checks and backward, which reads x and W, not its output, so
-  // the activations may take the output's place); the bias is added as the gates activate.
-  Var gates = detail::linear_without_bias(x, weight, bias, op);
-  Tensor& activations = gates.tape().node(gates.id()).value;
-  Tensor c = Tensor::empty(state, DType::kFloat32, vx.device());
+  Tensor mask = candidate_mask(op, candidate_drop_prob, rng, Shape{rows, n}, vw.device());
+  Tensor activations = Tensor::empty(Shape{rows, width}, DType::kFloat32, vw.device());
+  Tensor c = Tensor::empty(Shape{rows, n}, DType::kFloat32, vw.device());
   const Tensor bias_row = bias.value().reshaped(Shape{bias.value().numel()});
-  const Tensor* m = mask.defined() ? &mask : nullptr;
-  if (in_place)
-    backend::lstm_cell_state_activating_rows(
-        activations, &bias_row, detail::rows_in_place(children.tape(), children.id()), m, c);
-  else
-    backend::lstm_cell_state_activating(activations, &bias_row, children.value(), m, c);
-  return record_cell_state(gates, children, std::move(c), std::move(mask),
-                           linear_lstm_cell_state_backward);
+  const CellOperand in(tape, x.id(), true), kids(tape, children.id(), true);
+  const Tensor panels = in.dense ? Tensor() : tape.panels(weight.id(), false);
+  const std::int64_t block = cell_block_rows(rows, vw);
+  for (std::int64_t start = 0; start < rows; start += block) {
+    const std::int64_t count = std::min(block, rows - start);
+    Tensor gates = activations.rows_view(start, count), cell = c.rows_view(start, count);
+    const Tensor m = mask.defined() ? mask.rows_view(start, count) : Tensor();
+    if (in.dense)
+      backend::gemm(in.dense->rows_view(start, count), false, vw, false, 1.0f, 0.0f, gates);
+    else
+      backend::product_read_rows(in.rows.rows_from(start, count), panels, gates);
+    if (kids.dense)
+      backend::lstm_cell_state_activating(gates, &bias_row, kids.dense->rows_view(start, count),
+                                          m.defined() ? &m : nullptr, cell);
+    else
+      backend::lstm_cell_state_activating_rows(gates, &bias_row, kids.rows.rows_from(start, count),
+                                               m.defined() ? &m : nullptr, cell);
+  }
+  Var out = tape.record(std::move(c), {x, weight, bias, children}, linear_lstm_cell_state_backward);
+  TapeNode& node = tape.node(out.id());
+  if (node.backward != nullptr) {
+    node.saved[0] = std::move(mask);
+    node.saved[1] = std::move(activations);
+  }
+  return out;
+}
+
+void set_linear_cell_block_rows(std::int64_t rows) {
+  forced_block_rows = std::max<std::int64_t>(rows, 0);
 }
 
 // h = sigmoid(gates[:, offset : offset + N]) * tanh(c)

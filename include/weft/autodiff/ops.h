@@ -147,9 +147,16 @@ Var lstm_cell_state(Var gates, Var children, std::int64_t hidden, float candidat
 // [B, KN]. The cell's pass writes the gates' activations over them as it computes c, and
 // backward reads those instead of recomputing sigmoid and tanh: the same values and gradients
 // as the composition, the backward's activations saved
-// (bench/log/2026-11-26-cell-gates-once.md).
+// (bench/log/2026-11-26-cell-gates-once.md). One tape node: on the CPU the rows go through in
+// blocks small enough for the cache (linear_cell_block_rows), each block's product, cell and,
+// in backward, the gates' gradient and the products that read it done before the next block,
+// so the [B, (K+2)N] gate arrays never make a trip to memory between passes.
 Var linear_lstm_cell_state(Var x, Var weight, Var bias, Var children,
                            float candidate_drop_prob = 0.0f, Rng* rng = nullptr);
+// The rows per block linear_lstm_cell_state works through on the CPU: 0 chooses from the gates'
+// width and the weight's size (the default, unless WEFT_CELL_BLOCK_ROWS says otherwise); a
+// positive value forces it (tests, benchmarks; a huge one: whole calls).
+void set_linear_cell_block_rows(std::int64_t rows);
 // The LSTM output, fused: h = sigmoid(o) * tanh(c), o = gates[:, offset : offset + N] read in
 // place, c [B, N].
 Var lstm_hidden(Var gates, std::int64_t offset, Var c);

@@ -36,6 +36,18 @@ struct RowBlocks {
   bool adds(std::size_t position, std::int64_t row) const {
     return add.empty() || add[position * std::size_t(rows) + std::size_t(row)] != 0;
   }
+  // Rows [start, start + count) alone, as a kernel working through a call in blocks reads them.
+  RowBlocks rows_from(std::int64_t start, std::int64_t count) const {
+    RowBlocks part{count, widths, {}, {}};
+    for (std::size_t p = 0; p < widths.size(); ++p) {
+      const std::size_t first = p * std::size_t(rows) + std::size_t(start);
+      part.pointers.insert(part.pointers.end(), pointers.begin() + first,
+                           pointers.begin() + first + count);
+      if (!add.empty())
+        part.add.insert(part.add.end(), add.begin() + first, add.begin() + first + count);
+    }
+    return part;
+  }
 };
 
 }  // namespace weft::backend
