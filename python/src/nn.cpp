@@ -69,6 +69,20 @@ and name scopes: `with store.scope("tree_lstm"): fc = FC(store, "fc", 3, 4)` nam
         "Dropout when a training forward_mode is active (the Trainer's train batches), else x.");
   m.def("is_training", &nn::is_training);
   m.def(
+      "dropout_mask",
+      [](std::vector<std::int64_t> shape, float drop_prob) -> py::object {
+        if (!nn::is_training() || drop_prob == 0.0f) return py::none();
+        Tape scratch;  // the mask is what mode_dropout multiplies by: its draw, from ones
+        const Var ones =
+            scratch.constant(Tensor::full(Shape(std::span<const std::int64_t>(shape)), 1.0f));
+        return py::cast(nn::mode_dropout(ones, drop_prob).value());
+      },
+      py::arg("shape"), py::arg("drop_prob"),
+      "The mask mode_dropout would multiply a value of this shape by (0 or 1 / (1 - drop_prob), "
+      "drawn from the forward mode's Rng, as the draw of Weft's own dropout at that point), or "
+      "None outside a training forward_mode or when drop_prob is 0. For torch bodies whose "
+      "dropout should draw as Weft's layers do (weft.torch.WeftDropout).");
+  m.def(
       "_push_mode",
       [](bool training, Rng* rng) {
         open_modes.push_back(std::make_unique<nn::ForwardMode>(training, rng));

@@ -269,6 +269,18 @@ zero_grad().)doc")
       .def("zero_grad", &Optimizer::zero_grad)
       .def_property_readonly("steps", &Optimizer::steps)
       .def_property_readonly("parameters", &Optimizer::parameters)
+      .def_property_readonly("slot_names", &Optimizer::slot_names)
+      .def(
+          "update_tensor",
+          [](const Optimizer& o, double learning_rate, std::int64_t step, Tensor value,
+             const Tensor& grad, std::optional<Tensor> indices, std::vector<Tensor> slots) {
+            o.update_tensor(learning_rate, step, value, grad, indices ? *indices : Tensor(), slots);
+          },
+          py::arg("learning_rate"), py::arg("step"), py::arg("value"), py::arg("grad"),
+          py::arg("indices"), py::arg("slots"),
+          "This rule applied to tensors held elsewhere (weft.torch.Adam): value (updated in "
+          "place) by a dense grad, or, with indices (int32 [k], sorted, distinct), lazily by the "
+          "rows grad at indices; slots as slot_names, each of value's shape; step from 1.")
       .def("state", [](const Optimizer& o) {
         py::dict out;
         for (const auto& [k, v] : o.state()) out[py::str(k)] = v;

@@ -298,3 +298,24 @@ def test_tf_fold_spelling_infers_types_and_nests_tuples():
     torch.testing.assert_close(torch.from_dlpack(out.output(1).value), want1, **TOL)
     for g, p in zip(got, lin.parameters()):
         torch.testing.assert_close(g, p.grad, **TOL)
+
+
+def test_weft_dropout_draws_weft_s_masks():
+    """wt.WeftDropout in a torch body multiplies by the mask Weft's mode_dropout draws from the
+    same Rng at the same point; eval() and no training forward_mode pass the input through."""
+    x = torch.rand(6, 7) + 0.5
+    drop = wt.WeftDropout(0.3)
+    with weft.forward_mode(True, weft.Rng(11)):
+        got = [drop(x), drop(x)]
+    tape = weft.Tape()
+    with weft.forward_mode(True, weft.Rng(11)), tape:
+        xv = tape.constant(weft.from_dlpack(x))
+        want = [weft.nn.mode_dropout(xv, 0.3), weft.nn.mode_dropout(xv, 0.3)]
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, torch.from_dlpack(w.value), rtol=0, atol=0)
+    assert not torch.equal(got[0], got[1]) and (got[0] == 0).any()
+    assert torch.equal(drop(x), x)  # no forward_mode: no dropout
+    with weft.forward_mode(True, weft.Rng(11)):
+        assert torch.equal(drop.eval()(x), x)
+    with pytest.raises(weft.Error, match=r"WeftDropout: p = 1.0 is outside \[0, 1\)"):
+        wt.WeftDropout(1.0)

@@ -101,24 +101,28 @@ def test_sst_trains_with_adam(cells, data_dir):
     assert history[-1]["loss"] < 0.8 * history[0]["loss"]
 
 
-@pytest.mark.parametrize("dense", [False, True])
-def test_weft_cells_example_tracks_weft_train_sentiment(dense, data_dir):
-    """With Weft's cells the example starts from `weft train sentiment`'s initial weights, sees
-    its batches and draws its dropout masks: torch's Adam (SparseAdam on the word vectors, or one
-    dense Adam) gives the Trainer's epoch losses (lazy, or dense, row updates)."""
+@pytest.mark.parametrize("cells,dense,optimizer", [
+    ("weft", False, "torch"), ("weft", True, "torch"), ("weft", False, "weft"),
+    ("torch", False, "weft"), ("torch", False, "torch")])
+def test_sst_example_tracks_weft_train_sentiment(cells, dense, optimizer, data_dir):
+    """The example starts from `weft train sentiment`'s initial weights, sees its batches and
+    draws its dropout masks (Weft's cells themselves, torch bodies through WeftDropout): torch's
+    optimizers (SparseAdam on the word vectors, or one dense Adam) or weft.torch.Adam give the
+    Trainer's epoch losses (lazy, or dense, row updates)."""
     if not (data_dir / "sst" / "train.txt").exists():
         pytest.skip(f"no SST data under {data_dir}")
     common = dict(max_train=120, max_eval=30, hidden=16, seed=2)
-    history = sst.main(["--data-dir", str(data_dir), "--cells", "weft", "--epochs", "2"]
+    history = sst.main(["--data-dir", str(data_dir), "--cells", cells, "--epochs", "2"]
                        + [f"--{k.replace('_', '-')}={v}" for k, v in common.items()]
-                       + (["--dense-embeddings"] if dense else []))
+                       + (["--dense-embeddings"] if dense else [])
+                       + ["--optimizer", optimizer])
     cli = weft.models.create("sentiment", data_dir=str(data_dir), embedding_aliases="none",
                              **common)
     epochs = cli.fit(epochs=2, optimizer="adam", learning_rate=1e-3, weight_decay=0,
                      embedding_lr_scale=1, sparse_updates="dense" if dense else "lazy",
                      threads=1, prepare_ahead=False, restore_best=False, progress="off")
-    for mine, theirs in zip(history, epochs):
-        assert abs(mine["loss"] - theirs["train"]["loss"]) < 1e-4 * theirs["train"]["loss"]
+    for mine, theirs in zip(history, epochs):  # (torch's own dropout masks: 2.5e-3 apart)
+        assert abs(mine["loss"] - theirs["train"]["loss"]) < 1e-5 * theirs["train"]["loss"]
         assert abs(mine["dev_root"] - theirs["dev"]["root_fine"]) < 1e-9
 
 

@@ -5,6 +5,8 @@ torch.optim.SparseAdam over it is Weft's own lazy Adam; a dense use of such a ta
 by name. Also the helpers a torch loop uses to see the Trainer's batches: weft.train.epoch_order
 and Inputs.take."""
 
+import copy
+
 import numpy as np
 import pytest
 
@@ -57,6 +59,27 @@ def torch_grads(model, *batches):
     return {k: v.grad for k, v in model.named_parameters()}
 
 
+def check_equals_weft_s_lazy_adam(via_torch, initial, n, vocab, seed, batches, lr, eps, tol):
+    """The same model trained by Weft alone (its Adam, lazy row updates) on the same batches
+    ends where torch's optimizers left `via_torch`; a row no batch used kept its `initial`."""
+    block, store = tree_lstm(n, vocab, seed, sparse=True)
+    compiler, tape = td.Compiler(block), weft.Tape()
+    opt = weft.train.Adam(list(store.trainable_parameters()), lr=lr, epsilon=eps)
+    for trees in batches:
+        opt.zero_grad()
+        tape.clear()
+        with tape:
+            h = compiler.forward(trees, tape).output()
+            tape.backward(weft.sum(h * h))
+        opt.step()
+    for p in store.parameters:
+        np.testing.assert_allclose(via_torch[p.name], np.asarray(p.value), **tol)
+    unused = sorted(set(range(vocab)) - set().union(
+        *(words_of(t, set()) for trees in batches for t in trees)))
+    assert unused
+    np.testing.assert_array_equal(via_torch["emb/table"][unused], initial[unused])
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_a_sparse_table_gives_torch_the_dense_paths_gradient_as_sparse_rows(seed):
     n, vocab = 5, 40
@@ -99,6 +122,7 @@ def test_sparse_adam_over_the_sparse_gradient_is_weft_s_lazy_adam():
     rng = np.random.default_rng(7)
     batches = [[random_tree(rng, 3, vocab // 2) for _ in range(4)] for _ in range(3)]
     block, store = tree_lstm(n, vocab, 7, sparse=True)
+    initial = np.asarray(store.get("emb/table").value).copy()
     model = wt.Blocks(block, store)
     table = model.weft["emb_table"]
     rest = [p for p in model.parameters() if p is not table]
@@ -111,24 +135,7 @@ def test_sparse_adam_over_the_sparse_gradient_is_weft_s_lazy_adam():
         for opt in opts:
             opt.step()
     via_torch = {p.name: np.asarray(p.value).copy() for p in store.parameters}
-
-    block, store = tree_lstm(n, vocab, 7, sparse=True)
-    initial = np.asarray(store.get("emb/table").value).copy()
-    compiler, tape = td.Compiler(block), weft.Tape()
-    opt = weft.train.Adam(list(store.trainable_parameters()), lr=lr, epsilon=eps)
-    for trees in batches:
-        opt.zero_grad()
-        tape.clear()
-        with tape:
-            h = compiler.forward(trees, tape).output()
-            tape.backward(weft.sum(h * h))
-        opt.step()
-    for p in store.parameters:
-        np.testing.assert_allclose(via_torch[p.name], np.asarray(p.value), **TOL)
-    unused = sorted(set(range(vocab)) - set().union(
-        *(words_of(t, set()) for trees in batches for t in trees)))
-    assert unused
-    np.testing.assert_array_equal(via_torch["emb/table"][unused], initial[unused])
+    check_equals_weft_s_lazy_adam(via_torch, initial, n, vocab, 7, batches, lr, eps, TOL)
 
 
 def test_a_dense_use_of_a_sparse_table_is_refused_by_name():
@@ -179,3 +186,96 @@ def test_epoch_order_is_a_seeded_permutation_and_inputs_take_picks_examples():
     np.testing.assert_array_equal(np.asarray(picked.value), np.asarray(want.value))
     with pytest.raises(weft.Error, match="index 9 is out of range for 9 examples"):
         inputs.take([1, 9])
+
+
+# ---- weft.torch.Adam: torch's Adam as Weft's fused update, lazy on sparse gradients -----------
+
+
+def test_weft_adam_equals_torch_adam_on_dense_gradients():
+    torch.manual_seed(3)
+    shapes = [(7, 5), (5,), (3, 4, 2)]
+    for weight_decay in (0.0, 0.01):
+        ours = [torch.nn.Parameter(torch.randn(s)) for s in shapes]
+        theirs = [torch.nn.Parameter(p.detach().clone()) for p in ours]
+        opts = [wt.Adam(ours, lr=0.03, betas=(0.8, 0.99), weight_decay=weight_decay),
+                torch.optim.Adam(theirs, lr=0.03, betas=(0.8, 0.99), weight_decay=weight_decay)]
+        for _ in range(4):
+            for a, b in zip(ours, theirs):
+                a.grad = torch.randn(a.shape)
+                b.grad = a.grad.clone()
+            for opt in opts:
+                opt.step()
+        for a, b in zip(ours, theirs):
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_weft_adam_on_a_sparse_table_is_weft_train_s_lazy_adam():
+    """weft.torch.Adam over every parameter of a model with a row-sparse table gives what Weft's
+    own Adam (lazy row updates, `weft train`'s default) gives, eps included; unused rows stay."""
+    n, vocab, lr = 5, 60, 0.05
+    rng = np.random.default_rng(8)
+    batches = [[random_tree(rng, 3, vocab // 2) for _ in range(4)] for _ in range(3)]
+    block, store = tree_lstm(n, vocab, 8, sparse=True)
+    initial = np.asarray(store.get("emb/table").value).copy()
+    model = wt.Blocks(block, store)
+    opt = wt.Adam(model.parameters(), lr=lr)
+    for trees in batches:
+        opt.zero_grad(set_to_none=True)
+        (model(trees) ** 2).sum().backward()
+        opt.step()
+    via_torch = {p.name: np.asarray(p.value).copy() for p in store.parameters}
+    check_equals_weft_s_lazy_adam(via_torch, initial, n, vocab, 8, batches, lr, 1e-8,
+                                  dict(rtol=1e-5, atol=1e-7))
+
+
+def test_weft_adam_sums_repeated_sparse_rows_as_sparse_adam_does():
+    """torch's own sparse gradients (nn.Embedding(sparse=True)) may repeat a row: summed first.
+    With eps tiny, the lazy rule equals SparseAdam's (which differs only in eps's place)."""
+    torch.manual_seed(4)
+    tables = [torch.nn.Embedding(20, 3, sparse=True) for _ in range(2)]
+    tables[1].weight.data.copy_(tables[0].weight.data)
+    opts = [wt.Adam(tables[0].parameters(), lr=0.1, eps=1e-12),
+            torch.optim.SparseAdam(tables[1].parameters(), lr=0.1, eps=1e-12)]
+    for ids in ([1, 5, 1, 1], [5, 7, 7], [2, 1]):
+        for table, opt in zip(tables, opts):
+            opt.zero_grad()
+            table(torch.tensor(ids)).pow(2).sum().backward()
+            opt.step()
+    torch.testing.assert_close(tables[0].weight, tables[1].weight, rtol=1e-5, atol=1e-6)
+
+
+def test_weft_adam_state_dict_round_trips():
+    torch.manual_seed(5)
+    params = [torch.nn.Parameter(torch.randn(4, 3)), torch.nn.Parameter(torch.randn(3))]
+    grads = [[torch.randn(p.shape) for p in params] for _ in range(3)]
+
+    def run(opt, steps):
+        for g in steps:
+            for p, gp in zip(params, g):
+                p.grad = gp.clone()
+            opt.step()
+
+    opt = wt.Adam(params, lr=0.1)
+    run(opt, grads[:2])
+    saved = ([p.detach().clone() for p in params], copy.deepcopy(opt.state_dict()))
+    run(opt, grads[2:])
+    want = [p.detach().clone() for p in params]
+    with torch.no_grad():
+        for p, v in zip(params, saved[0]):
+            p.copy_(v)
+    fresh = wt.Adam(params, lr=0.1)
+    fresh.load_state_dict(saved[1])
+    run(fresh, grads[2:])
+    for p, w in zip(params, want):
+        torch.testing.assert_close(p.detach(), w, rtol=0, atol=0)
+
+
+def test_weft_adam_refuses_what_it_cannot_update():
+    with pytest.raises(weft.Error, match="contiguous float32 CPU tensors, got torch.float64"):
+        wt.Adam([torch.nn.Parameter(torch.zeros(3, dtype=torch.float64))])
+    with pytest.raises(weft.Error, match="not contiguous"):
+        wt.Adam([torch.nn.Parameter(torch.zeros(3, 4).t())])
+    with pytest.raises(weft.Error, match=r"\[weft.torch.Adam\].*beta1"):
+        wt.Adam([torch.nn.Parameter(torch.zeros(3))], betas=(1.5, 0.9))
+    with pytest.raises(weft.Error, match="lr must be finite"):
+        wt.Adam([torch.nn.Parameter(torch.zeros(3))], lr=float("nan"))

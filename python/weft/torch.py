@@ -9,6 +9,8 @@
   step (a ``torch.autograd.Function``); ``weft.torch.Blocks(block, parameters)`` is the same as an
   ``nn.Module`` whose Weft-native parameters are ``nn.Parameter``s over Weft's memory.
 - torchfold's API: ``weft.torch.Fold`` (weft/_torchfold.py): change the import, keep the code.
+- ``weft.torch.Adam`` (weft/_torch_optim.py): torch's Adam as Weft's fused update, dense and
+  sparse gradients in one optimizer (the sparse rows updated lazily).
 """
 
 import torch as _torch
@@ -17,7 +19,7 @@ from . import _weft
 from . import blocks as _td
 
 __all__ = ["call", "Function", "op", "fold", "Blocks", "parameters_of", "Fold", "Unfold",
-           "WeftStep"]
+           "WeftStep", "Adam", "WeftDropout"]
 
 from ._torch_bodies import (  # noqa: F401  (weft.torch's public names)
     Function,
@@ -29,6 +31,7 @@ from ._torch_bodies import (  # noqa: F401  (weft.torch's public names)
     parameters_of,
 )
 from ._torchfold import Fold, Unfold  # noqa: F401  (torchfold's API, over the torch bodies)
+from ._torch_optim import Adam  # noqa: F401  (Adam as one fused Weft pass, lazy on sparse rows)
 
 
 class _Run:
@@ -172,4 +175,23 @@ class Blocks(_torch.nn.Module):
     def metric(self, name):
         """(rows, labels) of a metric of the last forward (see fold)."""
         return self._folder.metric(name)
+
+
+class WeftDropout(_torch.nn.Module):
+    """Dropout for torch bodies that draws its masks as Weft's own layers do: inside a training
+    ``weft.forward_mode(True, rng)`` each call multiplies by the mask Weft's dropout would draw at
+    that point (weft.nn.dropout_mask, from that Rng), so a model of torch bodies run at a seed
+    draws the masks the same model of Weft's layers draws. In eval() or outside a training
+    forward_mode it passes its input through."""
+
+    def __init__(self, p):
+        super().__init__()
+        if not 0.0 <= p < 1.0:
+            raise _weft.Error(f"[weft.torch] WeftDropout: p = {p} is outside [0, 1) (the "
+                              "probability of zeroing an element)")
+        self.p = p
+
+    def forward(self, x):
+        mask = _weft.nn.dropout_mask(list(x.shape), self.p) if self.training else None
+        return x if mask is None else x * _torch.from_dlpack(mask)
 

@@ -126,16 +126,31 @@ void Optimizer::update_parameter(std::size_t index, double learning_rate) {
     fail("optimizer", "parameter '", p.name(), "' is on ", device_name(device),
          " with its gradient on ", device_name(grad.device()), " and its optimizer state on ",
          device_name(slot_device), "; make the optimizer after placing the parameters");
-  const backend::UpdateArgs args = update_args(learning_rate, steps_);
   Tensor* slot0 = slots.size() > 0 ? &slots[0] : nullptr;
   Tensor* slot1 = slots.size() > 1 ? &slots[1] : nullptr;
-  if (lazy) {
-    const RowSparseGrad& rows = p.row_sparse_grad();
-    if (rows.indices.numel() > 0)
-      backend::apply_update_rows(args, p.value(), rows.indices, rows.rows, slot0, slot1);
-  } else {
-    backend::apply_update(args, p.value(), grad, slot0, slot1);
-  }
+  apply(update_args(learning_rate, steps_), p.value(), grad,
+        lazy ? p.row_sparse_grad().indices : Tensor(), slot0, slot1);
+}
+
+void Optimizer::apply(const backend::UpdateArgs& args, Tensor& value, const Tensor& grad,
+                      const Tensor& indices, Tensor* slot0, Tensor* slot1) {
+  if (!indices.defined())
+    backend::apply_update(args, value, grad, slot0, slot1);
+  else if (indices.numel() > 0)
+    backend::apply_update_rows(args, value, indices, grad, slot0, slot1);
+}
+
+void Optimizer::update_tensor(double learning_rate, std::int64_t step, Tensor& value,
+                              const Tensor& grad, const Tensor& indices,
+                              std::span<Tensor> slots) const {
+  if (!(learning_rate >= 0) || !std::isfinite(learning_rate))
+    fail("optimizer", "the learning rate must be finite and >= 0, got ", learning_rate);
+  if (step < 1) fail("optimizer", "the step counts from 1, got ", step);
+  if (slots.size() != slot_names_.size())
+    fail("optimizer", kind_name(), " keeps ", slot_names_.size(), " slots per tensor, got ",
+         slots.size());
+  apply(update_args(learning_rate, step), value, grad, indices,
+        slots.size() > 0 ? &slots[0] : nullptr, slots.size() > 1 ? &slots[1] : nullptr);
 }
 
 io::TensorMap Optimizer::state() const {

@@ -122,6 +122,15 @@ class Optimizer {
   // check_state, then copies the values in (to each slot's device, wherever `state` lives).
   void load_state(const io::TensorMap& state, const std::string& where = "optimizer");
 
+  // The rule applied to tensors held elsewhere (weft.torch.Adam over torch's tensors), at
+  // `step` (counting from 1, as the bias correction counts) and this rate: `value` by a dense
+  // `grad` of its shape, or, where `indices` is defined, lazily by `grad` = the rows at
+  // `indices` (int32 [k], sorted and distinct), as a row-sparse gradient is. `slots` are
+  // slot_names()'s, each of value's shape; everything float32 on value's device.
+  void update_tensor(double learning_rate, std::int64_t step, Tensor& value, const Tensor& grad,
+                     const Tensor& indices, std::span<Tensor> slots) const;
+  const std::vector<std::string>& slot_names() const { return slot_names_; }
+
  protected:
   Optimizer(const OptimizerSpec& spec, std::span<const Parameter> parameters,
             std::vector<std::string> slot_names, float slot_initial_value = 0.0f);
@@ -133,6 +142,9 @@ class Optimizer {
 
  private:
   void update_parameter(std::size_t index, double learning_rate);
+  // The backend's update, dense or (indices defined) of the rows at indices.
+  static void apply(const backend::UpdateArgs& args, Tensor& value, const Tensor& grad,
+                    const Tensor& indices, Tensor* slot0, Tensor* slot1);
 
   OptimizerSpec spec_;
   std::vector<Parameter> parameters_;

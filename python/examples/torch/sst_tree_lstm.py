@@ -10,11 +10,14 @@ nn.Module trained by torch optimizers, with Weft batching the trees. Two ways in
 Either way the loss (every node's cross-entropy, summed per tree, the batch's mean over trees)
 is torch code and loss.backward() runs Weft's tape backward through the bodies. The word vectors
 get a row-sparse gradient (torch's sparse COO: only the rows a batch used), trained by
-torch.optim.SparseAdam, the rest by torch.optim.Adam (--dense-embeddings: one dense Adam).
+torch.optim.SparseAdam, the rest by torch.optim.Adam (--dense-embeddings: one dense Adam;
+--optimizer weft: one weft.torch.Adam, Weft's fused update, lazy on the word vectors' rows).
 
 The data, the vocabulary and the initial weights are those of `weft train sentiment` at the same
-seed (weft.models.create("sentiment")), and the batches come in the Trainer's order
-(weft.train.epoch_order), so the two runs start from the same model and see the same batches.
+seed (weft.models.create("sentiment")), the batches come in the Trainer's order
+(weft.train.epoch_order) and the dropout masks are the Trainer's draws (Weft's cells draw them
+themselves; torch bodies through weft.torch.WeftDropout), so the two runs start from the same
+model, see the same batches and drop the same units.
 
     /usr/bin/python3 python/examples/torch/sst_tree_lstm.py --epochs 1 --max-train 2000
 """
@@ -33,13 +36,18 @@ from weft import blocks as td
 from weft.blocks import Type
 
 
+def dropout_module(p, weft_draws):
+    """torch's Dropout, or weft.torch.WeftDropout: the masks Weft's own layers would draw."""
+    return wt.WeftDropout(p) if weft_draws else torch.nn.Dropout(p)
+
+
 class Leaf(torch.nn.Module):
     """Tai et al.'s leaf: c = W_c x + b_c, h = sigmoid(W_o x + b_o) * tanh(c)."""
 
-    def __init__(self, embedding, n, dropout):
+    def __init__(self, embedding, n, dropout, weft_draws=False):
         super().__init__()
         self.embedding, self.proj = embedding, torch.nn.Linear(embedding.embedding_dim, 2 * n)
-        self.dropout = torch.nn.Dropout(dropout)
+        self.dropout = dropout_module(dropout, weft_draws)
 
     def forward(self, ids):
         c, o = self.proj(self.dropout(self.embedding(ids.long()))).chunk(2, 1)
@@ -50,10 +58,10 @@ class Composer(torch.nn.Module):
     """The binary N-ary Tree-LSTM cell: (h1, c1), (h2, c2) -> (h, c), dropout on the candidate.
     Its gates come in the order of Weft's NaryTreeLSTMCell (f1, f2, i, u, o)."""
 
-    def __init__(self, n, dropout):
+    def __init__(self, n, dropout, weft_draws=False):
         super().__init__()
         self.gates = torch.nn.Linear(2 * n, 5 * n)
-        self.dropout = torch.nn.Dropout(dropout)
+        self.dropout = dropout_module(dropout, weft_draws)
 
     def forward(self, h1, c1, h2, c2):
         f1, f2, i, u, o = self.gates(torch.cat([h1, h2], 1)).chunk(5, 1)
@@ -83,15 +91,19 @@ def sst_block(leaf, composer, logits, state):
 
 class TorchTreeLSTM(torch.nn.Module):
     """The model with torch bodies: every parameter is an ordinary torch parameter (the word
-    vectors' gradient sparse with sparse=True, as nn.Embedding(sparse=True))."""
+    vectors' gradient sparse with sparse=True, as nn.Embedding(sparse=True)). With a seed its
+    dropout draws Weft's masks from weft.Rng(seed) (WeftDropout), as `weft train` would; without,
+    torch's."""
 
-    def __init__(self, vocab_size, dim, n, dropout=0.25, sparse=False):
+    def __init__(self, vocab_size, dim, n, dropout=0.25, sparse=False, seed=None):
         super().__init__()
+        weft_draws = seed is not None
+        self.rng = weft.Rng(seed) if weft_draws else None
         self.embedding = torch.nn.Embedding(vocab_size, dim, sparse=sparse)
-        self.leaf = Leaf(self.embedding, n, dropout)
-        self.composer = Composer(n, dropout)
+        self.leaf = Leaf(self.embedding, n, dropout, weft_draws)
+        self.composer = Composer(n, dropout, weft_draws)
         self.classifier = torch.nn.Linear(n, 5)
-        self.dropout = torch.nn.Dropout(dropout)
+        self.dropout = dropout_module(dropout, weft_draws)
         state = Type.tuple(Type.vector(n), Type.vector(n))
         block = sst_block(
             wt.Function("leaf", [Type.scalar("int32")], self.leaf, state),
@@ -102,7 +114,11 @@ class TorchTreeLSTM(torch.nn.Module):
 
     def forward(self, trees):
         """Root logits [trees, 5], every node's logits [nodes, 5] and their labels."""
-        root = self.fold(trees)
+        if self.rng is None:
+            root = self.fold(trees)
+        else:
+            with weft.forward_mode(self.training, self.rng):  # WeftDropout's draws
+                root = self.fold(trees)
         nodes, labels = self.fold.metric("nodes")
         return root, nodes, labels
 
@@ -202,10 +218,13 @@ def with_pair_keys(tree):
     return {"label": tree["label"], "pair": 0, "id": tree["id"]}
 
 
-def optimizers(model, learning_rate, sparse):
+def optimizers(model, learning_rate, sparse, fused=False):
     """SparseAdam for the word vectors' sparse gradient and Adam for the rest (sparse), or one
     Adam (dense). SparseAdam is Adam's lazy variant: a row moves, and its moments decay, only in
-    the steps whose batch used the word, as `weft train --sparse-updates lazy`."""
+    the steps whose batch used the word, as `weft train --sparse-updates lazy`. `fused`: one
+    weft.torch.Adam for all (Weft's fused update; lazy on the sparse rows, eps as Adam's)."""
+    if fused:
+        return [wt.Adam(model.parameters(), lr=learning_rate)]
     if not sparse:
         return [torch.optim.Adam(model.parameters(), lr=learning_rate, foreach=True)]
     table = model.word_vectors()
@@ -237,6 +256,10 @@ def main(argv=None):
     p.add_argument("--no-embeddings", action="store_true", help="random word vectors, not GloVe")
     p.add_argument("--dense-embeddings", action="store_true",
                    help="a dense gradient for the word vectors and one dense Adam")
+    p.add_argument("--torch-dropout", action="store_true",
+                   help="--cells torch: torch's dropout masks, not Weft's draws (WeftDropout)")
+    p.add_argument("--optimizer", choices=["torch", "weft"], default="torch",
+                   help="torch: torch.optim's SparseAdam and Adam; weft: weft.torch.Adam")
     args = p.parse_args(argv)
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)
@@ -248,15 +271,17 @@ def main(argv=None):
     vocab_size, dim = values["embedding/table"].shape
     sparse = not args.dense_embeddings
     if args.cells == "torch":
-        model = TorchTreeLSTM(vocab_size, dim, args.hidden, sparse=sparse)
+        model = TorchTreeLSTM(vocab_size, dim, args.hidden, sparse=sparse,
+                              seed=None if args.torch_dropout else args.seed)
     else:
         model = WeftTreeLSTM(vocab_size, dim, args.hidden, seed=args.seed, sparse=sparse)
     model.load_weft_values(values)
-    opts = optimizers(model, args.learning_rate, sparse)
+    opts = optimizers(model, args.learning_rate, sparse, fused=args.optimizer == "weft")
     train_inputs = td.Inputs(train)  # converted for Weft once, not every epoch
     history = []
     print(f"{len(train)} training trees, {len(dev)} dev trees, {vocab_size} words, "
-          f"{args.cells} cells, {'sparse' if sparse else 'dense'} word-vector gradients",
+          f"{args.cells} cells, {'sparse' if sparse else 'dense'} word-vector gradients, "
+          f"{args.optimizer} optimizer",
           flush=True)
     for epoch in range(1, args.epochs + 1):
         start, total = time.perf_counter(), 0.0
