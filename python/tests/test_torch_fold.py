@@ -152,3 +152,20 @@ def test_native_gradients_accumulate_as_torch_does_without_a_copy():
         (model(second) ** 2).sum().backward()
         for k, v in model.named_parameters():
             torch.testing.assert_close(v.grad, alone[1][k], **TOL)
+
+
+def test_a_step_without_gradients_gives_its_tape_back():
+    """Under torch.no_grad() no backward comes: the step's tape returns to the pool at once (the
+    outputs keep their values), so evaluation between epochs leaves training its tape."""
+    block, store = native_tree_lstm(5, 6, seed=3)
+    step = wt.fold(block, store)
+    trees = [{"word": 1}, {"children": [{"word": 2}, {"word": 3}]}]
+    step(trees).sum().backward()
+    assert len(step.tapes) == 1
+    with torch.no_grad():
+        kept = step(trees)
+        assert len(step.tapes) == 1
+        again = step([{"word": 4}] * 3)
+    assert len(step.tapes) == 1
+    torch.testing.assert_close(kept, step(trees).detach(), rtol=0, atol=0)
+    assert again.shape[0] == 3

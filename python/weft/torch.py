@@ -77,9 +77,14 @@ class _Run:
                 continue
             g = None if accumulated else p.grad
             out.append(None if g is None else _torch.from_dlpack(g))
-        self.tape.clear()  # the batch's values, the torch bodies' graphs: gone now
-        self.tapes.append(self.tape)
+        self.release()
         return out
+
+    def release(self):
+        """The tape goes back to the folder's pool, cleared (the batch's values, the torch
+        bodies' graphs: gone; the outputs handed to torch keep their own memory)."""
+        self.tape.clear()
+        self.tapes.append(self.tape)
 
 
 def _sparse_torch_grad(param):
@@ -127,6 +132,8 @@ class _Folder:
         run.torch_params = self.torch_params
         run.tape.grad_enabled = _torch.is_grad_enabled()  # torch.no_grad(): Weft records none
         out = WeftStep.apply(run, self.anchor, *self.torch_params)
+        if not run.tape.grad_enabled:  # no backward will come: reuse the tape (and its blocks)
+            run.release()
         if not self.metric_names:
             return out
         out = list(out) if isinstance(out, tuple) else [out]
