@@ -137,13 +137,8 @@ backend::RowBlocks items_of(const Var& x) {
   if (detail::reads_items_in_place(x.tape(), x.id()))
     return detail::rows_in_place(x.tape(), x.id());
   const Tensor& v = x.value();
-  backend::RowBlocks items;
-  items.rows = v.shape()[0];
-  items.widths = {v.row_size()};
-  items.pointers.reserve(std::size_t(items.rows));
-  float* first = const_cast<float*>(v.data<float>());
-  for (std::int64_t i = 0; i < items.rows; ++i) items.pointers.push_back(first + i * v.row_size());
-  return items;
+  return backend::RowBlocks::of_dense(const_cast<float*>(v.data<float>()), v.shape()[0],
+                                      v.row_size());
 }
 
 // An operand's checks; one read where its rows lie is float32 on the CPU by construction, so only

@@ -2,9 +2,8 @@
 // one way to hand an operation body rows from many chunks. On the CPU the value is recorded
 // uncomputed: the ops that read rows where they lie (linear, linear_relu / tanh / sigmoid,
 // linear_lstm_cell_state; batch_matmul reads each row as one item, a decoder's memory) read it
-// by index and write its gradient straight into the chunks'
-// gradients, so neither a gather nor a scatter runs; anything else computes it (one gather) when
-// it first reads it (Var::value).
+// by index and write its gradient straight into the chunks' gradients, so neither a gather nor a
+// scatter runs; anything else computes it (one gather) when it first reads it (Var::value).
 #pragma once
 
 #include <cstdint>
@@ -22,14 +21,14 @@ namespace weft {
 Var argument_rows(std::span<const Var> sources, const Tensor& refs, std::int64_t rows,
                   std::span<const std::int64_t> widths, const Shape& shape);
 
-// When argument_rows leaves float32 values (matrices, or rows of any shape) on the CPU uncomputed
-// (WEFT_READ_ROWS, or set_read_rows_in_place): kWithoutGradients (the default, WEFT_READ_ROWS=auto)
-// on a tape that records no gradients (inference, evaluation, serving), where reading in place
-// measured faster; kAlways (=1) in training too, where each consumer also writes its gradient into
-// the rows' chunks (a quarter of the bytes moved, but measured slower on Zen 5: BENCHMARKS.md);
-// kNever
-// (=0) gathers every argument, as before. Never in batch-invariant mode: whether an argument is
-// a view or rows of many chunks depends on the batch, and the rows' kernels round differently.
+// When argument_rows leaves float32 values (matrices, or rows of any shape) on the CPU
+// uncomputed (WEFT_READ_ROWS, or set_read_rows_in_place): kWithoutGradients (the default,
+// WEFT_READ_ROWS=auto) on a tape that records no gradients (inference, evaluation, serving),
+// where reading in place measured faster; kAlways (=1) in training too, where each consumer also
+// writes its gradient into the rows' chunks (a quarter of the bytes moved, but measured slower on
+// Zen 5: BENCHMARKS.md); kNever (=0) gathers every argument, as before. Never in batch-invariant
+// mode: whether an argument is a view or rows of many chunks depends on the batch, and the rows'
+// kernels round differently.
 enum class ReadRows { kNever, kWithoutGradients, kAlways };
 void set_read_rows_in_place(ReadRows when);
 ReadRows read_rows_in_place();

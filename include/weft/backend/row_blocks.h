@@ -19,6 +19,14 @@ struct RowBlocks {
   // overwrites it (the first gradient to reach that row). Empty: every row is added into.
   std::vector<std::uint8_t> add;
 
+  // The rows of a dense row-major [rows, width] matrix starting at `first`, as one block each.
+  static RowBlocks of_dense(float* first, std::int64_t rows, std::int64_t width) {
+    RowBlocks dense{rows, {width}, {}, {}};
+    dense.pointers.reserve(std::size_t(rows));
+    for (std::int64_t i = 0; i < rows; ++i) dense.pointers.push_back(first + i * width);
+    return dense;
+  }
+
   std::int64_t width() const { return std::accumulate(widths.begin(), widths.end(), 0LL); }
   float* at(std::size_t position, std::int64_t row) const {
     return pointers[position * std::size_t(rows) + std::size_t(row)];

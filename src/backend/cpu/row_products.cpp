@@ -144,10 +144,8 @@ void product_read_rows(const RowBlocks& x, const Tensor& packed, Tensor& y) {
 
 void product_write_rows(const Tensor& dy, const Tensor& packed, const RowBlocks& dx) {
   // dy's rows as blocks of their own, so one tile serves both products.
-  RowBlocks a{dy.rows(), {dy.row_size()}, {}, {}};
-  a.pointers.reserve(std::size_t(a.rows));
-  for (std::int64_t i = 0; i < a.rows; ++i)
-    a.pointers.push_back(const_cast<float*>(dy.data<float>()) + i * dy.row_size());
+  const RowBlocks a =
+      RowBlocks::of_dense(const_cast<float*>(dy.data<float>()), dy.rows(), dy.row_size());
   const std::int64_t n = dx.width();
   auto write = [&](std::int64_t q, std::int64_t row, const float* sums) {
     const std::int64_t end = std::min(n, (q + 1) * kPanel);
