@@ -232,6 +232,33 @@ def test_a_body_raising_keyboard_interrupt_stops_the_run():
         td.Compiler(td.Vector(2) >> f).forward([[1, 2]], weft.Tape())
 
 
+def _interrupting_hook(t):
+    raise KeyboardInterrupt  # Ctrl-C landing while torch runs a Python hook from C++
+
+
+def test_ctrl_c_inside_torch_s_hooks_stops_the_run():
+    """torch hands a KeyboardInterrupt raised in a hook it calls from C++ back as RuntimeError
+    ("KeyboardInterrupt: ..."); it must stop the run as KeyboardInterrupt, in a body's forward
+    and in torch's backward inside Weft's, not come out as the body's error."""
+
+    def pack_interrupted(x):
+        with torch.autograd.graph.saved_tensors_hooks(_interrupting_hook, lambda t: t):
+            return torch.tanh(x)
+
+    def unpack_interrupted(x):
+        with torch.autograd.graph.saved_tensors_hooks(lambda t: t, _interrupting_hook):
+            return torch.tanh(x)
+
+    tape = weft.Tape()
+    with tape:
+        x = tape.variable(np.ones((2, 2), np.float32))  # recorded: torch saves tensors
+        with pytest.raises(KeyboardInterrupt):
+            wt.call(pack_interrupted, x, name="stop_forward")
+        loss = weft.sum(wt.call(unpack_interrupted, x, name="stop_backward"))
+    with pytest.raises(KeyboardInterrupt):
+        tape.backward(loss)
+
+
 def test_backward_errors_are_named():
     class Bad(torch.autograd.Function):
         @staticmethod

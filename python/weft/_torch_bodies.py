@@ -31,6 +31,15 @@ def _error_text(error):
     return text
 
 
+def _raise_if_interrupted(error):
+    """Ctrl-C landing in a Python hook that torch calls from C++ (a saved-tensor hook of a body's
+    forward, or of torch's backward) comes out of torch as RuntimeError("KeyboardInterrupt: ..."):
+    raised again as the KeyboardInterrupt it was, so it stops the program rather than failing
+    one body."""
+    if isinstance(error, RuntimeError) and str(error).startswith("KeyboardInterrupt"):
+        raise KeyboardInterrupt from error
+
+
 def _flatten(value, leaf_type, out):
     """The leaves of nested tuples / lists in order, and the nesting (None for a leaf)."""
     if isinstance(value, (tuple, list)):
@@ -114,9 +123,13 @@ def _backward(inputs, outputs):
     def run(grads):
         pairs = [(o, _torch.from_dlpack(g)) for o, g in zip(outputs, grads)
                  if g is not None and o.requires_grad]
-        if pairs:
-            _torch.autograd.backward([o for o, _ in pairs], [g for _, g in pairs],
-                                     retain_graph=True)
+        try:
+            if pairs:
+                _torch.autograd.backward([o for o, _ in pairs], [g for _, g in pairs],
+                                         retain_graph=True)
+        except RuntimeError as error:
+            _raise_if_interrupted(error)
+            raise
         result = []
         for t in inputs:
             g = t.grad if t.requires_grad else None
@@ -149,6 +162,7 @@ def call(fn, *args, name=None, outputs=None, batch_rows=_FROM_INPUTS):
     except (KeyboardInterrupt, _weft.Error):
         raise
     except Exception as error:
+        _raise_if_interrupted(error)
         raise _weft.Error(f"[torch] body '{name}' raised {_error_text(error)}") from error
     flat_out = []
     out_structure = _flatten(result, _torch.Tensor, flat_out)
