@@ -5,19 +5,15 @@
 // source or in a batch reaches the caller after the predictions before it, and isolated
 // failures fail alone, with the source on the calling thread or its own; a source fed as it
 // goes, on its own thread, ends batches and never has an example held back while it waits, and
-// is woken when the stream fails. And the claimable task behind its weaving ahead: done once, by
-// whoever claims it first, its failure rethrown to the taker.
-#include <atomic>
+// is woken when the stream fails.
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
-#include <thread>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "io_test_util.h"
-#include "weft/core/claimable_task.h"
 #include "weft/core/error.h"
 #include "weft/models/ensemble.h"
 #include "weft/models/registry.h"
@@ -395,33 +391,6 @@ TEST_F(StreamingEnsembles, AnEnsembleStreamsItsAveragedPredictions) {
   ASSERT_EQ(out.predictions.size(), expected.size());
   for (std::size_t i = 0; i < expected.size(); ++i)
     expect_same_prediction(out.predictions[i].prediction, expected[i], i);
-}
-
-TEST(ClaimableTask, TheTakerDoesUnclaimedWorkOnceAndAHelperDoesClaimedWork) {
-  std::atomic<int> runs{0};
-  ClaimableTask<int> alone([&] { return ++runs * 10; });
-  EXPECT_EQ(alone.take(), 10);  // nobody claimed it: done by the taker
-  EXPECT_EQ(runs.load(), 1);
-
-  std::thread::id worker;
-  ClaimableTask<int> helped([&] {
-    worker = std::this_thread::get_id();
-    return ++runs * 10;
-  });
-  std::thread helper([&] { helped.run_if_unclaimed(); });
-  helper.join();              // the helper claimed and did it
-  helped.run_if_unclaimed();  // claimed already: nothing more
-  EXPECT_EQ(helped.take(), 20);
-  EXPECT_EQ(runs.load(), 2);
-  EXPECT_NE(worker, std::this_thread::get_id());
-}
-
-TEST(ClaimableTask, AFailureReachesTheTaker) {
-  ClaimableTask<int> failing([]() -> int { fail("weave", "example 3 is malformed"); });
-  std::thread helper([&] { failing.run_if_unclaimed(); });  // the helper keeps the failure
-  helper.join();
-  EXPECT_THAT([&] { failing.take(); },
-              ThrowsMessage<weft::Error>(HasSubstr("[weave] example 3 is malformed")));
 }
 
 }  // namespace

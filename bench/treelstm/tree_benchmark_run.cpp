@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <future>
 #include <limits>
 #include <map>
 #include <memory>
@@ -19,6 +18,7 @@
 #include "weft/backend/gemm_ceiling.h"
 #include "weft/core/claimable_task.h"
 #include "weft/core/error.h"
+#include "weft/core/job_threads.h"
 #include "weft/core/memory_usage.h"
 #include "weft/io/safetensors.h"
 #include "weft/tensor/allocator.h"
@@ -132,31 +132,28 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// Batch k + 1 woven (on weave_threads threads) by a helper thread while batch k runs on this
-// one; when batch k + 1 is wanted before the helper has begun it (a busy machine starts threads
-// late), this thread weaves it itself, as in turn.
+// Batch k + 1 woven (on weave_threads threads) by a weaving thread, kept for the row, while
+// batch k runs on this one; when batch k + 1 is wanted before the weaving thread has begun it
+// (a busy machine), this thread weaves it itself, as in turn.
 std::vector<TimedBatch> run_woven_ahead(TreeBenchmarkRunner& runner, BenchMode mode,
                                         std::span<const std::vector<BinaryTree>> batches,
                                         int weave_threads) {
   using WeaveJob = ClaimableTask<WovenTrees>;
+  JobThreads weaver(1);
   const auto job_for = [&](std::size_t k) {
-    return std::make_shared<WeaveJob>(
-        [&runner, mode, trees = std::span(batches[k]), weave_threads] {
+    auto job =
+        std::make_shared<WeaveJob>([&runner, mode, trees = std::span(batches[k]), weave_threads] {
           return runner.weave(mode, trees, weave_threads);
         });
+    weaver.submit([job] { job->run_if_unclaimed(); });
+    return job;
   };
   std::vector<TimedBatch> timed;
   std::shared_ptr<WeaveJob> next = job_for(0);
-  // Kept to the end: a helper that has not started by the time its job is taken would make
-  // its future's destructor wait for the thread to start.
-  std::vector<std::future<void>> helpers;
   auto last_end = std::chrono::steady_clock::now();
   for (std::size_t k = 0; k < batches.size(); ++k) {
     const WovenTrees woven = next->take();
-    if (k + 1 < batches.size()) {
-      next = job_for(k + 1);
-      helpers.push_back(std::async(std::launch::async, [job = next] { job->run_if_unclaimed(); }));
-    }
+    if (k + 1 < batches.size()) next = job_for(k + 1);
     TimedBatch batch;
     batch.step = runner.run_woven(woven);
     batch.batch_s = seconds_since(last_end);  // the first: its weave and run, one after the other

@@ -18,6 +18,7 @@
 
 #include "weft/core/claimable_task.h"
 #include "weft/core/error.h"
+#include "weft/core/job_threads.h"
 
 namespace weft::models {
 namespace {
@@ -39,49 +40,6 @@ std::shared_ptr<WeaveJob> weave_job(const Model& model, std::shared_ptr<const Ch
   return std::make_shared<WeaveJob>(
       [&model, chunk = std::move(chunk)] { return model.weave_examples(chunk->examples); });
 }
-
-// The weaving threads of one stream: they take queued jobs in order.
-class Weavers {
- public:
-  explicit Weavers(int threads) {
-    for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { work(); });
-  }
-  ~Weavers() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stopping_ = true;
-    }
-    jobs_changed_.notify_all();
-    for (std::thread& thread : threads_) thread.join();
-  }
-  void submit(std::shared_ptr<WeaveJob> job) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      jobs_.push_back(std::move(job));
-    }
-    jobs_changed_.notify_one();
-  }
-
- private:
-  void work() {
-    for (;;) {
-      std::shared_ptr<WeaveJob> job;
-      {
-        std::unique_lock<std::mutex> lock(mutex_);
-        jobs_changed_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
-        if (stopping_) return;  // jobs left are not needed any more
-        job = std::move(jobs_.front());
-        jobs_.pop_front();
-      }
-      job->run_if_unclaimed();
-    }
-  }
-  std::mutex mutex_;
-  std::condition_variable jobs_changed_;
-  std::deque<std::shared_ptr<WeaveJob>> jobs_;
-  bool stopping_ = false;
-  std::vector<std::thread> threads_;
-};
 
 struct PendingBatch {
   std::shared_ptr<const Chunk> chunk;
@@ -193,7 +151,7 @@ void Stream::run(PendingBatch& batch) {
 StreamingStats Stream::on_calling_thread() {
   const int ahead = weaves_apart_ ? options_.batches_ahead : 0;
   std::deque<PendingBatch> pending;  // declared before the weavers, so destroyed after them
-  std::optional<Weavers> weavers;
+  std::optional<JobThreads> weavers;
   if (ahead > 0) weavers.emplace(ahead);
   std::int64_t held = 0;
   const auto run_oldest = [&] {
@@ -218,7 +176,7 @@ StreamingStats Stream::on_calling_thread() {
       PendingBatch batch{chunk, nullptr};
       if (weavers && !source_error) {
         batch.weave = weave_job(model_, chunk);
-        weavers->submit(batch.weave);
+        weavers->submit([job = batch.weave] { job->run_if_unclaimed(); });
       }
       pending.push_back(std::move(batch));
     }
