@@ -4,6 +4,7 @@ the inputs' gradients on Weft's tape, the torch parameters' .grad); bodies that 
 the wrong thing fail naming the body; one torch call per batched call; no growth over steps."""
 
 import gc
+import weakref
 
 import numpy as np
 import pytest
@@ -302,6 +303,67 @@ def test_many_steps_hold_nothing():
     gc.collect()
     after = len([o for o in gc.get_objects() if isinstance(o, torch.Tensor)])
     assert after <= before
+
+
+def test_tensors_a_body_saves_go_with_the_tape_without_a_collection():
+    """What torch autograd saves inside a body (its inputs, its outputs) is freed as soon as the
+    tape is cleared, with no cycle left for the garbage collector: on every torch, whether or not
+    it needs weft.torch's detached-alias hooks (recent PyTorch holds a saved tensor's Python
+    object, so there an output saved by its own graph would be a cycle)."""
+    lin = torch.nn.Linear(3, 3)
+    seen = []
+
+    def body(x, y):  # mul saves both inputs, sigmoid and tanh save their outputs
+        out = torch.sigmoid(lin(x * y)), torch.tanh(y)
+        seen.extend(weakref.ref(t) for t in (x, y, *out))
+        return out
+
+    tape = weft.Tape()
+    gc.disable()
+    try:
+        with tape:
+            x = tape.variable(np.ones((4, 3), np.float32))
+            y = tape.variable(np.full((4, 3), 0.5, np.float32))
+            a, b = wt.call(body, x, y, name="saves")
+            tape.backward(weft.sum(a) + weft.sum(b))
+        assert np.asarray(x.grad).any() and lin.weight.grad is not None
+        del a, b
+        tape.clear()
+        assert [r() is None for r in seen] == [True] * 4
+    finally:
+        gc.enable()
+
+
+def test_bodies_record_exactly_when_the_tape_does_whatever_torch_s_grad_mode():
+    """A body runs with torch autograd on exactly when Weft's tape records gradients: a recording
+    tape inside torch.no_grad() still gets the body's gradients; a tape that records none runs
+    the body without autograd even where torch's grad mode is on."""
+    lin = torch.nn.Linear(2, 2)
+    modes = []
+
+    def body(x):
+        modes.append(torch.is_grad_enabled())
+        return lin(x)
+
+    x0 = np.array([[1.0, 2.0]], np.float32)
+    for torch_mode in (False, True):
+        with torch.set_grad_enabled(torch_mode):
+            lin.zero_grad()
+            tape = weft.Tape()
+            with tape:
+                x = tape.variable(x0)
+                tape.backward(weft.sum(wt.call(body, x, name="records")))
+            xt = torch.tensor(x0, requires_grad=True)
+            with torch.enable_grad():
+                lin(xt).sum().backward()
+            np.testing.assert_allclose(np.asarray(x.grad), xt.grad.numpy(), **TOL)
+            quiet = weft.Tape()
+            quiet.grad_enabled = False
+            with quiet:
+                y = wt.call(body, quiet.variable(x0), name="records")
+            assert not y.requires_grad
+            assert torch.is_grad_enabled() == torch_mode  # the caller's mode is left as it was
+    assert modes == [True, False, True, False]
 
 
 def test_tf_fold_spelling_infers_types_and_nests_tuples():

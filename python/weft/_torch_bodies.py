@@ -49,19 +49,28 @@ def _flatten(value, leaf_type, out):
 
 
 def _unflatten(structure, leaves):
-    it = iter(leaves)
+    """The nesting of _flatten rebuilt over `leaves`. (No nested recursive function: one would be
+    a reference cycle holding the leaves, a body's inputs among them, until the collector ran.)"""
+    return _build(structure, iter(leaves))
 
-    def build(s):
-        return next(it) if s is None else tuple(build(i) for i in s)
 
-    return build(structure)
+def _build(structure, leaves):
+    return next(leaves) if structure is None else tuple(_build(s, leaves) for s in structure)
 
 
 def _to_torch(var, differentiable):
-    t = _torch.from_dlpack(var.value)
+    t = _from_capsule(var.value.__dlpack__())  # a view, no copy (torch.from_dlpack, less Python)
     if differentiable and var.requires_grad and t.is_floating_point():
         t.requires_grad_(True)  # a fresh leaf over Weft's memory: its .grad is the input's
     return t
+
+
+def _to_weft(t):
+    """A Weft tensor over a torch tensor's memory (contiguous: copied only where it is not)."""
+    return _weft.from_dlpack(_torch.utils.dlpack.to_dlpack(t.detach().contiguous()))
+
+
+_from_capsule = _torch.utils.dlpack.from_dlpack
 
 
 def _check_output(name, k, out, batch, expected):
@@ -81,13 +90,28 @@ def _check_output(name, k, out, batch, expected):
 
 def _save_detached(t):
     """torch autograd saves detached aliases inside bodies: they share the memory and version
-    counter, but hold no reference to the body's inputs (an embedding saves its indices; PyTorch 2
-    would hold the input's Python object) nor to outputs' graphs (no cycle)."""
+    counter, but hold no reference to the body's inputs (an embedding saves its indices; recent
+    PyTorch would hold the input's Python object) nor to outputs' graphs (no cycle)."""
     return t.detach()
 
 
 def _unpack_saved(t):
     return t
+
+
+def _saving_references():
+    """References torch autograd adds to a tensor's Python object by saving it for backward: 1
+    in recent PyTorch (2.15 holds the object), 0 in 1.13 and 2.2 (they keep the C++ tensor)."""
+    weight, x = _torch.ones(1, requires_grad=True), _torch.ones(1)
+    before = _sys.getrefcount(x)
+    out = weight * x  # noqa: F841  (mul saves x for weight's gradient while the graph lives)
+    return _sys.getrefcount(x) - before
+
+
+# Only where saving holds Python objects do bodies run under the detached-alias hooks: a Python
+# call per saved tensor (forward and backward) that older torch does not need.
+_SAVED_ALIASES = (_torch.autograd.graph.saved_tensors_hooks(_save_detached, _unpack_saved)
+                  if _saving_references() else None)
 
 
 def _graph_references():
@@ -121,7 +145,7 @@ def _backward(inputs, outputs):
     parameters accumulate their .grad, the inputs' gradients go back to Weft."""
 
     def run(grads):
-        pairs = [(o, _torch.from_dlpack(g)) for o, g in zip(outputs, grads)
+        pairs = [(o, _from_capsule(g.__dlpack__())) for o, g in zip(outputs, grads)
                  if g is not None and o.requires_grad]
         try:
             if pairs:
@@ -133,11 +157,23 @@ def _backward(inputs, outputs):
         result = []
         for t in inputs:
             g = t.grad if t.requires_grad else None
-            result.append(None if g is None else _weft.from_dlpack(g.contiguous()))
+            result.append(None if g is None else _to_weft(g))
             t.grad = None
         return result
 
     return run
+
+
+def _run_body(fn, args, differentiable):
+    """fn(*args) with torch autograd recording exactly when Weft's tape does (the grad mode
+    switched only where it differs), under the detached-alias hooks where torch needs them."""
+    if _torch.is_grad_enabled() != differentiable:
+        with _torch.enable_grad() if differentiable else _torch.no_grad():
+            return _run_body(fn, args, differentiable)
+    if differentiable and _SAVED_ALIASES is not None:
+        with _SAVED_ALIASES:
+            return fn(*args)
+    return fn(*args)
 
 
 _FROM_INPUTS = object()
@@ -156,9 +192,7 @@ def call(fn, *args, name=None, outputs=None, batch_rows=_FROM_INPUTS):
     inputs = [_to_torch(v, differentiable) for v in flat_vars]
     references = [_sys.getrefcount(inputs[k]) for k in range(len(inputs))]
     try:
-        with _torch.set_grad_enabled(differentiable), \
-                _torch.autograd.graph.saved_tensors_hooks(_save_detached, _unpack_saved):
-            result = fn(*_unflatten(structure, inputs))
+        result = _run_body(fn, _unflatten(structure, inputs), differentiable)
     except (KeyboardInterrupt, _weft.Error):
         raise
     except Exception as error:
@@ -176,7 +210,7 @@ def call(fn, *args, name=None, outputs=None, batch_rows=_FROM_INPUTS):
                           f"operation declares {len(outputs)}")
     for k, out in enumerate(flat_out):
         _check_output(name, k, out, batch, None if outputs is None else outputs[k])
-    values = [_weft.from_dlpack(o.detach().contiguous()) for o in flat_out]
+    values = [_to_weft(o) for o in flat_out]
     needs_backward = differentiable and any(o.requires_grad for o in flat_out)
     backward = _backward(inputs, flat_out) if needs_backward else None
     recorded = _weft._record_op(f"body '{name}'", flat_vars, values, backward)
