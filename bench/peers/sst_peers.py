@@ -10,6 +10,9 @@ interleaved, trees/s:
   torch-bodies   Weft batching, the torch modules as bodies (sst_tree_lstm.TorchTreeLSTM)
   weft-cells     Weft's own cells inside the torch model (sst_tree_lstm.WeftTreeLSTM)
 
+DGL's graphs are built once per tree (as its SSTDataset does) and batched per step (dgl.batch);
+likewise torch-bodies and weft-cells convert the trees for Weft once (td.Inputs) and pick each
+step's batch from them (Inputs.take), as python/examples/torch/sst_tree_lstm.py does.
 dgl, torchfold, weft-fold and torch-bodies share one set of torch modules: before timing they are
 checked equal (loss and gradient norm, dropout off) on the same weights and trees. weft-cells
 has Weft's own parameters (timed, not compared). One untimed training and inference pass per
@@ -41,6 +44,7 @@ import sst_tree_lstm as sst  # noqa: E402
 import torch_bodies  # noqa: E402  (bench/torch_bodies.py: FoldMethods, the torchfold program)
 from torchfold_compare import real_torchfold  # noqa: E402
 from tree_lstm_sst import read_trees  # noqa: E402
+from weft import blocks as td  # noqa: E402
 
 os.environ.setdefault("DGLBACKEND", "pytorch")
 import dgl  # noqa: E402
@@ -121,15 +125,17 @@ def grad_norm(model):
                                 if p.grad is not None)))
 
 
-def check_equal(ways, vocab, hidden, trees, graphs):
+def check_equal(ways, vocab, hidden, first_batch):
+    """Loss and gradient norm of every way sharing the torch modules, on the first batch (its
+    trees, graphs or indices, by the way's kind of data), dropout off: equal or not timed."""
     torch.manual_seed(1)
     model = sst.TorchTreeLSTM(vocab, 100, hidden, dropout=0.0)
     figures = {}
-    for name, (_, loss_fn, uses_graphs) in ways.items():
+    for name, (_, loss_fn, data) in ways.items():
         if name == "weft-cells":
             continue
         model.zero_grad()
-        loss = loss_fn(model, graphs if uses_graphs else trees)
+        loss = loss_fn(model, first_batch[data])
         loss.backward()
         figures[name] = (float(loss), grad_norm(model))
     base = figures["torch-bodies"]
@@ -200,28 +206,32 @@ def main():
     graphs = [dgl_graph(t) for t in trees]  # built once, as DGL's SSTDataset does
     sst.loss_of_first = lambda model, batch: sst.loss_of(model, batch)[0]
     make_torch = lambda: sst.TorchTreeLSTM(len(vocab), 100, args.hidden)  # noqa: E731
-    ways = {"dgl": (make_torch, dgl_loss, True),
-            "torchfold": (make_torch, torchfold_loss(real_torchfold()), False),
-            "weft-fold": (make_torch, torch_bodies.fold_loss, False),
-            "torch-bodies": (make_torch, sst.loss_of_first, False),
+    inputs = td.Inputs(trees)  # converted for Weft once, as the graphs are built once for DGL
+
+    def weft_loss(model, ids):
+        return sst.loss_of_first(model, inputs.take(ids))
+
+    ways = {"dgl": (make_torch, dgl_loss, "graphs"),
+            "torchfold": (make_torch, torchfold_loss(real_torchfold()), "trees"),
+            "weft-fold": (make_torch, torch_bodies.fold_loss, "trees"),
+            "torch-bodies": (make_torch, weft_loss, "ids"),
             "weft-cells": (lambda: sst.WeftTreeLSTM(len(vocab), 100, args.hidden),
-                           sst.loss_of_first, False)}
-    checks = check_equal(ways, len(vocab), args.hidden, trees[:args.batch_size],
-                         graphs[:args.batch_size])
+                           weft_loss, "ids")}
+    batches = {"trees": trees, "graphs": graphs, "ids": list(range(len(trees)))}
+    batches = {data: [items[i:i + args.batch_size] for i in range(0, len(trees), args.batch_size)]
+               for data, items in batches.items()}
+    checks = check_equal(ways, len(vocab), args.hidden, {d: b[0] for d, b in batches.items()})
     skip = set(filter(None, args.skip.split(",")))
     ways = {k: v for k, v in ways.items() if k not in skip}
-    batches = {False: [trees[i:i + args.batch_size] for i in range(0, len(trees), args.batch_size)],
-               True: [graphs[i:i + args.batch_size]
-                      for i in range(0, len(graphs), args.batch_size)]}
     rates = {(name, phase): [] for name in ways for phase in ("train", "infer")}
-    for name, (make, loss_fn, uses_graphs) in ways.items():  # warm-up, untimed: Weft calibrates
-        run(make(), loss_fn, batches[uses_graphs], True)  # its products per shape on first sight
-        run(make(), loss_fn, batches[uses_graphs], False)
+    for name, (make, loss_fn, data) in ways.items():  # warm-up, untimed: Weft calibrates
+        run(make(), loss_fn, batches[data], True)  # its products per shape on first sight
+        run(make(), loss_fn, batches[data], False)
     for _ in range(args.rounds):
-        for name, (make, loss_fn, uses_graphs) in ways.items():
+        for name, (make, loss_fn, data) in ways.items():
             model = make()
-            rates[(name, "train")].append(run(model, loss_fn, batches[uses_graphs], True))
-            rates[(name, "infer")].append(run(model, loss_fn, batches[uses_graphs], False))
+            rates[(name, "train")].append(run(model, loss_fn, batches[data], True))
+            rates[(name, "infer")].append(run(model, loss_fn, batches[data], False))
     recorded = recorded_calls(make_torch(), trees, args.batch_size)
     calls = len(recorded)
     medians = {}
