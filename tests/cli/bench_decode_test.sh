@@ -23,6 +23,7 @@ machine = doc["machine"]
 assert machine["threads"] == 1 and machine["cpu"] and len(machine["load_average_after"]) == 3
 # One untimed warm-up round (issue 44): measured apart, in no round and so in no median.
 assert doc["options"]["rounds"] == 1 and doc["options"]["warmup_rounds"] == 1, doc["options"]
+assert doc["options"]["warm"] is False, doc["options"]
 def positive(arm, where):
     assert arm["median"] > 0 and len(arm["rounds"]) == 1 and min(arm["rounds"]) > 0, (where, arm)
     assert arm["warmup"] > 0 and arm["median"] == arm["rounds"][0], (where, arm)
@@ -62,6 +63,19 @@ assert len(rows) == 8 and {r["model"] for r in rows} == {"seq2tree"}, rows
 assert all(float(r["rate_median"]) > 0 and r["examples"] == "4" for r in rows), rows
 assert {(r["search"], r["arm"]) for r in rows if r["phase"] == "decode"} == {
     (s, a) for s in ("greedy", "beam2") for a in ("batch", "one_at_a_time", "one_length")}
+EOF
+
+# --warm: every timed decode call after an untimed one of the same examples; said in the JSON.
+"$weft" bench decode --checkpoint "$ckpt" --batch 4 --rounds 1 --beam 2 --quiet --warm \
+  --format json --out "$work/warm.json" 2>"$work/warm.err" ||
+  { echo "FAIL bench decode --warm"; cat "$work/warm.err"; failures=$((failures + 1)); }
+python3 - "$work/warm.json" <<'EOF' || { echo "FAIL bench decode --warm JSON"; failures=$((failures + 1)); }
+import json, sys
+doc = json.load(open(sys.argv[1]))
+assert doc["options"]["warm"] is True, doc["options"]
+for name, search in doc["models"][0]["decode"].items():
+    for arm in ("batch", "one_at_a_time", "one_length"):
+        assert search[arm]["median"] > 0 and search[arm]["warmup"] > 0, (name, arm, search[arm])
 EOF
 
 # --profile: per sequence, both decoding arms' wall time and their kernels' time and bytes by

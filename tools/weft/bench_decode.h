@@ -78,12 +78,13 @@ std::vector<Bucket> one_length_batches(models::DecodingModel& model,
                                        const Search& search);
 
 // Sequences per second decoding `examples` in batches of `batch` (a: the batch size, b: 1).
+// `warm` (--warm): each timed decode call right after an untimed one of the same examples.
 double decode_rate(models::DecodingModel& model, std::span<const nlohmann::json> examples,
-                   std::size_t batch, const models::DecodeSettings& settings);
+                   std::size_t batch, const models::DecodeSettings& settings, bool warm);
 // Arm (c): each bucket's batch timed, the rate weighted to (a)'s lengths: sum of weights over
-// sum of (weight / batch size) x the bucket's batch time.
+// sum of (weight / batch size) x the bucket's batch time; `warm` as for decode_rate.
 double one_length_rate(models::DecodingModel& model, std::span<const Bucket> buckets,
-                       const models::DecodeSettings& settings);
+                       const models::DecodeSettings& settings, bool warm);
 
 // One profiled decoding of arm (a) and of arm (c)'s batches (weighted as one_length_rate weighs
 // them), into search.batch_profile and search.one_length_profile.

@@ -49,7 +49,10 @@ treelstm` warms up); the median of the rounds is reported, every round in the JS
                  recipe's optimizer step) in batches of --batch, and one example per step.
 Before timing, the batch's answers (greedy and beam) must equal those of its examples decoded
 one at a time, with the same number of steps, or the command fails. Targets (issue 32): batch /
-one_at_a_time >= 3, batch / one_length >= 0.8.
+one_at_a_time >= 3, batch / one_length >= 0.8. Arm (a) is one decode call per round while arm
+(c) is one per length, back to back: without --warm the batch's call alone follows the other
+arms' and training's work (bench/log/2026-11-29-decode-step-cost.md); with --warm every timed
+call follows an untimed call of the same examples.
 JSON: {benchmark, machine {cpu, logical_cpus, threads, backend, commit, load_average_before,
 load_average_after}, options, targets, models: [{model, checkpoint, training (null for a given
 checkpoint), held_out_examples, quality {<search>: exact_match, ended, min_steps, max_steps,
@@ -165,9 +168,9 @@ void time_round(const BenchDecodeOptions& o, models::DecodingModel& decoder,
   std::string line = counted ? fmt::format("{}: round {}/{}:", run.model, round, o.rounds)
                              : fmt::format("{}: warm-up round (not counted):", run.model);
   for (Search& s : run.searches) {
-    const double together = decode_rate(decoder, examples, batch, s.settings);
-    const double alone = decode_rate(decoder, examples, 1, s.settings);
-    const double one_length = one_length_rate(decoder, s.buckets, s.settings);
+    const double together = decode_rate(decoder, examples, batch, s.settings, o.warm);
+    const double alone = decode_rate(decoder, examples, 1, s.settings, o.warm);
+    const double one_length = one_length_rate(decoder, s.buckets, s.settings, o.warm);
     s.batch.record(together, counted);
     s.one_at_a_time.record(alone, counted);
     s.one_length.record(one_length, counted);
@@ -299,6 +302,7 @@ json options_json(const BenchDecodeOptions& o) {
           {"beam", o.beam},
           {"rounds", o.rounds},
           {"warmup_rounds", 1},
+          {"warm", o.warm},
           {"threads", o.threads},
           {"seed", o.seed},
           {"train_examples", o.train_examples},
@@ -475,6 +479,9 @@ CLI::App* add_bench_decode(CLI::App& bench, BenchDecodeOptions& o) {
       ->check(CLI::IsMember({"table", "csv", "json"}));
   cmd->add_option("--out", o.out_file, "Write the results here (default: stdout)");
   cmd->add_flag("--quiet", o.quiet, "No progress lines on stderr");
+  cmd->add_flag("--warm", o.warm,
+                "Time each decode call right after an untimed call of the same examples, so "
+                "no arm is timed on caches the other arms or training left cold");
   cmd->add_flag("--profile", o.profile,
                 "After the rounds, decode the batch and the one-length batches once more with "
                 "work profiling on: per sequence, kernel time and bytes moved by kind");

@@ -126,20 +126,31 @@ std::vector<Bucket> one_length_batches(models::DecodingModel& model, std::span<c
   return buckets;
 }
 
+namespace {
+
+// Seconds of one decode call of `examples`; with `warm`, after an untimed call of the same.
+double decode_seconds(models::DecodingModel& model, std::span<const json> examples,
+                      const models::DecodeSettings& settings, bool warm) {
+  if (warm) model.decode(examples, settings);
+  return seconds_of([&] { model.decode(examples, settings); });
+}
+
+}  // namespace
+
 double decode_rate(models::DecodingModel& model, std::span<const json> examples, std::size_t batch,
-                   const models::DecodeSettings& settings) {
-  const double seconds = seconds_of([&] {
-    for (std::size_t at = 0; at < examples.size(); at += batch)
-      model.decode(examples.subspan(at, std::min(batch, examples.size() - at)), settings);
-  });
+                   const models::DecodeSettings& settings, bool warm) {
+  double seconds = 0;
+  for (std::size_t at = 0; at < examples.size(); at += batch)
+    seconds += decode_seconds(model, examples.subspan(at, std::min(batch, examples.size() - at)),
+                              settings, warm);
   return double(examples.size()) / seconds;
 }
 
 double one_length_rate(models::DecodingModel& model, std::span<const Bucket> buckets,
-                       const models::DecodeSettings& settings) {
+                       const models::DecodeSettings& settings, bool warm) {
   double seconds = 0, examples = 0;
   for (const Bucket& b : buckets) {
-    const double batch_seconds = seconds_of([&] { model.decode(b.examples, settings); });
+    const double batch_seconds = decode_seconds(model, b.examples, settings, warm);
     seconds += batch_seconds * double(b.weight) / double(b.examples.size());
     examples += double(b.weight);
   }

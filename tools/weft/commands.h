@@ -175,6 +175,7 @@ struct BenchDecodeOptions {
   std::string out_file;
   bool quiet = false;
   bool profile = false;  // one profiled pass of the decoding arms after the rounds
+  bool warm = false;     // each timed decode call after an untimed one of the same examples
 };
 
 // `weft serve`: the HTTP inference server (serve_command.cpp); `weft bench serve`: its load
