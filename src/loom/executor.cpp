@@ -89,7 +89,7 @@ LoomResult Executor::run(const Weaver& weaver, Strategy strategy, std::uint32_t 
   Schedule schedule = make_schedule(weaver, strategy);
   limit_step_rows(schedule, max_step_rows);
   double schedule_seconds = seconds_since(start);
-  LoomResult result = run(weaver, schedule);
+  LoomResult result = run(weaver, std::move(schedule), nullptr);
   result.stats_.schedule_seconds = schedule_seconds;
   return result;
 }
@@ -209,6 +209,12 @@ LoomResult Executor::run(const Weaver& weaver, const Schedule& schedule) {
 }
 
 LoomResult Executor::run(const Weaver& weaver, const Schedule& schedule, const BatchPlan* plan) {
+  return run(weaver, Schedule(schedule), plan);
+}
+
+// The schedule is kept in the result: taken by value, so a schedule made for this run alone
+// moves there instead of being copied (once per engine step for a decoder).
+LoomResult Executor::run(const Weaver& weaver, Schedule&& schedule, const BatchPlan* plan) {
   if (&weaver.loom() != loom_) fail("loom", "the weave was recorded for another loom");
   auto start = std::chrono::steady_clock::now();
   const BackendCounters counted_before = backend_counters();
@@ -216,28 +222,27 @@ LoomResult Executor::run(const Weaver& weaver, const Schedule& schedule, const B
   const DenormalScope denormals;  // once for the run, not per kernel (denormals.h)
   LoomResult result;
   result.weaver_ = &weaver;
-  result.schedule_ = schedule;
+  result.schedule_ = std::move(schedule);
+  const Schedule& kept = result.schedule_;
   if (plan == nullptr || plan->uses_imports) {
     result.owned_plan_ = std::make_shared<const BatchPlan>(
-        make_batch_plan(weaver, schedule, std::uint32_t(import_chunks_.size()), import_rows_));
+        make_batch_plan(weaver, kept, std::uint32_t(import_chunks_.size()), import_rows_));
     plan = result.owned_plan_.get();
   }
   if (plan->locations.size() != weaver.num_values() ||
-      plan->step_first_argument.size() != schedule.steps.size() + 1)
+      plan->step_first_argument.size() != kept.steps.size() + 1)
     fail("loom", "the batch plan was made for another weave or schedule (", plan->locations.size(),
          " values and ", plan->step_first_argument.size() - 1, " steps, against ",
-         weaver.num_values(), " and ", schedule.steps.size(), ")");
+         weaver.num_values(), " and ", kept.steps.size(), ")");
   result.plan_ = plan;
   result.packed_ = plan->packed.to(device_);  // the batch's one upload
   RunStats& stats = result.stats_;
-  stats.operations.resize(loom_->num_operations());
-  for (OpId op = 0; op < loom_->num_operations(); ++op)
-    stats.operations[op].name = loom_->operation(op).name;
+  stats.operations.resize(loom_->num_operations());  // named when read (LoomResult::stats)
   StepRunner runner(*loom_, weaver, *plan, result.packed_, result.chunks_, stats);
   runner.place_depth_zero(*tape_, fed_, import_chunks_);
-  for (std::size_t s = 0; s < schedule.steps.size(); ++s) runner.run_step(schedule, s);
-  stats.levels = schedule.num_levels;
-  stats.batched_calls = std::int64_t(schedule.steps.size());
+  for (std::size_t s = 0; s < kept.steps.size(); ++s) runner.run_step(kept, s);
+  stats.levels = kept.num_levels;
+  stats.batched_calls = std::int64_t(kept.steps.size());
   stats.nodes = std::int64_t(weaver.num_calls());
   stats.bytes_gathered = plan->bytes_gathered;
   stats.gathers_skipped = plan->gathers_skipped;
@@ -249,9 +254,11 @@ LoomResult Executor::run(const Weaver& weaver, const Schedule& schedule, const B
 }
 
 const RunStats& LoomResult::stats() const {
-  // The lower bound is a pass over the whole weave: computed when the statistics are read,
-  // not on every run.
+  // The lower bound is a pass over the whole weave and the names are one string per operation
+  // of the loom: both filled when the statistics are read, not on every run.
   if (!bound_filled_ && weaver_ != nullptr) {
+    for (std::size_t op = 0; op < stats_.operations.size(); ++op)
+      stats_.operations[op].name = weaver_->loom().operation(OpId(op)).name;
     const std::vector<std::int64_t> bound = min_batched_calls(*weaver_);
     for (std::size_t op = 0; op < bound.size(); ++op) {
       stats_.operations[op].min_batched_calls = bound[op];

@@ -12,11 +12,8 @@ namespace weft::loom {
 
 Weaver::Weaver(const Loom& loom) : loom_(&loom), constants_(loom.num_types()) {}
 
-const Weaver::ValueInfo& Weaver::info(Value value) const {
-  if (value >= values_.size())
-    fail("weaver", "value ", value, " does not exist (this weaver has ", values_.size(),
-         " values)");
-  return values_[value];
+void Weaver::missing_value(Value value) const {
+  fail("weaver", "value ", value, " does not exist (this weaver has ", values_.size(), " values)");
 }
 
 void Weaver::check_type(TypeId type, const char* what) const {

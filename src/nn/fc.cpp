@@ -56,8 +56,12 @@ Var linear_activated(Activation activation, Var x, Var weight, Var bias) {
 
 FC::FC(ParameterStore& store, const std::string& name, std::int64_t in, std::int64_t out,
        FCOptions options)
-    : name_(store.scoped(name)), in_(in), out_(out), options_(std::move(options)) {
-  const std::string where = detail::layer_where("FC", name_);
+    : name_(store.scoped(name)),
+      where_(detail::layer_where("FC", name_)),
+      in_(in),
+      out_(out),
+      options_(std::move(options)) {
+  const std::string& where = where_;
   detail::require_extent(where, "in", in);
   detail::require_extent(where, "out", out);
   detail::require_drop_prob(where, "input_dropout", options_.input_dropout);
@@ -80,7 +84,7 @@ Var FC::effective_weight(Tape& tape) const {
 }
 
 Var FC::operator()(Var x) const {
-  detail::require_rows_of(detail::layer_where("FC", name_), "input", x, in_);
+  detail::require_rows_of(where_, "input", x, in_);
   Tape& tape = x.tape();
   Var in = mode_dropout(x, options_.input_dropout);
   Var w = effective_weight(tape), b = tape.parameter(bias_);

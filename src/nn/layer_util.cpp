@@ -40,46 +40,47 @@ void require_rows_of(const std::string& where, const std::string& role, Var v, s
 
 namespace {
 
-// Appends x to parts unless the cell takes no input.
-void add_cell_input(const std::string& where, Var x, std::int64_t input_size,
-                    std::vector<NamedVar>& parts) {
+// Checks x unless the cell takes no input (then x must be undefined or [B, 0]); whether x is
+// one of the gate input's parts.
+bool checked_cell_input(const std::string& where, Var x, std::int64_t input_size) {
   if (input_size == 0) {
     if (x.defined() && (x.value().rank() != 2 || x.value().shape()[1] != 0))
       fail(where, "the cell has input_size 0, so x must be an undefined Var, got ",
            x.value().describe());
-    return;
+    return false;
   }
   require_rows_of(where, "input", x, input_size);
-  parts.push_back({"input", x});
-}
-
-void require_same_rows(const std::string& where, std::span<const NamedVar> parts) {
-  for (const NamedVar& part : parts.subspan(1))
-    if (part.var.value().rows() != parts[0].var.value().rows())
-      fail(where, part.role, " has ", part.var.value().rows(), " rows but ", parts[0].role, " has ",
-           parts[0].var.value().rows(), ": every argument needs one row per batch element");
+  return true;
 }
 
 }  // namespace
 
+// No vector of the parts and no copy of their names: a cell runs this on every batched call.
 Var checked_gate_input(const std::string& where, Var x, std::int64_t input_size,
                        std::span<const NamedVar> gate_states,
                        std::span<const NamedVar> other_states, std::int64_t hidden) {
-  std::vector<NamedVar> parts;
-  add_cell_input(where, x, input_size, parts);
-  for (const NamedVar& state : gate_states) {
-    require_rows_of(where, state.role, state.var, hidden);
-    parts.push_back(state);
-  }
-  const std::size_t num_gate_inputs = parts.size();
-  for (const NamedVar& state : other_states) {
-    require_rows_of(where, state.role, state.var, hidden);
-    parts.push_back(state);
-  }
-  require_same_rows(where, parts);
-  if (num_gate_inputs == 1) return parts[0].var;
+  const bool with_input = checked_cell_input(where, x, input_size);
+  WEFT_ASSERT(with_input || !gate_states.empty());  // every cell passes a gate state
+  for (const NamedVar& state : gate_states) require_rows_of(where, state.role, state.var, hidden);
+  for (const NamedVar& state : other_states) require_rows_of(where, state.role, state.var, hidden);
+  // Every argument has the first one's rows.
+  const std::string input_role = "input";
+  const std::string& first_role = with_input ? input_role : gate_states[0].role;
+  const std::int64_t rows = (with_input ? x : gate_states[0].var).value().rows();
+  const auto same_rows = [&](const NamedVar& part) {
+    if (part.var.value().rows() != rows)
+      fail(where, part.role, " has ", part.var.value().rows(), " rows but ", first_role, " has ",
+           rows, ": every argument needs one row per batch element");
+  };
+  for (const NamedVar& state : gate_states) same_rows(state);
+  for (const NamedVar& state : other_states) same_rows(state);
+  const std::size_t gate_inputs = gate_states.size() + (with_input ? 1 : 0);
+  if (gate_inputs == 1) return with_input ? x : gate_states[0].var;
+  if (with_input && gate_states.size() == 1) return concat({x, gate_states[0].var});
   std::vector<Var> vars;
-  for (std::size_t k = 0; k < num_gate_inputs; ++k) vars.push_back(parts[k].var);
+  vars.reserve(gate_inputs);
+  if (with_input) vars.push_back(x);
+  for (const NamedVar& state : gate_states) vars.push_back(state.var);
   return concat(vars);
 }
 

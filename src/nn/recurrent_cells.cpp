@@ -10,11 +10,11 @@ namespace weft::nn {
 LSTMCell::LSTMCell(ParameterStore& store, const std::string& name, std::int64_t input_size,
                    std::int64_t hidden, CellOptions options)
     : name_(store.scoped(name)),
+      where_(detail::layer_where("LSTMCell", name_)),
       input_size_(input_size),
       hidden_(hidden),
       options_(std::move(options)) {
-  detail::check_cell_sizes(detail::layer_where("LSTMCell", name_), input_size, hidden,
-                           options_.recurrent_dropout);
+  detail::check_cell_sizes(where_, input_size, hidden, options_.recurrent_dropout);
   auto scope = store.scope(name);
   weight_ = store.create("weight", {input_size + hidden, 4 * hidden},
                          detail::cell_weight_init(options_.weight_init));
@@ -23,7 +23,7 @@ LSTMCell::LSTMCell(ParameterStore& store, const std::string& name, std::int64_t 
 }
 
 std::pair<Var, Var> LSTMCell::operator()(Var x, Var h, Var c) const {
-  const std::string where = detail::layer_where("LSTMCell", name_);
+  const std::string& where = where_;
   const detail::NamedVar h_state[] = {{"h", h}}, c_state[] = {{"c", c}};
   Var xh = detail::checked_gate_input(where, x, input_size_, h_state, c_state, hidden_);
   Tape& tape = h.tape();
@@ -35,11 +35,11 @@ std::pair<Var, Var> LSTMCell::operator()(Var x, Var h, Var c) const {
 GRUCell::GRUCell(ParameterStore& store, const std::string& name, std::int64_t input_size,
                  std::int64_t hidden, CellOptions options)
     : name_(store.scoped(name)),
+      where_(detail::layer_where("GRUCell", name_)),
       input_size_(input_size),
       hidden_(hidden),
       options_(std::move(options)) {
-  detail::check_cell_sizes(detail::layer_where("GRUCell", name_), input_size, hidden,
-                           options_.recurrent_dropout);
+  detail::check_cell_sizes(where_, input_size, hidden, options_.recurrent_dropout);
   auto scope = store.scope(name);
   const Initializer init = detail::cell_weight_init(options_.weight_init);
   gates_weight_ = store.create("gates_weight", {input_size + hidden, 2 * hidden}, init);
@@ -51,7 +51,7 @@ GRUCell::GRUCell(ParameterStore& store, const std::string& name, std::int64_t in
 }
 
 Var GRUCell::operator()(Var x, Var h) const {
-  const std::string where = detail::layer_where("GRUCell", name_);
+  const std::string& where = where_;
   const detail::NamedVar h_state[] = {{"h", h}};
   Var xh = detail::checked_gate_input(where, x, input_size_, h_state, {}, hidden_);
   Tape& tape = h.tape();

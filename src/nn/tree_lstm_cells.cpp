@@ -12,11 +12,12 @@ NaryTreeLSTMCell::NaryTreeLSTMCell(ParameterStore& store, const std::string& nam
                                    std::int64_t input_size, std::int64_t hidden, int arity,
                                    CellOptions options)
     : name_(store.scoped(name)),
+      where_(detail::layer_where("NaryTreeLSTMCell", name_)),
       input_size_(input_size),
       hidden_(hidden),
       arity_(arity),
       options_(std::move(options)) {
-  const std::string where = detail::layer_where("NaryTreeLSTMCell", name_);
+  const std::string& where = where_;
   detail::check_cell_sizes(where, input_size, hidden, options_.recurrent_dropout);
   detail::require_extent(where, "arity", arity);
   const std::int64_t k = arity;
@@ -30,7 +31,7 @@ NaryTreeLSTMCell::NaryTreeLSTMCell(ParameterStore& store, const std::string& nam
 
 std::pair<Var, Var> NaryTreeLSTMCell::operator()(Var x, std::span<const Var> child_h,
                                                  std::span<const Var> child_c) const {
-  const std::string where = detail::layer_where("NaryTreeLSTMCell", name_);
+  const std::string& where = where_;
   if (child_h.size() != std::size_t(arity_) || child_c.size() != std::size_t(arity_))
     fail(where, "got ", child_h.size(), " child h and ", child_c.size(),
          " child c states for a cell of arity ", arity_);
@@ -48,11 +49,11 @@ ChildSumTreeLSTMCell::ChildSumTreeLSTMCell(ParameterStore& store, const std::str
                                            std::int64_t input_size, std::int64_t hidden,
                                            CellOptions options)
     : name_(store.scoped(name)),
+      where_(detail::layer_where("ChildSumTreeLSTMCell", name_)),
       input_size_(input_size),
       hidden_(hidden),
       options_(std::move(options)) {
-  detail::check_cell_sizes(detail::layer_where("ChildSumTreeLSTMCell", name_), input_size, hidden,
-                           options_.recurrent_dropout);
+  detail::check_cell_sizes(where_, input_size, hidden, options_.recurrent_dropout);
   auto scope = store.scope(name);
   const Initializer init = detail::cell_weight_init(options_.weight_init);
   forget_weight_ = store.create("forget_weight", {input_size + hidden, hidden}, init);
@@ -62,7 +63,7 @@ ChildSumTreeLSTMCell::ChildSumTreeLSTMCell(ParameterStore& store, const std::str
 }
 
 Var ChildSumTreeLSTMCell::forget_times_cell(Var x, Var child_h, Var child_c) const {
-  const std::string where = detail::layer_where("ChildSumTreeLSTMCell", name_);
+  const std::string& where = where_;
   const detail::NamedVar h_state[] = {{"child_h", child_h}}, c_state[] = {{"child_c", child_c}};
   Var xh = detail::checked_gate_input(where, x, input_size_, h_state, c_state, hidden_);
   Tape& tape = child_h.tape();
@@ -71,7 +72,7 @@ Var ChildSumTreeLSTMCell::forget_times_cell(Var x, Var child_h, Var child_c) con
 }
 
 std::pair<Var, Var> ChildSumTreeLSTMCell::node(Var x, Var h_sum, Var fc_sum) const {
-  const std::string where = detail::layer_where("ChildSumTreeLSTMCell", name_);
+  const std::string& where = where_;
   const detail::NamedVar h_state[] = {{"h_sum", h_sum}}, fc_state[] = {{"fc_sum", fc_sum}};
   Var xh = detail::checked_gate_input(where, x, input_size_, h_state, fc_state, hidden_);
   Tape& tape = h_sum.tape();

@@ -84,6 +84,8 @@ class Executor {
   LoomResult run(const Weaver& weaver, const Schedule& schedule, const BatchPlan* plan);
 
  private:
+  LoomResult run(const Weaver& weaver, Schedule&& schedule, const BatchPlan* plan);
+
   const Loom* loom_;
   Tape* tape_;
   Device device_;

@@ -82,7 +82,12 @@ class Weaver {
     std::uint32_t first_arg;     // into args()
     std::uint32_t first_output;  // value id of output 0; outputs are consecutive
   };
-  const ValueInfo& info(Value value) const;
+  // Inline: the scheduler and the batch plan ask it of every value and argument each run.
+  const ValueInfo& info(Value value) const {
+    if (value >= values_.size()) [[unlikely]]
+      missing_value(value);
+    return values_[value];
+  }
   std::span<const CallInfo> calls() const { return calls_; }
   std::span<const Value> args() const { return args_; }
   std::span<const Value> call_args(std::uint32_t call) const;
@@ -98,6 +103,7 @@ class Weaver {
   };
   Value add_value(TypeId type, std::uint32_t depth, ValueKind kind, std::uint32_t index);
   void check_type(TypeId type, const char* what) const;
+  [[noreturn]] void missing_value(Value value) const;
   unsigned char* new_constant_row(TypeId type);
   Value raw_constant(TypeId type, DType dtype, const void* values, std::size_t count);
   std::uint32_t parameter_slot(const Parameter& parameter);

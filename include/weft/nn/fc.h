@@ -72,6 +72,7 @@ class FC {
 
  private:
   std::string name_;
+  std::string where_;  // what its errors name, e.g. "FC 'tree/fc'"
   std::int64_t in_, out_;
   FCOptions options_;
   Parameter weight_, bias_, scale_;
