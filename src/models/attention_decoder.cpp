@@ -158,12 +158,29 @@ void AttentionDecoder::import_memories(flow::Engine& engine, Var states,
   for (std::size_t g = 0; g < group.size(); ++g) out[group[g]] = {memory_vals[g], mask_vals[g], k};
 }
 
+std::span<const flow::Val> AttentionDecoder::call_step(flow::Context& ctx, const Memory& memory,
+                                                       std::span<const flow::Val> states,
+                                                       std::span<const std::int32_t> inputs,
+                                                       std::span<const flow::Val> parents) const {
+  const std::size_t beams = states.size();
+  std::array<flow::Val, 2 * kMaxBeamRows + 3> args;
+  std::size_t count = 0;
+  for (std::size_t b = 0; b < beams; ++b) args[count++] = states[b];
+  args[count++] = ctx.constant(beam_ids_[beams], inputs);
+  if (parent_feed_)
+    for (std::size_t b = 0; b < beams; ++b) args[count++] = parents[b];
+  args[count++] = memory.states;
+  args[count++] = memory.mask;
+  return ctx.call(step_ops_[beams][memory.size_index], std::span(args.data(), count));
+}
+
+// One beam's step without step_beams' vectors: a greedy decoder issues one per live row-step.
 flow::DecoderStep AttentionDecoder::step(flow::Context& ctx, const Memory& memory, flow::Val state,
                                          std::int32_t input, flow::Val parent) const {
-  const flow::BeamStep one = step_beams(
+  const std::span<const flow::Val> outs = call_step(
       ctx, memory, std::span(&state, 1), std::span(&input, 1),
       parent_feed_ ? std::span<const flow::Val>(&parent, 1) : std::span<const flow::Val>());
-  return flow::DecoderStep{one.states[0], one.log_probs[0]};
+  return flow::DecoderStep{outs[0], outs[1]};
 }
 
 flow::BeamStep AttentionDecoder::step_beams(flow::Context& ctx, const Memory& memory,
@@ -174,18 +191,11 @@ flow::BeamStep AttentionDecoder::step_beams(flow::Context& ctx, const Memory& me
     fail("decoder", states.size(), " states with ", inputs.size(), " inputs and ", parents.size(),
          " parents");
   flow::BeamStep out;
-  std::array<flow::Val, 2 * kMaxBeamRows + 3> args;
   for (std::size_t first = 0; first < states.size(); first += kMaxBeamRows) {
     const std::size_t beams = std::min(kMaxBeamRows, states.size() - first);
-    std::size_t count = 0;
-    for (std::size_t b = 0; b < beams; ++b) args[count++] = states[first + b];
-    args[count++] = ctx.constant(beam_ids_[beams], inputs.subspan(first, beams));
-    if (parent_feed_)
-      for (std::size_t b = 0; b < beams; ++b) args[count++] = parents[first + b];
-    args[count++] = memory.states;
-    args[count++] = memory.mask;
     const std::span<const flow::Val> outs =
-        ctx.call(step_ops_[beams][memory.size_index], std::span(args.data(), count));
+        call_step(ctx, memory, states.subspan(first, beams), inputs.subspan(first, beams),
+                  parent_feed_ ? parents.subspan(first, beams) : parents);
     out.states.insert(out.states.end(), outs.begin(), outs.begin() + std::ptrdiff_t(beams));
     out.log_probs.push_back(outs[beams]);
   }

@@ -69,6 +69,12 @@ class AttentionDecoder {
   // The operation of `beams` rows per call: (beams states, ids[, beams parents], memory, mask)
   // -> (beams states, log_probs); one beam takes scalar ids and gives [outputs] log_probs.
   std::vector<Var> body(std::span<const Var> in, std::int64_t beams) const;
+  // One call of the operation for states.size() <= kMaxBeamRows beams of one example (sizes
+  // checked by the callers): its outputs, valid until the next call on the engine.
+  std::span<const flow::Val> call_step(flow::Context& ctx, const Memory& memory,
+                                       std::span<const flow::Val> states,
+                                       std::span<const std::int32_t> inputs,
+                                       std::span<const flow::Val> parents) const;
   // memories() for the examples `group` (indices into rows), padded to kMemorySizes[k], into
   // out[e].
   void import_memories(flow::Engine& engine, Var states,
