@@ -4,6 +4,9 @@
 // batched call (per depth and operation), never per node; transforms and keys run per node at
 // weave time and take the GIL (native blocks weave without it, on several threads).
 #include <pybind11/operators.h>
+#include <memory>
+#include <optional>
+#include <span>
 
 #include "common.h"
 #include "weft/blocks/blocks.h"
@@ -57,14 +60,41 @@ DType parse_dtype(const std::string& name) {
 std::vector<std::int64_t> dims_of(const Shape& s) { return {s.dims().begin(), s.dims().end()}; }
 
 // Examples converted once to Input: weave() accepts these or a plain list (converted per call).
+// take() selects examples by index without copying them: the selection shares the pool.
 struct Inputs {
-  std::vector<Input> items;
+  std::shared_ptr<const std::vector<Input>> pool;
+  std::optional<std::vector<std::size_t>> ids;  // the selection, in order; none: the whole pool
+
+  std::size_t size() const { return ids ? ids->size() : pool->size(); }
+  template <typename F>
+  auto visit(F&& f) const {  // f(pool) or f(pool, ids)
+    return ids ? f(std::span<const Input>(*pool), std::span<const std::size_t>(*ids))
+               : f(std::span<const Input>(*pool));
+  }
 };
 
 Inputs to_inputs(py::handle examples) {
-  Inputs out;
-  for (py::handle e : examples) out.items.push_back(to_json(e));
-  return out;
+  auto items = std::make_shared<std::vector<Input>>();
+  for (py::handle e : examples) items->push_back(to_json(e));
+  return Inputs{std::move(items), std::nullopt};
+}
+
+Inputs take(const Inputs& in, const std::vector<std::int64_t>& indices) {
+  std::vector<std::size_t> ids;
+  ids.reserve(indices.size());
+  for (std::int64_t k : indices) {
+    if (k < 0 || k >= std::int64_t(in.size()))
+      fail("Inputs.take", "index ", k, " is out of range for ", in.size(), " examples");
+    ids.push_back(in.ids ? (*in.ids)[std::size_t(k)] : std::size_t(k));
+  }
+  return Inputs{in.pool, std::move(ids)};
+}
+
+// `examples` as Inputs: the object itself where it is one, else converted into `converted`.
+const Inputs& as_inputs(py::handle examples, Inputs& converted) {
+  if (py::isinstance<Inputs>(examples)) return examples.cast<const Inputs&>();
+  converted = to_inputs(examples);
+  return converted;
 }
 
 std::function<Input(const Input&)> python_transform(py::function fn) {
@@ -424,23 +454,10 @@ keeps every block it reached alive.)doc")
   py::class_<Inputs>(m, "Inputs",
                      "Examples converted once from plain Python values (reuse across epochs).")
       .def(py::init([](py::iterable examples) { return to_inputs(examples); }))
-      .def("__len__", [](const Inputs& i) { return i.items.size(); })
-      .def(
-          "take",
-          [](const Inputs& in, const std::vector<std::int64_t>& indices) {
-            Inputs out;
-            out.items.reserve(indices.size());
-            for (std::int64_t k : indices) {
-              if (k < 0 || k >= std::int64_t(in.items.size()))
-                fail("Inputs.take", "index ", k, " is out of range for ", in.items.size(),
-                     " examples");
-              out.items.push_back(in.items[std::size_t(k)]);
-            }
-            return out;
-          },
-          py::arg("indices"),
-          "The examples at these indices (a batch of an epoch's order), without converting "
-          "them from Python again.");
+      .def("__len__", &Inputs::size)
+      .def("take", &take, py::arg("indices"),
+           "The examples at these indices (a batch of an epoch's order), without converting "
+           "them from Python again or copying them: the result shares this object's examples.");
   py::class_<WovenBatch>(m, "WovenBatch", "A woven batch: every example's loom calls.")
       .def("__len__", &WovenBatch::size)
       .def_property_readonly("depth", &WovenBatch::depth)
@@ -502,13 +519,9 @@ callables inside take it back for their own calls.)doc")
           "weave",
           [](const Compiler& c, py::handle examples) {
             Inputs converted;
-            const Inputs* in = &converted;
-            if (py::isinstance<Inputs>(examples))
-              in = &examples.cast<const Inputs&>();  // converted once, not copied
-            else
-              converted = to_inputs(examples);
+            const Inputs& in = as_inputs(examples, converted);  // Inputs: not copied
             py::gil_scoped_release nogil;
-            return c.weave(in->items);
+            return in.visit([&](auto... pool_ids) { return c.weave(pool_ids...); });
           },
           py::arg("examples"), py::keep_alive<0, 1>())
       .def(
@@ -523,13 +536,9 @@ callables inside take it back for their own calls.)doc")
           "forward",
           [](const Compiler& c, py::handle examples, Tape& tape) {
             Inputs converted;
-            const Inputs* in = &converted;
-            if (py::isinstance<Inputs>(examples))
-              in = &examples.cast<const Inputs&>();
-            else
-              converted = to_inputs(examples);
+            const Inputs& in = as_inputs(examples, converted);
             py::gil_scoped_release nogil;
-            return c.forward(in->items, tape);
+            return in.visit([&](auto... pool_ids) { return c.forward(pool_ids..., tape); });
           },
           py::arg("examples"), py::arg("tape"), py::keep_alive<0, 1>(), py::keep_alive<0, 3>());
   m.def(
