@@ -82,15 +82,27 @@ class Adam(_torch.optim.Optimizer):
         slots = [self._view(p, "m", state["exp_avg"]), self._view(p, "v", state["exp_avg_sq"])]
         grad = p.grad
         if grad.is_sparse:
-            grad = grad.coalesce()  # a row given twice is one row, its gradients summed
-            indices = _weft.from_dlpack(grad._indices()[0].to(_torch.int32))
-            rows = _weft.from_dlpack(grad._values().contiguous())
+            indices, rows = _distinct_rows(grad)
         else:
             indices, rows = None, self._view(p, "grad", grad.contiguous())
         try:
             rule.update_tensor(lr, int(state["step"]), self._view(p, "value", p), rows, indices, slots)
         except _weft.Error as e:
             raise _weft.Error(f"[weft.torch.Adam] parameter {list(p.shape)}: {e}") from None
+
+
+def _distinct_rows(grad):
+    """Weft's (int32 indices, rows) of a sparse COO gradient, each row once (a row given twice
+    is one row, its gradients summed). torch's gradient accumulation drops the coalesced flag of
+    weft.torch's gradients, whose indices are distinct and sorted: those are taken as they are
+    (torch's coalesce() would sort and copy them again)."""
+    indices = grad._indices()[0]
+    if not grad.is_coalesced() and not (indices.numel() < 2 or
+                                        bool((indices[1:] > indices[:-1]).all())):
+        grad = grad.coalesce()
+        indices = grad._indices()[0]
+    return (_weft.from_dlpack(indices.to(_torch.int32)),
+            _weft.from_dlpack(grad._values().contiguous()))
 
 
 def _check_parameter(p):
