@@ -5,6 +5,7 @@
 
 #include "common.h"
 #include "weft/backend/cpu.h"
+#include "weft/core/build_info.h"
 #include "weft/core/denormals.h"
 #include "weft/core/error.h"
 
@@ -73,8 +74,8 @@ void init_errors(py::module_& m) {
   });
 }
 
-// Process-wide settings that are not a layer's: how CPU kernels treat denormal floats, and the
-// batch-invariant mode.
+// Process-wide settings that are not a layer's: how CPU kernels treat denormal floats, the
+// batch-invariant mode; and the version and commit of this build.
 void init_settings(py::module_& m) {
   m.def(
       "set_denormal_mode",
@@ -91,6 +92,9 @@ void init_settings(py::module_& m) {
         "start): each example's outputs are bit-identical whatever batch it is in, on this "
         "machine and build. Model.predict(..., batch_invariant=True) sets it for one call.");
   m.def("batch_invariant", &batch_invariant, "Whether the batch-invariant mode is on.");
+  // What this build is (weft/core/build_info.h), as weft.__version__ and weft.build_commit.
+  m.attr("__version__") = weft::version();
+  m.attr("build_commit") = weft::build_commit();
 }
 
 }  // namespace weft::python

@@ -24,7 +24,9 @@ from ._weft import (  # noqa: F401  (the public API)
     Tensor,
     TypeError,
     Var,
+    __version__,
     batch_invariant,
+    build_commit,
     cast,
     current_tape,
     denormal_mode,
@@ -52,7 +54,8 @@ del _name
 __all__ = ["Error", "TypeError", "Tensor", "Parameter", "Var", "Tape", "Rng", "tensor",
            "from_numpy", "from_dlpack", "zeros", "current_tape", "op_names", "blocks", "flow", "nn",
            "train", "models", "forward_mode", "cast", "equal", "not_equal", "less", "less_equal",
-           "greater", "greater_equal", "set_denormal_mode", "denormal_mode"] + list(_weft.op_names())
+           "greater", "greater_equal", "set_denormal_mode", "denormal_mode",
+           "build_commit"] + list(_weft.op_names())
 
 # `import weft.nn` and `from weft.nn import FC` work like ordinary subpackages (weft.blocks is
 # one: TF Fold's spellings over the engine's blocks).

@@ -5,9 +5,10 @@
 # batches whose weights add up to the batch and the machine's description; a kept checkpoint
 # is measured again as CSV and served by `weft bench serve --decoding`; bad options and
 # checkpoints fail with one line naming them.
-# Usage: bench_decode_test.sh WEFT_BINARY
+# Usage: bench_decode_test.sh WEFT_BINARY SOURCE_DIR
 set -uo pipefail
-weft=$1
+weft=$(realpath "$1")  # absolute: parts of the test run in another folder
+source_dir=$2
 source "$(dirname "$0")/test_helpers.sh"  # $work, $failures, expect_error, finish
 
 small=(--train-examples 40 --train-epochs 1 --hidden 8 --held-out 16 --rounds 1 --beam 2)
@@ -66,13 +67,16 @@ assert {(r["search"], r["arm"]) for r in rows if r["phase"] == "decode"} == {
 EOF
 
 # --warm: every timed decode call after an untimed one of the same examples; said in the JSON.
-"$weft" bench decode --checkpoint "$ckpt" --batch 4 --rounds 1 --beam 2 --quiet --warm \
-  --format json --out "$work/warm.json" 2>"$work/warm.err" ||
+# Run from outside the checkout: machine.commit is still the commit the binary was built from.
+(cd "$work" && "$weft" bench decode --checkpoint "$ckpt" --batch 4 --rounds 1 --beam 2 --quiet \
+  --warm --format json --out "$work/warm.json" 2>"$work/warm.err") ||
   { echo "FAIL bench decode --warm"; cat "$work/warm.err"; failures=$((failures + 1)); }
-python3 - "$work/warm.json" <<'EOF' || { echo "FAIL bench decode --warm JSON"; failures=$((failures + 1)); }
+commit=$(expected_build_commit "$source_dir")
+python3 - "$work/warm.json" "$commit" <<'EOF' || { echo "FAIL bench decode --warm JSON"; failures=$((failures + 1)); }
 import json, sys
 doc = json.load(open(sys.argv[1]))
 assert doc["options"]["warm"] is True, doc["options"]
+assert doc["machine"]["commit"] == sys.argv[2], (doc["machine"]["commit"], sys.argv[2])
 for name, search in doc["models"][0]["decode"].items():
     for arm in ("batch", "one_at_a_time", "one_length"):
         assert search[arm]["median"] > 0 and search[arm]["warmup"] > 0, (name, arm, search[arm])

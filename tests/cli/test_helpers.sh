@@ -29,3 +29,13 @@ finish() {
   fi
   echo "$1: all passed"
 }
+
+# expected_build_commit SOURCE_DIR: what weft::build_commit() should say for a build of that
+# source tree as it is now (cmake/write_build_commit.cmake): its `git describe --always
+# --dirty` when it is a checkout's top folder, else "unknown".
+expected_build_commit() {
+  local top
+  top=$(git -C "$1" rev-parse --show-toplevel 2>/dev/null) &&
+    [[ $(realpath "$top") == $(realpath "$1") ]] &&
+    git -C "$1" describe --always --dirty 2>/dev/null || echo unknown
+}

@@ -63,7 +63,9 @@ batch_over_one_at_a_time}}]}; <search> is greedy or beam<k>. With --profile, eac
 has profile_per_sequence {batch, one_length: {seconds, kinds {<kind>: {seconds, bytes}}}}.
 CSV columns: model,phase,search,arm,examples,rate_median,rate_rounds,batch_over_arm,cpu,threads,
 commit,load_before,load_after (rates in sequences or examples per second; rate_rounds joined
-by ';'; batch_over_arm = the batch arm's median over this arm's; load: 1-minute averages).)";
+by ';'; batch_over_arm = the batch arm's median over this arm's; load: 1-minute averages).
+commit, in both and in the table: the commit this binary was built from (`weft --version`), not
+the current directory's checkout.)";
 
 // The folder the checkpoints trained here go to; a temporary one is removed at the end.
 class CheckpointFolder {

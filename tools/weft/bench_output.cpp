@@ -1,12 +1,12 @@
 // The bench commands' shared output helpers (bench_output.h).
 #include "bench_output.h"
 
-#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <thread>
 
 #include "weft/backend/cpu.h"
+#include "weft/core/build_info.h"
 #include "weft/core/error.h"
 
 namespace weft::tool {
@@ -45,19 +45,6 @@ std::string cpu_model() {
   return "unknown";
 }
 
-// The commit of the checkout the command runs in, when it runs in one (benchmarks are run from
-// the repository root); the binary itself does not know which commit it was built from.
-std::string current_commit() {
-  std::FILE* pipe = popen("git rev-parse --short HEAD 2>/dev/null", "r");
-  if (pipe == nullptr) return "unknown";
-  char buffer[64] = {};
-  const bool read = std::fgets(buffer, sizeof buffer, pipe) != nullptr;
-  const int status = pclose(pipe);
-  std::string commit = read && status == 0 ? buffer : "";
-  while (!commit.empty() && (commit.back() == '\n' || commit.back() == '\r')) commit.pop_back();
-  return commit.empty() ? "unknown" : commit;
-}
-
 }  // namespace
 
 MachineInfo machine_info(int threads) {
@@ -66,7 +53,7 @@ MachineInfo machine_info(int threads) {
   m.logical_cpus = std::thread::hardware_concurrency();
   m.threads = threads;
   m.backend = std::string(cpu_backend_summary());
-  m.commit = current_commit();
+  m.commit = weft::build_commit();
   m.load_before = load_average();
   return m;
 }

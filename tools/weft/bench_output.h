@@ -23,7 +23,7 @@ struct MachineInfo {
   unsigned logical_cpus = 0;  // std::thread::hardware_concurrency()
   int threads = 0;            // the GEMM threads the run used
   std::string backend;        // cpu_backend_summary(): the GEMM provider and its settings
-  std::string commit;         // `git rev-parse --short HEAD` here ("unknown" outside a checkout)
+  std::string commit;         // the commit the binary was built from (weft::build_commit())
   std::array<double, 3> load_before{}, load_after{};
 };
 

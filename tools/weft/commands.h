@@ -234,7 +234,8 @@ int run_bench_treelstm(const BenchTreeOptions& options);
 CLI::App* add_bench_decode(CLI::App& bench, BenchDecodeOptions& options);
 int run_bench_decode(const BenchDecodeOptions& options);
 
-// The version of the weft library this tool was built with.
-const char* version();
+// The version of the weft library this tool runs with and the commit it was built from:
+// "0.1.0 (commit 71aa130)" (weft/core/build_info.h).
+std::string version();
 
 }  // namespace weft::tool

@@ -14,13 +14,16 @@
 #include "weft/backend/cpu.h"
 #include "weft/backend/cuda.h"
 #include "weft/backend/gemm_selection.h"
+#include "weft/core/build_info.h"
 #include "weft/core/denormals.h"
 #include "weft/core/rng.h"
 #include "weft/models/registry.h"
 
 namespace weft::tool {
 
-const char* version() { return WEFT_VERSION_STRING; }
+std::string version() {
+  return fmt::format("{} (commit {})", weft::version(), weft::build_commit());
+}
 
 namespace {
 

@@ -88,7 +88,7 @@ std::optional<int> parse(CLI::App& app, int argc, char** argv) {
 
 int run(int argc, char** argv) {
   CLI::App app{"weft: deep learning on dynamic computation graphs", "weft"};
-  app.set_version_flag("--version", version());
+  app.set_version_flag("--version", "weft " + version());
   app.require_subcommand(1);
   const std::vector<Command> all = commands(app, argc, argv);
   BatchInvariantFlags batch_invariant;
