@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -17,6 +18,10 @@
 #include "weft/core/claimable_task.h"
 #include "weft/core/error.h"
 #include "weft/core/job_threads.h"
+
+#ifdef __linux__
+#include <sched.h>
+#endif
 
 namespace weft {
 namespace {
@@ -89,6 +94,48 @@ TEST(JobThreads, JobsDroppedUnbegunAreDoneOnceByTheirTakers) {
     EXPECT_EQ(runs.load(), 200) << threads << " threads";
   }
 }
+
+#ifdef __linux__
+// The CPU a job ran on, and whether its thread's mask then held `cpu`.
+struct Placement {
+  int cpu = -1;
+  bool mask_holds = false;
+};
+
+Placement placement_of_a_job(JobThreads& threads, int submit_on, int mask_cpu) {
+  cpu_set_t only;
+  CPU_ZERO(&only);
+  CPU_SET(submit_on, &only);
+  EXPECT_EQ(sched_setaffinity(0, sizeof(only), &only), 0);  // this thread: on submit_on alone
+  std::promise<Placement> ran;
+  threads.submit([&] {
+    cpu_set_t mask;
+    sched_getaffinity(0, sizeof(mask), &mask);
+    ran.set_value(Placement{sched_getcpu(), CPU_ISSET(mask_cpu, &mask) != 0});
+  });
+  return ran.get_future().get();
+}
+
+TEST(JobThreads, AJobRunsOffItsSubmittersCpuAndTheMaskIsGivenBack) {
+  cpu_set_t allowed;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(allowed), &allowed), 0);
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE && cpus.size() < 2; ++c)
+    if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+  if (cpus.size() < 2) GTEST_SKIP() << "this process may run on one CPU only";
+  JobThreads one(1);  // made before this thread is pinned: it may run on every allowed CPU
+  for (int round = 0; round < 20; ++round) {
+    const Placement first = placement_of_a_job(one, cpus[0], cpus[1]);
+    EXPECT_NE(first.cpu, cpus[0]);
+    // Submitted from the other CPU: cpus[0] is back in the thread's mask (given back after the
+    // first job), whatever this job's own move.
+    const Placement second = placement_of_a_job(one, cpus[1], cpus[0]);
+    EXPECT_NE(second.cpu, cpus[1]);
+    EXPECT_TRUE(second.mask_holds);
+  }
+  sched_setaffinity(0, sizeof(allowed), &allowed);
+}
+#endif
 
 TEST(JobThreads, NeedsAThread) {
   EXPECT_THAT(

@@ -1,6 +1,7 @@
 // Threads kept for the life of a loop that prepares work ahead (weaving batch k + 1 while batch
-// k runs): they run submitted jobs in the order submitted. One thread made per loop, not per
-// batch (a thread's start costs as much as weaving a small batch). Pair each job with a
+// k runs): they run submitted jobs in the order submitted, each off the CPU its submitter was
+// on where another is allowed (the point is to work beside it). One thread made per loop, not
+// per batch (a thread's start costs half of weaving a small batch). Pair each job with a
 // ClaimableTask so that a job still queued is done by whoever needs its result first.
 #pragma once
 
@@ -29,11 +30,15 @@ class JobThreads {
   void submit(std::function<void()> job);
 
  private:
+  struct Job {
+    std::function<void()> run;
+    int submitter_cpu = -1;  // where submit() ran (-1: unknown): the job runs elsewhere
+  };
   void work();
 
   std::mutex mutex_;
   std::condition_variable jobs_changed_;
-  std::deque<std::function<void()>> jobs_;
+  std::deque<Job> jobs_;
   bool stopping_ = false;
   std::vector<std::thread> threads_;
 };
