@@ -12,6 +12,7 @@
 
 #include "op_test_util.h"
 #include "weft/backend/gemm_selection.h"
+#include "weft/core/build_info.h"
 
 namespace weft::testing {
 namespace {
@@ -293,6 +294,8 @@ TEST(TreeBenchmark, EveryModeGivesASaneRowAndTheCsvFollowsTheSchema) {
     EXPECT_EQ(lines, rows.size());
     const std::string json = treelstm::tree_benchmark_json(rows, tiny_options(train));
     EXPECT_NE(json.find("\"mode\": \"full-dynamic\""), std::string::npos);
+    EXPECT_NE(json.find(std::string("\"commit\": \"") + weft::build_commit() + "\""),
+              std::string::npos);  // the build measured
     EXPECT_EQ(treelstm::tree_benchmark_csv(treelstm::tree_benchmark_rows_from_json(json)), csv);
     EXPECT_NE(treelstm::tree_benchmark_table(rows).find("full-dynamic"), std::string::npos);
   }

@@ -10,6 +10,7 @@
 
 #include "treelstm/tree_benchmark.h"
 #include "weft/backend/cpu.h"
+#include "weft/core/build_info.h"
 #include "weft/core/error.h"
 
 namespace weft::treelstm {
@@ -121,6 +122,7 @@ std::string tree_benchmark_json(std::span<const TreeBenchmarkRow> rows,
                                 const TreeBenchmarkOptions& options) {
   nlohmann::json doc;
   doc["benchmark"] = "treelstm";
+  doc["commit"] = build_commit();  // the build measured (weft --version), wherever it ran
   doc["backend"] = std::string(cpu_backend_summary());
   doc["options"] = {{"model", cell_name(options.cell)},
                     {"tree_type", tree_type_name(options.tree_type)},
