@@ -6,9 +6,6 @@
 // activations for its backward.
 #include <algorithm>
 #include <atomic>
-#include <charconv>
-#include <cstdlib>
-#include <cstring>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -17,6 +14,7 @@
 #include "op_checks.h"
 #include "weft/autodiff/argument_rows.h"
 #include "weft/autodiff/ops.h"
+#include "weft/core/environment.h"
 
 namespace weft {
 namespace {
@@ -47,15 +45,9 @@ void lstm_hidden_backward(Tape& tape, std::uint32_t id) {
 // and on a device, the whole call at once. WEFT_CELL_BLOCK_ROWS or set_linear_cell_block_rows
 // force a number of rows (a huge one: whole calls).
 std::int64_t block_rows_from_environment() {
-  const char* value = std::getenv("WEFT_CELL_BLOCK_ROWS");
-  if (value == nullptr || *value == '\0') return 0;
-  std::int64_t rows = 0;
-  const char* end = value + std::strlen(value);
-  const auto [at, error] = std::from_chars(value, end, rows);
-  if (error != std::errc() || at != end || rows < 0)
-    fail("WEFT_CELL_BLOCK_ROWS", "expected a number of rows (0: chosen from the cache), got '",
-         value, "'");
-  return rows;
+  return integer_from_environment("WEFT_CELL_BLOCK_ROWS", 0, "linear_lstm_cell_state",
+                                  "a number of rows (0: chosen from the cache)")
+      .value_or(0);
 }
 
 std::atomic<std::int64_t> forced_block_rows{-1};  // -1: not read from the environment yet

@@ -1,10 +1,9 @@
 // The input limits and their environment overrides (see weft/io/input_limits.h).
 #include "weft/io/input_limits.h"
 
-#include <charconv>
-#include <cstdlib>
 #include <string>
 
+#include "weft/core/environment.h"
 #include "weft/core/error.h"
 
 namespace weft::io {
@@ -30,17 +29,10 @@ constexpr LimitField kFields[] = {
 
 InputLimits read_limits() {
   InputLimits limits;
-  for (const LimitField& field : kFields) {
-    const char* text = std::getenv(std::string(field.variable).c_str());
-    if (text == nullptr || *text == '\0') continue;
-    std::int64_t value = 0;
-    const char* end = text + std::char_traits<char>::length(text);
-    const auto [ptr, ec] = std::from_chars(text, end, value);
-    if (ec != std::errc() || ptr != end || value <= 0)
-      fail("limits", field.variable, " must be a positive integer, got '",
-           std::string_view(text).substr(0, 40), "'");
-    limits.*field.member = value;
-  }
+  for (const LimitField& field : kFields)
+    if (const auto value = integer_from_environment(std::string(field.variable).c_str(), 1,
+                                                    "limits", "a positive integer"))
+      limits.*field.member = *value;
   return limits;
 }
 
