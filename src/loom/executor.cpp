@@ -89,7 +89,7 @@ LoomResult Executor::run(const Weaver& weaver, Strategy strategy, std::uint32_t 
   Schedule schedule = make_schedule(weaver, strategy);
   limit_step_rows(schedule, max_step_rows);
   double schedule_seconds = seconds_since(start);
-  LoomResult result = run(weaver, std::move(schedule), nullptr);
+  LoomResult result = run_kept(weaver, std::move(schedule), nullptr);
   result.stats_.schedule_seconds = schedule_seconds;
   return result;
 }
@@ -209,12 +209,10 @@ LoomResult Executor::run(const Weaver& weaver, const Schedule& schedule) {
 }
 
 LoomResult Executor::run(const Weaver& weaver, const Schedule& schedule, const BatchPlan* plan) {
-  return run(weaver, Schedule(schedule), plan);
+  return run_kept(weaver, schedule, plan);
 }
 
-// The schedule is kept in the result: taken by value, so a schedule made for this run alone
-// moves there instead of being copied (once per engine step for a decoder).
-LoomResult Executor::run(const Weaver& weaver, Schedule&& schedule, const BatchPlan* plan) {
+LoomResult Executor::run_kept(const Weaver& weaver, Schedule schedule, const BatchPlan* plan) {
   if (&weaver.loom() != loom_) fail("loom", "the weave was recorded for another loom");
   auto start = std::chrono::steady_clock::now();
   const BackendCounters counted_before = backend_counters();

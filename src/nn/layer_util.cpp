@@ -1,6 +1,8 @@
 // The nn layers' shared checks and the gate-bias initializer.
 #include "layer_util.h"
 
+#include <string_view>
+
 #include "weft/autodiff/ops.h"
 #include "weft/core/error.h"
 #include "weft/nn/mode.h"
@@ -64,8 +66,8 @@ Var checked_gate_input(const std::string& where, Var x, std::int64_t input_size,
   for (const NamedVar& state : gate_states) require_rows_of(where, state.role, state.var, hidden);
   for (const NamedVar& state : other_states) require_rows_of(where, state.role, state.var, hidden);
   // Every argument has the first one's rows.
-  const std::string input_role = "input";
-  const std::string& first_role = with_input ? input_role : gate_states[0].role;
+  const std::string_view first_role =
+      with_input ? std::string_view("input") : std::string_view(gate_states[0].role);
   const std::int64_t rows = (with_input ? x : gate_states[0].var).value().rows();
   const auto same_rows = [&](const NamedVar& part) {
     if (part.var.value().rows() != rows)
@@ -76,7 +78,6 @@ Var checked_gate_input(const std::string& where, Var x, std::int64_t input_size,
   for (const NamedVar& state : other_states) same_rows(state);
   const std::size_t gate_inputs = gate_states.size() + (with_input ? 1 : 0);
   if (gate_inputs == 1) return with_input ? x : gate_states[0].var;
-  if (with_input && gate_states.size() == 1) return concat({x, gate_states[0].var});
   std::vector<Var> vars;
   vars.reserve(gate_inputs);
   if (with_input) vars.push_back(x);

@@ -84,7 +84,9 @@ class Executor {
   LoomResult run(const Weaver& weaver, const Schedule& schedule, const BatchPlan* plan);
 
  private:
-  LoomResult run(const Weaver& weaver, Schedule&& schedule, const BatchPlan* plan);
+  // run(weaver, schedule, plan) keeping `schedule` in the result by moving it (a schedule made
+  // for this run alone, once per engine step for a decoder, is not copied).
+  LoomResult run_kept(const Weaver& weaver, Schedule schedule, const BatchPlan* plan);
 
   const Loom* loom_;
   Tape* tape_;

@@ -48,7 +48,7 @@ class LSTMCell {
 
  private:
   std::string name_;
-  std::string where_;  // what its errors name, e.g. "LSTMCell 'decoder/cell'"
+  std::string where_;  // what its errors name (layer_where: kind and scoped name)
   std::int64_t input_size_, hidden_;
   CellOptions options_;
   Parameter weight_, bias_;
@@ -73,7 +73,7 @@ class GRUCell {
 
  private:
   std::string name_;
-  std::string where_;  // what its errors name, e.g. "LSTMCell 'decoder/cell'"
+  std::string where_;  // what its errors name (layer_where: kind and scoped name)
   std::int64_t input_size_, hidden_;
   CellOptions options_;
   Parameter gates_weight_, gates_bias_, candidate_weight_, candidate_bias_;
@@ -107,7 +107,7 @@ class NaryTreeLSTMCell {
 
  private:
   std::string name_;
-  std::string where_;  // what its errors name, e.g. "LSTMCell 'decoder/cell'"
+  std::string where_;  // what its errors name (layer_where: kind and scoped name)
   std::int64_t input_size_, hidden_;
   int arity_;
   CellOptions options_;
@@ -139,7 +139,7 @@ class ChildSumTreeLSTMCell {
 
  private:
   std::string name_;
-  std::string where_;  // what its errors name, e.g. "LSTMCell 'decoder/cell'"
+  std::string where_;  // what its errors name (layer_where: kind and scoped name)
   std::int64_t input_size_, hidden_;
   CellOptions options_;
   Parameter forget_weight_, forget_bias_, iou_weight_, iou_bias_;
