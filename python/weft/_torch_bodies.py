@@ -58,6 +58,9 @@ def _build(structure, leaves):
     return next(leaves) if structure is None else tuple(_build(s, leaves) for s in structure)
 
 
+_from_capsule = _torch.utils.dlpack.from_dlpack
+
+
 def _to_torch(var, differentiable):
     t = _from_capsule(var.value.__dlpack__())  # a view, no copy (torch.from_dlpack, less Python)
     if differentiable and var.requires_grad and t.is_floating_point():
@@ -69,8 +72,6 @@ def _to_weft(t):
     """A Weft tensor over a torch tensor's memory (contiguous: copied only where it is not)."""
     return _weft.from_dlpack(_torch.utils.dlpack.to_dlpack(t.detach().contiguous()))
 
-
-_from_capsule = _torch.utils.dlpack.from_dlpack
 
 
 def _check_output(name, k, out, batch, expected):
@@ -99,31 +100,24 @@ def _unpack_saved(t):
     return t
 
 
-def _saving_references():
-    """References torch autograd adds to a tensor's Python object by saving it for backward: 1
-    in recent PyTorch (2.15 holds the object), 0 in 1.13 and 2.2 (they keep the C++ tensor)."""
-    weight, x = _torch.ones(1, requires_grad=True), _torch.ones(1)
-    before = _sys.getrefcount(x)
-    out = weight * x  # noqa: F841  (mul saves x for weight's gradient while the graph lives)
-    return _sys.getrefcount(x) - before
+def _references_added(t, use):
+    """How many references to t's Python object torch keeps while the result of use(t) lives."""
+    before = _sys.getrefcount(t)
+    result = use(t)  # noqa: F841  (its graph must live while the references are counted)
+    return _sys.getrefcount(t) - before
 
 
-# Only where saving holds Python objects do bodies run under the detached-alias hooks: a Python
-# call per saved tensor (forward and backward) that older torch does not need.
+# Saving a tensor for backward holds its Python object in recent PyTorch (2.15), not in 1.13 and
+# 2.2 (they keep the C++ tensor): only there do bodies run under the detached-alias hooks, a
+# Python call per saved tensor (forward and backward) that older torch does not need.
+_weight = _torch.ones(1, requires_grad=True)
 _SAVED_ALIASES = (_torch.autograd.graph.saved_tensors_hooks(_save_detached, _unpack_saved)
-                  if _saving_references() else None)
+                  if _references_added(_torch.ones(1), lambda x: _weight * x) else None)
+del _weight
 
-
-def _graph_references():
-    """References that torch's autograd graph itself holds to a leaf it accumulates into: 1 from
-    PyTorch 2 on (its AccumulateGrad node keeps the Python object), 0 in 1.13."""
-    leaf = _torch.zeros(1, requires_grad=True)
-    before = _sys.getrefcount(leaf)
-    out = leaf * 2  # noqa: F841  (the graph must live while the references are counted)
-    return _sys.getrefcount(leaf) - before
-
-
-_GRAPH_REFERENCES = _graph_references()
+# The references torch's autograd graph itself holds to a leaf it accumulates into: 1 from
+# PyTorch 2 on (its AccumulateGrad node keeps the Python object), 0 in 1.13.
+_GRAPH_REFERENCES = _references_added(_torch.zeros(1, requires_grad=True), lambda leaf: leaf * 2)
 
 
 def _check_nothing_kept(name, inputs, references, outputs):
