@@ -1,6 +1,6 @@
 // Integers from environment variables (core/environment.h): unset or empty is no value; a whole
-// integer at or above the minimum is taken; anything else fails naming where, the variable, what
-// it must be and the text it held.
+// integer from the minimum to the maximum is taken; anything else fails naming where, the variable,
+// what it must be and the text it held.
 #include <cstdlib>
 #include <string>
 
@@ -45,6 +45,16 @@ TEST(IntegerFromEnvironment, AnythingElseFailsNamingTheVariableAndTheText) {
   setenv(kVariable, std::string(100, '7').append("x").c_str(), 1);  // quoted to 40 characters
   EXPECT_THAT([] { integer_from_environment(kVariable, 0, "test", "a number"); },
               ThrowsMessage<Error>(HasSubstr("got '" + std::string(40, '7') + "'")));
+  unsetenv(kVariable);
+}
+
+TEST(IntegerFromEnvironment, AValueAboveTheMaximumFails) {
+  setenv(kVariable, "64", 1);
+  EXPECT_EQ(integer_from_environment(kVariable, 1, "test", "1 to 64", 64), 64);
+  setenv(kVariable, "65", 1);
+  EXPECT_THAT(
+      [] { integer_from_environment(kVariable, 1, "test", "1 to 64", 64); },
+      ThrowsMessage<Error>(HasSubstr("WEFT_TEST_ENVIRONMENT_INTEGER must be 1 to 64, got '65'")));
   unsetenv(kVariable);
 }
 

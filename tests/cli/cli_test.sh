@@ -186,6 +186,8 @@ else
 fi
 expect_error bad-batch-invariant "WEFT_BATCH_INVARIANT must be 1 (on) or 0 (off), got 'yes'" \
   env WEFT_BATCH_INVARIANT=yes "$weft" info
+expect_error bad-num-threads "WEFT_NUM_THREADS must be a number of threads from 1 to 1024, got 'four'" \
+  env WEFT_NUM_THREADS=four "$weft" info
 expect_error bad-denormals "WEFT_DENORMALS='often' is neither" env WEFT_DENORMALS=often "$weft" info
 expect_error missing-data "no-such-dir" "$weft" train sentiment --data-dir "$work/no-such-dir"
 expect_error bad-option-value "option 'hidden' must be an integer" "$weft" train calculator --hidden 2.5

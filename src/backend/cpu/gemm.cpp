@@ -20,6 +20,7 @@
 #include "weft/backend/cpu.h"
 #include "weft/backend/gemm_selection.h"
 #include "weft/core/denormals.h"
+#include "weft/core/environment.h"
 #include "weft/core/error.h"
 #include "weft/core/named_enum.h"
 #ifdef WEFT_HAVE_ONEDNN
@@ -116,8 +117,9 @@ CpuSettings& settings() {
     }
     init->invariant = batch_invariant_from_environment();
     init->threads = omp_get_max_threads();
-    if (const char* n = std::getenv("WEFT_NUM_THREADS"); n && *n)
-      init->threads = std::max(1, std::atoi(n));
+    if (const auto n = integer_from_environment("WEFT_NUM_THREADS", 1, "cpu backend",
+                                                "a number of threads from 1 to 1024", 1024))
+      init->threads = int(*n);
     apply_threads(*init, init->threads);
     init->summary = describe(*init);
     return init.release();
