@@ -168,6 +168,20 @@ else
   failures=$((failures + 1))
 fi
 expect_error info-calibrate-unknown "unknown model 'nosuch'" "$weft" info --calibrate nosuch
+# A run with oneDNN held to an older instruction set (ONEDNN_MAX_CPU_ISA, as an AVX2 machine is
+# emulated) measures other rates: it must keep its own calibration cache, not the machine's.
+if "$weft" info | grep -q "^gemm providers built in: .*onednn"; then
+  native=$(env -u ONEDNN_MAX_CPU_ISA -u WEFT_GEMM_CACHE "$weft" info | grep "^gemm cache: ")
+  held=$(ONEDNN_MAX_CPU_ISA=SSE41 env -u WEFT_GEMM_CACHE "$weft" info)
+  if grep -q "^gemm cpu identity: .* isa sse41;" <<<"$held" &&
+    [[ "$(grep "^gemm cache: " <<<"$held")" != "$native" ]]; then
+    echo "ok   gemm-cache-per-isa"
+  else
+    echo "FAIL gemm-cache-per-isa: $native"
+    grep "^gemm c" <<<"$held"
+    failures=$((failures + 1))
+  fi
+fi
 # --batch-invariant: each line's prediction to the byte, one line a batch or 64 (README, "Batch
 # invariance"); WEFT_BATCH_INVARIANT takes 0 or 1 only.
 for size in 1 64; do
