@@ -29,6 +29,19 @@ Var body_output(py::handle r, const std::string& what) {
 }
 }  // namespace
 
+weft::Tensor label_tensor(const blocks::MetricValues& metric, DType dtype) {
+  std::vector<std::int64_t> labels;
+  labels.reserve(metric.labels.size());
+  for (const blocks::Input& l : metric.labels) {
+    if (!l.is_number_integer())
+      fail("MetricValues", "label ", blocks::describe_input(l), " is not an integer");
+    labels.push_back(l.get<std::int64_t>());
+  }
+  const Shape shape{std::int64_t(labels.size())};
+  if (dtype == DType::kInt64) return weft::Tensor::from_vector(shape, labels);
+  return weft::Tensor::from_vector(shape, std::vector<std::int32_t>(labels.begin(), labels.end()));
+}
+
 std::function<std::vector<Var>(std::span<const Var>)> python_body(py::function fn,
                                                                   const std::string& what) {
   auto callable = std::make_shared<PyCallable>(std::move(fn));
@@ -473,17 +486,7 @@ keeps every block it reached alive.)doc")
                                return out;
                              })
       .def(
-          "label_tensor",
-          [](const MetricValues& v) {
-            std::vector<std::int32_t> labels;
-            labels.reserve(v.labels.size());
-            for (const Input& l : v.labels) {
-              if (!l.is_number_integer())
-                fail("MetricValues", "label ", describe_input(l), " is not an integer");
-              labels.push_back(l.get<std::int32_t>());
-            }
-            return weft::Tensor::from_vector({std::int64_t(labels.size())}, labels);
-          },
+          "label_tensor", [](const MetricValues& v) { return label_tensor(v, DType::kInt32); },
           "The integer labels as an int32 tensor [rows] (for softmax_cross_entropy).")
       .def("__len__", &MetricValues::rows);
   py::class_<BatchResult>(m, "BatchResult",

@@ -18,6 +18,10 @@
 #include "weft/autodiff/tape.h"
 #include "weft/tensor/tensor.h"
 
+namespace weft::blocks {
+struct MetricValues;
+}
+
 namespace weft::python {
 
 namespace py = pybind11;
@@ -30,6 +34,7 @@ void init_blocks(py::module_& m);
 void init_train(py::module_& m);
 void init_models(py::module_& m);
 void init_flow(py::module_& m);
+void init_torch_glue(py::module_& m);
 
 // Python value (None, bool, int, float, str, list, tuple, dict with str keys, NumPy scalars and
 // arrays) -> JSON, and back. Unsupported objects raise TypeError naming their type; integers
@@ -52,6 +57,10 @@ void check_var_is_live(py::handle var_object, const weft::Var& var);
 weft::Tensor tensor_from_numpy(const py::array& array, const std::string& where);
 weft::Tensor tensor_copy(py::handle data, const std::optional<std::string>& dtype);
 weft::Tensor as_tensor(py::handle value, std::optional<std::string> dtype = std::nullopt);
+// DLPack both ways: a Tensor over a producer's memory (an object with __dlpack__, or an unused
+// capsule; contiguous only), and a capsule over a Tensor's (torch.from_dlpack takes it).
+weft::Tensor from_dlpack(py::object producer);
+py::capsule to_dlpack(const weft::Tensor& tensor);
 
 // A Python callable owned by C++ (a Function body, an InputTransform, a OneOf key), callable
 // from any thread: each call takes the GIL, and so does the destruction.
@@ -85,6 +94,10 @@ std::function<std::vector<weft::Var>(std::span<const weft::Var>)> python_body(
 // and text, and where it was raised (for weft.Error messages naming the failing callable).
 std::string python_error_text(const py::error_already_set& e);
 void init_python_ops(py::module_& m);
+
+// A labelled metric's integer labels as a tensor [rows] of `dtype` (int32 for Weft's losses,
+// int64 for torch's), or weft.Error naming a label that is not an integer.
+weft::Tensor label_tensor(const weft::blocks::MetricValues& metric, weft::DType dtype);
 
 }  // namespace weft::python
 

@@ -112,4 +112,5 @@ PYBIND11_MODULE(_weft, m) {
   wp::init_models(m);
   wp::init_flow(m);
   wp::init_python_ops(m);
+  wp::init_torch_glue(m);
 }

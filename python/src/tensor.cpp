@@ -242,7 +242,7 @@ weft::Tensor from_dlpack(py::object producer) {
          " bits, ", t.dtype.lanes, " lanes): Weft tensors are ", kDTypeList);
   const DType dtype = *found;
   const Shape shape = shape_of(t.shape, t.ndim, "from_dlpack");
-  if (t.strides) {
+  if (t.strides && shape.numel() > 0) {  // an empty tensor's strides are arbitrary
     std::int64_t expected = 1;
     for (int d = t.ndim - 1; d >= 0; --d) {
       if (t.shape[d] != 1 && t.strides[d] != expected)

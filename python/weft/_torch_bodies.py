@@ -285,16 +285,7 @@ def _torch_view(param):
 def backward_outputs(tape, outputs, grads):
     """Weft's backward from torch's gradients of `outputs` (Vars of `tape`): one pass, seeded
     through sum_k <output_k, grad_k> where several outputs have gradients."""
-    seeded = [(var, _weft.from_dlpack(g.detach().contiguous()))
-              for var, g in zip(outputs, grads) if g is not None and var.requires_grad]
-    if len(seeded) == 1:
-        tape.backward(*seeded[0])
-    elif seeded:
-        with tape:
-            total = _weft.sum(seeded[0][0] * tape.constant(seeded[0][1]))
-            for var, g in seeded[1:]:
-                total = total + _weft.sum(var * tape.constant(g))
-        tape.backward(total)
+    _weft.torch_glue.step_backward(tape, outputs, grads, [], [])
 
 
 class WeftStep(_torch.autograd.Function):

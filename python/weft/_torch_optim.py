@@ -10,7 +10,8 @@ from . import _weft
 
 
 class Adam(_torch.optim.Optimizer):
-    """Adam (Kingma & Ba) over torch tensors, each update one fused Weft pass.
+    """Adam (Kingma & Ba) over torch tensors: one Weft call a step updates them all, each
+    tensor by one fused pass.
 
     Dense gradients get torch.optim.Adam's rule (the same formula: eps added after the bias
     correction of sqrt(v); weight_decay is L2, added to the gradient). A sparse COO gradient gets
@@ -26,7 +27,7 @@ class Adam(_torch.optim.Optimizer):
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
                                       weight_decay=weight_decay))
         self._rules = {}  # (beta1, beta2, eps, weight_decay) -> a Weft optimizer (its rule)
-        self._views = {}  # (id(tensor's owner), role) -> (key, tensor, Weft view)
+        self._tensors = _weft.torch_glue.TorchUpdate()  # the Weft views of the tensors
         for group in self.param_groups:
             self._rule(group)  # a bad beta or eps fails here, not at the first step
             for p in group["params"]:
@@ -45,20 +46,6 @@ class Adam(_torch.optim.Optimizer):
             self._rules[key] = _weft.train.make_optimizer(spec, [])
         return self._rules[key]
 
-    def _view(self, owner, role, tensor):
-        """Weft's view of a torch tensor, kept while the tensor (same memory, shape) is the
-        same: a parameter's, its moments' and a gradient that Weft's own buffer backs."""
-        entry = self._views.get((id(owner), role))
-        if entry is not None and entry[1] is tensor:
-            return entry[2]
-        key = (tensor.data_ptr(), tuple(tensor.shape))
-        if entry is None or entry[0] != key:
-            entry = (key, tensor, _weft.from_dlpack(tensor.detach()))
-        else:  # the same memory under another tensor (Weft's gradient buffer, a new view)
-            entry = (key, tensor, entry[2])
-        self._views[(id(owner), role)] = entry
-        return entry[2]
-
     @_torch.no_grad()
     def step(self, closure=None):
         loss = None
@@ -66,43 +53,24 @@ class Adam(_torch.optim.Optimizer):
             with _torch.enable_grad():
                 loss = closure()
         for group in self.param_groups:
-            rule = self._rule(group)
-            for p in group["params"]:
-                if p.grad is not None:
-                    self._update(rule, group["lr"], p)
+            params = [p for p in group["params"] if p.grad is not None]
+            if params:
+                self._update(group, params)
         return loss
 
-    def _update(self, rule, lr, p):
-        state = self.state[p]
-        if not state:
-            state["step"] = 0
-            state["exp_avg"] = _torch.zeros_like(p, memory_format=_torch.contiguous_format)
-            state["exp_avg_sq"] = _torch.zeros_like(p, memory_format=_torch.contiguous_format)
-        state["step"] += 1
-        slots = [self._view(p, "m", state["exp_avg"]), self._view(p, "v", state["exp_avg_sq"])]
-        grad = p.grad
-        if grad.is_sparse:
-            indices, rows = _distinct_rows(grad)
-        else:
-            indices, rows = None, self._view(p, "grad", grad.contiguous())
-        try:
-            rule.update_tensor(lr, int(state["step"]), self._view(p, "value", p), rows, indices, slots)
-        except _weft.Error as e:
-            raise _weft.Error(f"[weft.torch.Adam] parameter {list(p.shape)}: {e}") from None
-
-
-def _distinct_rows(grad):
-    """Weft's (int32 indices, rows) of a sparse COO gradient, each row once (a row given twice
-    is one row, its gradients summed). torch's gradient accumulation drops the coalesced flag of
-    weft.torch's gradients, whose indices are distinct and sorted: those are taken as they are
-    (torch's coalesce() would sort and copy them again)."""
-    indices = grad._indices()[0]
-    if not grad.is_coalesced() and not (indices.numel() < 2 or
-                                        bool((indices[1:] > indices[:-1]).all())):
-        grad = grad.coalesce()
-        indices = grad._indices()[0]
-    return (_weft.from_dlpack(indices.to(_torch.int32)),
-            _weft.from_dlpack(grad._values().contiguous()))
+    def _update(self, group, params):
+        """One Weft call updates all of the group's tensors (torch_glue.TorchUpdate: the views
+        of values and moments kept between steps, the kernels run without the GIL)."""
+        states = [self.state[p] for p in params]
+        for p, state in zip(params, states):
+            if not state:
+                state["step"] = 0
+                state["exp_avg"] = _torch.zeros_like(p, memory_format=_torch.contiguous_format)
+                state["exp_avg_sq"] = _torch.zeros_like(p, memory_format=_torch.contiguous_format)
+            state["step"] += 1
+        self._tensors.step(self._rule(group), group["lr"], params, [p.grad for p in params],
+                           [int(s["step"]) for s in states],
+                           [(s["exp_avg"], s["exp_avg_sq"]) for s in states])
 
 
 def _check_parameter(p):

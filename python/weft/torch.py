@@ -17,6 +17,7 @@ import torch as _torch
 
 from . import _weft
 from . import blocks as _td
+from ._weft import torch_glue as _glue
 
 __all__ = ["call", "Function", "op", "fold", "Blocks", "parameters_of", "Fold", "Unfold",
            "WeftStep", "Adam", "WeftDropout"]
@@ -24,6 +25,7 @@ __all__ = ["call", "Function", "op", "fold", "Blocks", "parameters_of", "Fold", 
 from ._torch_bodies import (  # noqa: F401  (weft.torch's public names)
     Function,
     WeftStep,
+    _from_capsule,
     _torch_view,
     backward_outputs,
     call,
@@ -49,36 +51,22 @@ class _Run:
         """The block's outputs, then each metric's rows (its labels kept in self.labels)."""
         with self.tape:
             result = self.compiler.forward(self.examples, self.tape)
-            self.outputs = [result.output(k) for k in range(result.num_outputs)]
-            for name in self.metrics:
-                rows = result.metric(name)
-                self.outputs.append(rows.values)
-                self.labels[name] = _torch.from_dlpack(rows.label_tensor()).long()
-        return [_torch.from_dlpack(v.value) for v in self.outputs]
+            self.outputs, values, labels = _glue.step_outputs(result, self.metrics)
+        self.labels = dict(zip(self.metrics, map(_from_capsule, labels)))
+        return [_from_capsule(v) for v in values]
 
     def backward(self, grads):
         """Weft's gradients land in its parameters' own buffers, and torch's `.grad` becomes a
         view of that buffer (no copy): where `.grad` is already that view (not zeroed, or
         zeroed in place), Weft accumulates into it and torch is handed nothing to add. A table
         with row-sparse gradients (sparse_grad: Embedding(..., sparse_gradient=True)) hands
-        torch a sparse COO gradient of the rows the batch used, as nn.Embedding(sparse=True)."""
-        in_place = []
-        for p, view in zip(self.weft_params, self.torch_params):
-            g = None if p.sparse_grad else view.grad
-            in_place.append(g is not None and p.grad is not None and
-                            g.data_ptr() == _torch.from_dlpack(p.grad).data_ptr())
-            if not in_place[-1]:
-                p.zero_grad()
-        backward_outputs(self.tape, self.outputs, grads)
-        out = []
-        for p, accumulated in zip(self.weft_params, in_place):
-            if p.sparse_grad:
-                out.append(_sparse_torch_grad(p))
-                continue
-            g = None if accumulated else p.grad
-            out.append(None if g is None else _torch.from_dlpack(g))
+        torch a sparse COO gradient of the rows the batch used, as nn.Embedding(sparse=True).
+        One call does the zeroing, the backward and the gradients (torch_glue.cpp)."""
+        out = _glue.step_backward(self.tape, self.outputs, grads, self.weft_params,
+                                  [view.grad for view in self.torch_params])
         self.release()
-        return out
+        return [g if g is None else _sparse_coo(*g) if isinstance(g, tuple) else _from_capsule(g)
+                for g in out]
 
     def release(self):
         """The tape goes back to the folder's pool, cleared (the batch's values, the torch
@@ -87,27 +75,26 @@ class _Run:
         self.tapes.append(self.tape)
 
 
-def _sparse_torch_grad(param):
-    """A row-sparse Weft gradient as a coalesced torch sparse COO tensor of the table's shape.
-    The rows are copied: Weft's may live in the tape's buffers, which the next step reuses
-    while torch may still hold this gradient (accumulation over several backward passes)."""
-    rows = param.grad_rows()
-    if rows is None:
-        raise _weft.Error(
-            f"[weft.torch] parameter '{param.name}' asks for row-sparse gradients (sparse_grad, "
-            "Embedding(..., sparse_gradient=True)), but this step reached it through an op other "
-            "than a row lookup, so its gradient is dense; use the table only through lookups "
-            "(Embedding, gather_rows), or set its sparse_grad to False (and use a dense optimizer)")
-    indices, values = rows
-    grad = _torch.sparse_coo_tensor(_torch.from_dlpack(indices).long().unsqueeze(0),
-                                    _torch.from_dlpack(values).clone(), tuple(param.shape),
-                                    **_UNCHECKED)
-    return grad._coalesced_(True)  # Weft's rows are coalesced: sorted, distinct indices
+def _coalesced_coo_2(indices, rows, shape):
+    return _torch.sparse_coo_tensor(indices, rows, shape, check_invariants=False,
+                                    is_coalesced=True)
 
 
-# Weft's rows satisfy the sparse invariants; PyTorch 2 warns unless told whether to check them.
-_UNCHECKED = ({"check_invariants": False}
-              if "check_invariants" in (_torch.sparse_coo_tensor.__doc__ or "") else {})
+def _coalesced_coo_1(indices, rows, shape):
+    return _torch._sparse_coo_tensor_unsafe(indices, rows, shape)._coalesced_(True)
+
+
+def _sparse_coo(indices, rows, shape):
+    """A row-sparse Weft gradient (capsules of int64 indices [1, k] and a copy of its rows: the
+    tape's buffers are reused by the next step while torch may still hold this gradient) as a
+    torch sparse COO tensor, flagged coalesced (Weft's indices are sorted and distinct), made
+    without torch's checks of its indices (PyTorch 2 asks whether to check them, 1.13 has the
+    unchecked constructor)."""
+    return _COALESCED_COO(_from_capsule(indices), _from_capsule(rows), shape)
+
+
+_COALESCED_COO = (_coalesced_coo_2 if "is_coalesced" in (_torch.sparse_coo_tensor.__doc__ or "")
+                  else _coalesced_coo_1)
 
 
 class _Folder:
