@@ -9,6 +9,9 @@
 #   torch-weft        the example with Weft's cells (weft.torch.Blocks), --cells weft: SparseAdam
 #                     on the word vectors' sparse gradient, torch's Adam on the rest
 #   torch-weft-fused  the same with one weft.torch.Adam (--optimizer weft)
+#   torch-weft-fused-before  the same with another weft package, BEFORE_PYTHONPATH (e.g. a copy
+#                     of an earlier python/weft beside this build's module), to measure a change
+#                     side by side
 #   torch-weft-dense  the same with a dense word-vector gradient and one torch Adam
 #   torch-torch       the example with torch bodies (--cells torch)
 # Usage: [SEED=1] [PYTHON=...] bench/peers/sentiment_torch_loop.sh OUT_DIR EPOCHS MAX_TRAIN ROUNDS [WAYS]
@@ -39,6 +42,8 @@ for round in $(seq 1 "$rounds"); do
       torch-weft) PYTHONPATH=$root/build/test/python "${example[@]}" --cells weft > "$log.txt" 2>&1 ;;
       torch-weft-fused) PYTHONPATH=$root/build/test/python "${example[@]}" --cells weft \
         --optimizer weft > "$log.txt" 2>&1 ;;
+      torch-weft-fused-before) PYTHONPATH=${BEFORE_PYTHONPATH:?names the other weft package} \
+        "${example[@]}" --cells weft --optimizer weft > "$log.txt" 2>&1 ;;
       torch-weft-dense) PYTHONPATH=$root/build/test/python "${example[@]}" --cells weft \
         --dense-embeddings > "$log.txt" 2>&1 ;;
       torch-torch) PYTHONPATH=$root/build/test/python "${example[@]}" --cells torch > "$log.txt" 2>&1 ;;

@@ -1,4 +1,6 @@
-"""Split of one training step of sst_tree_lstm.py --cells weft --optimizer weft (µs a step)."""
+"""Split of one training step of sst_tree_lstm.py --cells weft --optimizer weft (µs a step, the
+last pass): PYTHONPATH=<weft package> python3 probe.py ROOT [PASSES] [glue]. `glue` (the new code
+only) also times weft.torch's remaining pieces and prints every timer."""
 import collections, importlib.util, sys, time, os
 import torch, weft, weft.torch as wt
 from weft import blocks as td
@@ -39,6 +41,15 @@ p = ex.argparse.ArgumentParser()
 a = dict(data_dir="/work/shared/data", seed=1, hidden=150, max_train=0, max_eval=0, no_embeddings=False)
 class A: pass
 A = type("A", (), a)
+if len(sys.argv) > 3 and sys.argv[3] == "glue":
+    wrap(wtm._glue, "step_outputs", "step_outputs")
+    wrap(wtm, "_COALESCED_COO", "sparse_coo_ctor")
+    wrap(wtm, "_from_capsule", "from_capsule (fwd+bwd)")
+    wrap(wtm._Run, "release", "release (tape.clear)")
+    wrap(wtm._Folder, "__call__", "_Folder.__call__")
+    wrap(wtm.WeftStep, "forward", "WeftStep.forward")
+    wrap(wtm.WeftStep, "backward", "WeftStep.backward")
+    wrap(topt.Adam, "_update", "Adam._update")
 torch.manual_seed(1); torch.set_num_threads(1)
 cli = ex.registered_model(A)
 train = [ex.with_pair_keys(t) for t in cli.examples("train")]
@@ -89,3 +100,6 @@ rows = [("take", us["take"]), ("zero_grad", us["zero_grad"]),
         ("step: Python (step - kernels)", us["step"] - us["adam_kernel"]),
         ("float(loss)", us["float"]), ("step total", us["all"])]
 for k, v in rows: print(f"| {k} | {v:.1f} |")
+if len(sys.argv) > 3 and sys.argv[3] == "glue":
+    for k, v in sorted(us.items(), key=lambda kv: -kv[1]):
+        print(f"| {k} | {v:.1f} |")
