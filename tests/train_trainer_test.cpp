@@ -7,6 +7,7 @@
 // JSON-lines log and the console output; and the errors a misbehaving model gets.
 #include "weft/train/trainer.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -18,12 +19,15 @@
 #include <thread>
 
 #include "op_test_util.h"
+#include "weft/core/error.h"
 #include "weft/train/losses.h"
 
 namespace weft::testing {
 namespace {
 
 namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
 using train::BatchFigures;
 using train::Split;
 
@@ -185,6 +189,49 @@ TEST_F(TrainTrainer, LossFallsAndDevAccuracyRises) {
   EXPECT_EQ(result.epochs[0].examples, 240);
   EXPECT_GT(model.prepared_.load(), 0);
   EXPECT_EQ(model.prepared_elsewhere_.load(), 6 * 15);  // every batch prepared ahead
+}
+
+// A model whose preparation or training step fails at a given batch (0: never).
+class FailingLogistic : public Logistic {
+ public:
+  FailingLogistic(int fail_prepare_at, int fail_train_at)
+      : Logistic(1), fail_prepare_at_(fail_prepare_at), fail_train_at_(fail_train_at) {}
+  std::unique_ptr<train::PreparedBatch> prepare_batch(Split split,
+                                                      std::span<const std::size_t> ids) override {
+    if (prepared_.load() + 1 == fail_prepare_at_) fail("test", "preparation failed");
+    return Logistic::prepare_batch(split, ids);
+  }
+  BatchFigures train_batch(const train::Batch& batch, Rng& rng) override {
+    if (++trained_ == fail_train_at_) fail("test", "step failed");
+    return Logistic::train_batch(batch, rng);
+  }
+  int trained_ = 0;
+
+ private:
+  int fail_prepare_at_, fail_train_at_;
+};
+
+// A failure while a batch is prepared ahead is the run's, raised where the batch is needed; a
+// step that fails while the next batch is prepared leaves nothing running once fit has thrown
+// (the model is destroyed right after: under ASan a preparation still running would be a
+// use after free), whether the batches are prepared ahead or not.
+TEST_F(TrainTrainer, AFailedPreparationOrStepEndsTheRunWithItsError) {
+  for (bool ahead : {true, false}) {
+    train::TrainerOptions o = options(1);
+    o.set("prepare_ahead", ahead);
+    {
+      FailingLogistic model(4, 0);
+      EXPECT_THAT([&] { train::Trainer(o).fit(model); },
+                  ThrowsMessage<Error>(HasSubstr("preparation failed")));
+      EXPECT_EQ(model.trained_, 3) << "the three batches before it were trained";
+    }
+    {
+      FailingLogistic model(0, 2);
+      EXPECT_THAT([&] { train::Trainer(o).fit(model); },
+                  ThrowsMessage<Error>(HasSubstr("step failed")));
+      EXPECT_LE(model.prepared_.load(), 3) << "at most the next batch was prepared";
+    }
+  }
 }
 
 TEST_F(TrainTrainer, SameSeedSameNumbers) {

@@ -20,6 +20,7 @@
 #include "weft/backend/cpu.h"
 #include "weft/backend/tensor_ops.h"
 #include "weft/core/error.h"
+#include "weft/core/job_threads.h"
 #include "weft/core/rng.h"
 
 namespace weft::train {
@@ -41,22 +42,38 @@ std::vector<IdSpan> batches_of(IdSpan ids, std::size_t batch_size) {
 }
 
 // Calls body on each batch in order (empty batches included: a rank's empty shard). With
-// `ahead`, batch k+1 is prepared on a background thread while body runs on batch k (the
-// future's destructor waits for it, so an exception in body leaves no thread behind).
+// `ahead`, batch k+1 is prepared while body runs on batch k, by one thread kept for the loop and
+// run off body's CPU where another is allowed (JobThreads: a thread started per batch costs a
+// small batch's preparation, and Linux often woke it on body's own CPU). An exception in body
+// drops the preparation not begun and waits for the one begun.
 void for_each_batch(TrainableModel& model, Split split, const std::vector<IdSpan>& batches,
                     bool ahead, const BatchBody& body) {
-  auto launch = [&](std::size_t b) {
-    return std::async(std::launch::async, [&model, split, batch = batches[b]] {
-      return batch.empty() ? nullptr : model.prepare_batch(split, batch);
-    });
+  using Prepared = std::unique_ptr<PreparedBatch>;
+  auto prepare = [&model, split](IdSpan batch) -> Prepared {
+    return batch.empty() ? nullptr : model.prepare_batch(split, batch);
   };
-  std::future<std::unique_ptr<PreparedBatch>> next;
-  if (ahead && !batches.empty()) next = launch(0);
+  if (!ahead) {
+    for (const IdSpan& batch : batches) body(Batch{split, batch, prepare(batch).get()});
+    return;
+  }
+  JobThreads preparer(1);
+  auto launch = [&](std::size_t b) {
+    auto promise = std::make_shared<std::promise<Prepared>>();
+    std::future<Prepared> future = promise->get_future();
+    preparer.submit([promise, &prepare, batch = batches[b]] {
+      try {
+        promise->set_value(prepare(batch));
+      } catch (...) {
+        promise->set_exception(std::current_exception());
+      }
+    });
+    return future;
+  };
+  std::future<Prepared> next;
+  if (!batches.empty()) next = launch(0);
   for (std::size_t b = 0; b < batches.size(); ++b) {
-    std::unique_ptr<PreparedBatch> prepared =
-        ahead ? next.get()
-              : (batches[b].empty() ? nullptr : model.prepare_batch(split, batches[b]));
-    if (ahead && b + 1 < batches.size()) next = launch(b + 1);
+    const Prepared prepared = next.get();
+    if (b + 1 < batches.size()) next = launch(b + 1);
     body(Batch{split, batches[b], prepared.get()});
   }
 }
