@@ -1,5 +1,6 @@
 // Blocks over sequences: Map, Fold, RNN, Reduce (Sum, Min, Max), Mean, Broadcast, Zip,
-// ZipWith, NGrams and Nth.
+// ZipWith, NGrams and Nth. Sum of float32 tensors is one ragged_rows call per sequence (one
+// batched segment sum per depth); other reductions combine pairwise in a balanced tree.
 #include "internal.h"
 
 namespace weft::blocks {
@@ -180,18 +181,59 @@ class RNNImpl : public detail::BlockImpl {
   SlotPtr state_;
 };
 
+// Whether a sequence of `element`s is summed by ONE ragged_rows operation (SumRowsImpl).
+bool sums_as_rows(const Type& element) {
+  return element.is_tensor() && element.dtype() == DType::kFloat32;
+}
+
+// Sequence(T) -> T for a float32 tensor T: the elements added in order by one call of a
+// ragged_rows loom operation (loom.h), so Sum over sequences of any lengths is one batched
+// segment sum per depth. Other element types register no operation (Reduce adds pairwise).
+class SumRowsImpl : public detail::BlockImpl {
+ public:
+  SumRowsImpl() : BlockImpl("SumRows") {}
+  std::optional<OperationSpec> operation() const override {
+    const Type& element = out()->type();
+    if (!sums_as_rows(element)) return std::nullopt;
+    OperationSpec spec;
+    spec.name = "sum";
+    spec.inputs = {element.type_shape()};
+    spec.outputs = {element.type_shape()};
+    spec.options.ragged_rows = true;
+    spec.body = [](std::span<const Var> in) {  // rows, segment ids, counts (loom.h)
+      return std::vector<Var>{segment_sum(in[0], in[1].value(), in[2].shape()[0])};
+    };
+    return spec;
+  }
+  // `input`: a non-empty Sequence of tensors.
+  WeaveValue eval(WeaveState& state, const WeaveValue& input) const override {
+    thread_local std::vector<loom::Value> args;
+    args.clear();
+    for (const WeaveValue& element : internal::shared_elements_of(describe(), input, state))
+      args.push_back(element.tensor);
+    return WeaveValue::of_tensor(state.weaver().call(state.operation_of(this), args)[0]);
+  }
+};
+
 class ReduceImpl : public detail::BlockImpl {
  public:
-  ReduceImpl(Block combine, Block default_value)
+  // rows: a SumRowsImpl block reducing a whole sequence in one call where its element type
+  // allows, or an empty handle (pairwise reduction by `combine` always).
+  ReduceImpl(Block combine, Block default_value, Block rows = Block())
       : BlockImpl("Reduce"),
         combine_(internal::required(combine, "Reduce", "combine")),
-        default_(std::move(default_value)) {
+        default_(std::move(default_value)),
+        rows_(std::move(rows)) {
     const std::string d = describe();
     in()->observe([d, o = weak(out()), ci = weak(combine_.impl().in())](const Type& t) {
       Type elem = element_type(d, t, false);
       if (auto slot = ci.lock()) slot->set(Type::tuple({elem, elem}));
       if (auto slot = o.lock()) slot->set(elem);
     });
+    if (rows_.defined()) {
+      unify(in(), rows_.impl().in());
+      unify(out(), rows_.impl().out());
+    }
     auto check = [d, c = combine_.describe(), co = weak(combine_.impl().out()),
                   o = weak(out())](const Type&) {
       auto cs = co.lock();
@@ -210,10 +252,17 @@ class ReduceImpl : public detail::BlockImpl {
     }
   }
   std::vector<Block> children() const override {
-    if (default_.defined()) return {combine_, default_};
-    return {combine_};
+    std::vector<Block> blocks{combine_};
+    if (default_.defined()) blocks.push_back(default_);
+    if (rows_.defined()) blocks.push_back(rows_);
+    return blocks;
   }
   WeaveValue eval(WeaveState& state, const WeaveValue& input) const override {
+    // One call even for one element, so every sequence's sum lies at the same depth (one
+    // batched call of the consumers, however the lengths differ).
+    if (rows_.defined() && sums_as_rows(out()->type()) &&
+        internal::shared_elements_of(describe(), input, state).size() > 0)
+      return rows_.impl().eval(state, input);
     std::vector<WeaveValue> level = internal::elements_of(describe(), input, state);
     if (level.empty()) {
       if (default_.defined()) return default_.impl().eval(state, WeaveValue{});
@@ -233,7 +282,7 @@ class ReduceImpl : public detail::BlockImpl {
   }
 
  private:
-  Block combine_, default_;
+  Block combine_, default_, rows_;
 };
 
 class MeanImpl : public detail::BlockImpl {
@@ -416,7 +465,10 @@ RNN::RNN(Block cell, Block initial_state, bool initial_state_from_input)
                                       initial_state_from_input)) {}
 Reduce::Reduce(Block combine, Block default_value)
     : Block(std::make_shared<ReduceImpl>(std::move(combine), std::move(default_value))) {}
-Sum::Sum() : Reduce(internal::generic_function("add", elementwise(add_values))) {}
+Sum::Sum()
+    : Reduce(
+          std::make_shared<ReduceImpl>(internal::generic_function("add", elementwise(add_values)),
+                                       Block(), Block(std::make_shared<SumRowsImpl>()))) {}
 Min::Min() : Reduce(internal::generic_function("minimum", elementwise(min_values))) {}
 Max::Max() : Reduce(internal::generic_function("maximum", elementwise(max_values))) {}
 Mean::Mean() : Block(std::make_shared<MeanImpl>()) {}

@@ -34,6 +34,10 @@ class Planner {
     return weaver_.args()[weaver_.calls()[call].first_arg + position];
   }
   PlannedArgument argument(std::span<const std::uint32_t> calls, std::size_t position);
+  // A view when `sources` are consecutive rows of one chunk, else a gather of them (rows
+  // `rows` wide, in bytes `row_bytes` each).
+  PlannedArgument rows_of(std::span<const ValueLocation> sources, std::int64_t row_bytes);
+  PlannedArgument ragged_argument(std::span<const std::uint32_t> calls, TypeId type);
   std::optional<PlannedArgument> interleaved_view(std::span<const std::uint32_t> calls,
                                                   std::size_t positions) const;
   // A gather of `sources` (rows per position, position-major); returns its index.
@@ -47,7 +51,8 @@ class Planner {
   std::uint32_t chunks_ = 0;
   std::vector<unsigned char> constant_bytes_;
   std::vector<std::int32_t> refs_;
-  std::vector<std::uint32_t> local_of_;  // chunk id -> index in the gather's table + 1
+  std::vector<std::uint32_t> local_of_;        // chunk id -> index in the gather's table + 1
+  std::vector<std::size_t> ragged_arguments_;  // arguments whose ids_word pack() moves
 };
 
 void Planner::place_depth_zero(std::uint32_t import_chunks,
@@ -134,13 +139,11 @@ std::uint32_t Planner::add_gather(std::span<const ValueLocation> sources, std::u
   return std::uint32_t(plan_.gathers.size() - 1);
 }
 
-PlannedArgument Planner::argument(std::span<const std::uint32_t> calls, std::size_t position) {
-  const ValueLocation first = plan_.locations[arg(calls[0], position)];
+PlannedArgument Planner::rows_of(std::span<const ValueLocation> sources, std::int64_t row_bytes) {
+  const ValueLocation first = sources[0];
   bool contiguous = true;
-  for (std::size_t j = 1; j < calls.size() && contiguous; ++j) {
-    const ValueLocation loc = plan_.locations[arg(calls[j], position)];
-    contiguous = loc.chunk == first.chunk && loc.row == first.row + j;
-  }
+  for (std::size_t j = 1; j < sources.size() && contiguous; ++j)
+    contiguous = sources[j].chunk == first.chunk && sources[j].row == first.row + j;
   PlannedArgument out;
   if (contiguous) {
     ++plan_.gathers_skipped;
@@ -149,13 +152,37 @@ PlannedArgument Planner::argument(std::span<const std::uint32_t> calls, std::siz
     out.row = first.row;
     return out;
   }
+  plan_.bytes_gathered += std::int64_t(sources.size()) * row_bytes;
+  out.gather = add_gather(sources, std::uint32_t(sources.size()), 1);
+  return out;
+}
+
+PlannedArgument Planner::argument(std::span<const std::uint32_t> calls, std::size_t position) {
   std::vector<ValueLocation> sources;
   sources.reserve(calls.size());
   for (std::uint32_t call : calls) sources.push_back(plan_.locations[arg(call, position)]);
   const OpId op = weaver_.calls()[calls[0]].op;
-  plan_.bytes_gathered += std::int64_t(calls.size()) *
-                          loom_.type(loom_.operation(op).inputs[position]).shape.numel() * 4;
-  out.gather = add_gather(sources, std::uint32_t(calls.size()), 1);
+  return rows_of(sources, loom_.type(loom_.operation(op).inputs[position]).shape.numel() * 4);
+}
+
+// Every call's values, call after call, then their segment ids and the calls' counts (packed
+// beside the gathers' references).
+PlannedArgument Planner::ragged_argument(std::span<const std::uint32_t> calls, TypeId type) {
+  std::vector<ValueLocation> sources;
+  std::vector<std::int32_t> counts;
+  counts.reserve(calls.size());
+  for (std::uint32_t call : calls) {
+    const auto values = weaver_.call_args(call);
+    for (Value v : values) sources.push_back(plan_.locations[v]);
+    counts.push_back(std::int32_t(values.size()));
+  }
+  PlannedArgument out = rows_of(sources, loom_.type(type).shape.numel() * 4);
+  out.ragged_rows = std::uint32_t(sources.size());
+  out.ids_word = refs_.size();
+  for (std::size_t j = 0; j < counts.size(); ++j)
+    refs_.insert(refs_.end(), std::size_t(counts[j]), std::int32_t(j));
+  refs_.insert(refs_.end(), counts.begin(), counts.end());
+  ragged_arguments_.push_back(plan_.arguments.size());
   return out;
 }
 
@@ -187,7 +214,9 @@ void Planner::plan_step(const Schedule& schedule, const ScheduleStep& step) {
                                                      std::not_equal_to<>()) == op.inputs.end()
           ? interleaved_view(calls, op.inputs.size())
           : std::nullopt;
-  if (view) {
+  if (op.options.ragged_rows) {
+    plan_.arguments.push_back(ragged_argument(calls, op.inputs[0]));
+  } else if (view) {
     ++plan_.gathers_skipped;
     plan_.arguments.push_back(*view);
   } else if (op.options.concat_inputs) {
@@ -231,6 +260,7 @@ std::int64_t Planner::plan_list(std::span<const Value> values) {
 void Planner::pack() {
   const std::uint64_t refs_start = aligned((constant_bytes_.size() + 3) / 4);
   for (PlannedGather& g : plan_.gathers) g.refs_word += refs_start;
+  for (std::size_t a : ragged_arguments_) plan_.arguments[a].ids_word += refs_start;
   const std::uint64_t total = refs_start + refs_.size();
   plan_.packed = Tensor::empty(Shape{std::int64_t(total)}, DType::kInt32);
   auto* words = plan_.packed.data<std::int32_t>();

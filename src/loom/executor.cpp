@@ -116,6 +116,9 @@ class StepRunner {
  private:
   Var fetch_argument(const PlannedArgument& argument, const Operation& op, std::size_t position,
                      std::int64_t rows);
+  // A ragged_rows step's three inputs: its rows, their segment ids, the calls' counts.
+  std::vector<Var> ragged_inputs(const PlannedArgument& argument, const Operation& op,
+                                 std::int64_t calls);
 
   const Loom& loom_;
   const Weaver& weaver_;
@@ -159,13 +162,25 @@ Var StepRunner::fetch_argument(const PlannedArgument& argument, const Operation&
                             std::span<const std::int64_t>(&width, 1), ts.shape.prepend(rows));
 }
 
+std::vector<Var> StepRunner::ragged_inputs(const PlannedArgument& argument, const Operation& op,
+                                           std::int64_t calls) {
+  const std::int64_t total = argument.ragged_rows;
+  Tape& tape = Tape::current();
+  const Tensor ids = BatchPlan::segment(packed_, argument.ids_word, std::uint64_t(total));
+  const Tensor counts =
+      BatchPlan::segment(packed_, argument.ids_word + std::uint64_t(total), std::uint64_t(calls));
+  return {fetch_argument(argument, op, 0, total), tape.constant(ids), tape.constant(counts)};
+}
+
 void StepRunner::run_step(const Schedule& schedule, std::size_t step_index) {
   const ScheduleStep& step = schedule.steps[step_index];
   const Operation& op = loom_.operation(step.op);
   const std::int64_t rows = std::int64_t(step.size());
   const PlannedArgument* arguments = &plan_.arguments[plan_.step_first_argument[step_index]];
   std::vector<Var> inputs;
-  if (op.options.concat_inputs && arguments[0].is_view) {
+  if (op.options.ragged_rows) {
+    inputs = ragged_inputs(arguments[0], op, rows);
+  } else if (op.options.concat_inputs && arguments[0].is_view) {
     const std::int64_t positions = std::int64_t(op.inputs.size());
     const std::int64_t width = positions * loom_.type(op.inputs[0]).shape.numel();
     inputs.push_back(detail::chunk_rows_view(chunks_[arguments[0].chunk], arguments[0].row,

@@ -60,9 +60,11 @@ class Layout {
     const auto calls = schedule_.step_calls(step);
     const Operation& op = weaver_.loom().operation(step.op);
     const std::size_t positions = op.inputs.size();
-    if (op.options.concat_inputs) {
-      for (std::uint32_t call : calls)
-        for (std::size_t p = 0; p < positions; ++p) wish(weaver_.calls()[call].first_arg + p);
+    if (op.options.concat_inputs || op.options.ragged_rows) {  // read call after call
+      for (std::uint32_t call : calls) {
+        const Weaver::CallInfo& c = weaver_.calls()[call];
+        for (std::size_t p = 0; p < c.num_args; ++p) wish(c.first_arg + p);
+      }
     } else {
       for (std::size_t p = 0; p < positions; ++p)
         for (std::uint32_t call : calls) wish(weaver_.calls()[call].first_arg + p);

@@ -42,6 +42,10 @@ OpId Loom::add_operation(std::string name, const std::vector<TypeShape>& inputs,
   if (!body) fail("loom", "operation '", name, "' has no body");
   for (const Operation& existing : operations_)
     if (existing.name == name) fail("loom", "an operation named '", name, "' already exists");
+  if (options.ragged_rows && (inputs.size() != 1 || options.concat_inputs))
+    fail("loom", "operation '", name, "' takes ragged rows, so it has exactly one input type ",
+         "(a call passes any number of values of it) and no concat_inputs; got ", inputs.size(),
+         " input types", options.concat_inputs ? " and concat_inputs" : "");
   if (options.concat_inputs)
     for (std::size_t i = 0; i < inputs.size(); ++i)
       if (inputs[i].dtype != inputs[0].dtype || inputs[i].shape.rank() != 1)

@@ -111,15 +111,18 @@ std::span<const Value> Weaver::call(OpId op_id, std::span<const Value> args) {
     fail("weaver", "operation id ", op_id, " is not registered (the loom has ",
          loom_->num_operations(), " operations)");
   const Operation& op = loom_->operation(op_id);
-  if (args.size() != op.inputs.size())
-    fail("weaver", "operation '", op.name, "' takes ", op.inputs.size(), " arguments, got ",
-         args.size());
+  const bool ragged = op.options.ragged_rows;
+  if (ragged ? args.empty() : args.size() != op.inputs.size())
+    fail("weaver", "operation '", op.name, "' takes ",
+         ragged ? "one or more (ragged rows)" : std::to_string(op.inputs.size()),
+         " arguments, got ", args.size());
   std::uint32_t deepest_arg = 0;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const ValueInfo& arg = info(args[i]);
-    if (arg.type != op.inputs[i])
+    const TypeId expected = op.inputs[ragged ? 0 : i];
+    if (arg.type != expected)
       fail("weaver", "operation '", op.name, "' argument ", i, " expects ",
-           loom_->type(op.inputs[i]).to_string(), " but got ", loom_->type(arg.type).to_string());
+           loom_->type(expected).to_string(), " but got ", loom_->type(arg.type).to_string());
     deepest_arg = std::max(deepest_arg, arg.depth);
   }
   const std::uint32_t depth = deepest_arg + 1;
@@ -127,8 +130,8 @@ std::span<const Value> Weaver::call(OpId op_id, std::span<const Value> args) {
     fail("weaver", "maximum depth ", loom_->max_depth(), " exceeded by a call of '", op.name,
          "' (its deepest argument is at depth ", deepest_arg, ")");
   const std::uint32_t call_id = std::uint32_t(calls_.size());
-  calls_.push_back(
-      CallInfo{op_id, depth, std::uint32_t(args_.size()), std::uint32_t(values_.size())});
+  calls_.push_back(CallInfo{op_id, depth, std::uint32_t(args_.size()),
+                            std::uint32_t(values_.size()), std::uint32_t(args.size())});
   args_.insert(args_.end(), args.begin(), args.end());
   for (TypeId out : op.outputs) add_value(out, depth, ValueKind::kCallOutput, call_id);
   deepest_ = std::max(deepest_, int(depth));
@@ -152,7 +155,7 @@ void Weaver::add_output(Value value) {
 
 std::span<const Value> Weaver::call_args(std::uint32_t call) const {
   const CallInfo& c = calls_[call];
-  return std::span<const Value>(args_).subspan(c.first_arg, loom_->operation(c.op).inputs.size());
+  return std::span<const Value>(args_).subspan(c.first_arg, c.num_args);
 }
 
 unsigned char* Weaver::new_constant_row(TypeId type) {

@@ -228,8 +228,15 @@ class RNN : public Block {
 class Reduce : public Block {
  public:
   explicit Reduce(Block combine, Block default_value = Block());
+
+ protected:
+  explicit Reduce(std::shared_ptr<detail::BlockImpl> impl) : Block(std::move(impl)) {}
 };
-// Reduce with elementwise +, min, max over a Sequence of tensors. Zeros on empty input.
+// Reduce with elementwise +, min, max over a Sequence of tensors. Zeros on empty input. Sum of
+// float32 tensors is ONE batched call per depth however long the sequences (a loom ragged_rows
+// operation adding each sequence's elements in order: depth 1 for any non-empty sequence, and
+// the same bits as adding them one after another); Min and Max reduce pairwise (depth
+// ceil(log2 n)).
 class Sum : public Reduce {
  public:
   Sum();

@@ -36,6 +36,11 @@ struct PlannedArgument {
   std::uint32_t chunk = 0;  // a view's chunk
   std::uint32_t row = 0;    // a view's first row
   std::uint32_t gather = 0;
+  // A ragged_rows step (loom.h): its one argument holds `ragged_rows` rows (every call's values,
+  // call after call); their segment ids (int32 [ragged_rows]) lie at packed words [ids_word,
+  // ids_word + ragged_rows), the calls' counts (int32 [calls]) right after them.
+  std::uint32_t ragged_rows = 0;
+  std::uint64_t ids_word = 0;
 };
 
 // One type's constants: rows of the type at packed words [word, word + words).

@@ -41,6 +41,13 @@ struct OperationOptions {
   // ([B, sum of widths]), gathered straight into that layout with no separate concat. Every
   // input type must then be float32 of rank 1.
   bool concat_inputs = false;
+  // Ragged rows: the operation has ONE input type and a call takes one or more values of it, as
+  // many as it likes (a reduction over a sequence: Sum as ONE batched call per depth, not
+  // log2(n) levels of pairwise adds). The body receives three inputs: the step's values row
+  // after row, [total, ...type] (call 0's in the order given, then call 1's, ...);
+  // segment_ids, int32 [total] (row r belongs to call segment_ids[r] of the step); counts, int32
+  // [B] (each call's number of values). Its outputs have B rows, as any operation's.
+  bool ragged_rows = false;
 };
 
 struct Operation {

@@ -44,7 +44,8 @@ class Weaver {
   Value batch_input(TypeId type, std::int64_t row);
   // Entry `slot` of the locations handed to Executor::import before the run; differentiable.
   Value imported(TypeId type, std::uint32_t slot);
-  // Calls an operation; returns its output values (valid until the next call).
+  // Calls an operation; returns its output values (valid until the next call). A ragged_rows
+  // operation (loom.h) takes one or more values of its input type.
   std::span<const Value> call(OpId op, std::span<const Value> args);
   std::span<const Value> call(OpId op, std::initializer_list<Value> args) {
     return call(op, std::span<const Value>(args.begin(), args.size()));
@@ -81,6 +82,7 @@ class Weaver {
     std::uint32_t depth;
     std::uint32_t first_arg;     // into args()
     std::uint32_t first_output;  // value id of output 0; outputs are consecutive
+    std::uint32_t num_args;      // the operation's inputs, or a ragged_rows call's values
   };
   // Inline: the scheduler and the batch plan ask it of every value and argument each run.
   const ValueInfo& info(Value value) const {
