@@ -61,6 +61,12 @@ class MapImpl : public detail::BlockImpl {
     const detail::BlockImpl& e = element_.impl();
     if (input.kind == Type::Kind::kBroadcast)
       return WeaveValue::of(Type::Kind::kBroadcast, {e.eval(state, input.items[0])});
+    // Map(Identity()) over a sequence or a user-data list is that value: shared, not rebuilt
+    // element by element (an Input list would otherwise be copied into a new one).
+    if (e.is_identity() && (input.kind == Type::Kind::kSequence
+                                ? !out()->type().is_input()
+                                : input.kind == Type::Kind::kInput && input.input->is_array()))
+      return input;
     std::vector<WeaveValue> items = internal::elements_of(describe(), input, state);
     for (WeaveValue& item : items) item = e.eval(state, item);
     // Mapped user data is user data (an Input array), as its type says.
@@ -260,8 +266,8 @@ class ReduceImpl : public detail::BlockImpl {
   WeaveValue eval(WeaveState& state, const WeaveValue& input) const override {
     // One call even for one element, so every sequence's sum lies at the same depth (one
     // batched call of the consumers, however the lengths differ).
-    if (rows_.defined() && sums_as_rows(out()->type()) &&
-        internal::shared_elements_of(describe(), input, state).size() > 0)
+    if (rows_.defined() && sums_as_rows(out()->type()) && input.kind != Type::Kind::kInput &&
+        !input.items.empty())
       return rows_.impl().eval(state, input);
     std::vector<WeaveValue> level = internal::elements_of(describe(), input, state);
     if (level.empty()) {
@@ -374,12 +380,15 @@ class ZipImpl : public detail::BlockImpl {
     const bool infinite = n == SIZE_MAX;
     const std::size_t count = infinite ? 1 : n;
     std::vector<WeaveValue> rows(count);
+    std::vector<WeaveValue> row;
     for (std::size_t i = 0; i < count; ++i) {
-      rows[i].kind = Type::Kind::kTuple;
+      row.reserve(input.items.size());  // one allocation per row (moved into it below)
       for (std::size_t k = 0; k < input.items.size(); ++k) {
         const bool broadcast = input.items[k].kind == Type::Kind::kBroadcast;
-        rows[i].items.push_back(lists[k][broadcast ? 0 : i]);
+        row.push_back(lists[k][broadcast ? 0 : i]);
       }
+      rows[i] = WeaveValue::of(Type::Kind::kTuple, std::move(row));
+      row = {};
     }
     return internal::as_type(
         state, out()->type(),
