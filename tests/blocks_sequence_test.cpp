@@ -1,6 +1,6 @@
 // The sequence blocks on concrete inputs: Map, Fold (depth n), Reduce (balanced pairing, odd
-// element carried, depth ceil(log2 n)), Sum/Min/Max/Mean (zero on []), RNN, Broadcast with
-// Zip, NGrams and Nth.
+// element carried, depth ceil(log2 n)), Sum (one in-order call, depth 1) / Min / Max / Mean
+// (zero on []), RNN, Broadcast with Zip, NGrams and Nth.
 #include "blocks_test_util.h"
 
 namespace weft::testing {
@@ -62,9 +62,65 @@ TEST(BlocksSequence, SumMinMaxMean) {
               ::testing::Pointwise(::testing::FloatNear(1e-6f), {4.0f / 3, 11.0f / 3}));
   for (Block b : {Block(Sum()), Block(Min()), Block(Max()), Block(Mean())})
     EXPECT_THAT(floats(eval(Map(Vector(2)) >> b, Input::array())), ElementsAre(0, 0));
-  // Mean adds one call after Sum's ceil(log2 n).
-  EXPECT_EQ(max_depth(Map(Scalar()) >> Mean(), range(4)), 3);
-  EXPECT_EQ(max_depth(Map(Scalar()) >> Sum(), range(4)), 2);
+  // Sum of float32 tensors is one call at any length (Min and Max pair: ceil(log2 n));
+  // Mean adds one call after it.
+  for (int n : {1, 2, 4, 9})
+    EXPECT_EQ(max_depth(Map(Scalar()) >> Sum(), range(n)), 1) << n << " elements";
+  EXPECT_EQ(max_depth(Map(Scalar()) >> Mean(), range(4)), 2);
+  EXPECT_EQ(max_depth(Map(Scalar()) >> Max(), range(4)), 2);
+}
+
+TEST(BlocksSequence, SumAddsTheElementsInOrder) {
+  // In float32, ((1e8 + 1) - 1e8) + 1 = 1 one after another; pairwise (1e8 + 1) + (-1e8 + 1)
+  // would give 0.
+  EXPECT_THAT(floats(eval(Map(Scalar()) >> Sum(), {1e8, 1, -1e8, 1})), ElementsAre(1));
+  // Integer elements still reduce (pairwise, by add), and so do tuples of one type.
+  EXPECT_THAT(eval(Map(Scalar(DType::kInt32)) >> Sum(), {1, 2, 3}).tensor.to_int_vector(),
+              ElementsAre(6));
+  EXPECT_THAT(floats(eval(AllOf({Scalar(), Scalar()}) >> Sum(), 2)), ElementsAre(4));
+}
+
+// Sequences of lengths 0 to 7 in one batch, elements scaled by a parameter: each example's sum
+// equals the example alone (bit for bit) and the parameter's gradient the sum of theirs.
+TEST(BlocksSequence, SumBatchedEqualsOneAtATime) {
+  Parameter w("w", random_tensor({2}, 3));
+  Block scaled =
+      Map(Vector(2) >> Function("scale", {Type::vector(2)},
+                                [w](std::span<const Var> x) { return x[0] * Var(w); })) >>
+      Sum();
+  Compiler c(scaled);
+  std::vector<Input> examples;
+  for (int n = 0; n < 8; ++n) {
+    Input e = Input::array();
+    for (int i = 0; i < n; ++i) e.push_back(Input::array({0.5 * i - 1.25, 3.0 / (i + 1)}));
+    examples.push_back(e);
+  }
+  const weft::Tensor weights = random_tensor({8, 2}, 11);
+  w.zero_grad();
+  Tape tape;
+  Var out = c.forward(examples, tape).output();
+  tape.backward(sum(out * tape.constant(weights)));
+  const std::vector<float> batched = out.value().to_float_vector();
+  const std::vector<float> batched_grad = w.grad().to_float_vector();
+  std::vector<float> grad(2, 0.0f);
+  for (std::size_t e = 0; e < examples.size(); ++e) {
+    w.zero_grad();
+    Tape alone;
+    Var y = c.forward(std::vector<Input>{examples[e]}, alone).output();
+    alone.backward(sum(y * alone.constant(weights.rows_view(std::int64_t(e), 1).clone())));
+    EXPECT_THAT(y.value().to_float_vector(), ElementsAre(batched[2 * e], batched[2 * e + 1]))
+        << "example " << e;
+    for (std::size_t j = 0; j < 2; ++j) grad[j] += w.grad().to_float_vector()[j];
+  }
+  for (std::size_t j = 0; j < 2; ++j) EXPECT_NEAR(batched_grad[j], grad[j], 1e-5);
+  EXPECT_THAT(std::vector<float>(batched.begin(), batched.begin() + 2), ElementsAre(0, 0));
+}
+
+TEST(BlocksSequence, MapOfIdentityKeepsTheValue) {
+  Block ids = GetItem("ids") >> Map(Identity());
+  EXPECT_EQ(eval(ids, {{"ids", {3, 1, 2}}}).input, Input({3, 1, 2}));
+  EXPECT_THAT(floats(eval(Map(Scalar()) >> Map(Identity()) >> Sum(), {1, 2})), ElementsAre(3));
+  EXPECT_THAT(error_of([&] { eval(ids, {{"ids", {{"a", 1}}}}); }), HasSubstr("Map"));
 }
 
 TEST(BlocksSequence, RnnThreadsTheState) {
