@@ -14,14 +14,7 @@
 namespace weft::testing {
 namespace {
 
-using loom::Executor;
-using loom::Loom;
-using loom::OpId;
-using loom::Strategy;
-using loom::TypeId;
-using loom::TypeShape;
-using loom::Value;
-using loom::Weaver;
+using namespace weft::loom;  // NOLINT: the tests read like the loom's own code
 
 const TypeShape kRow{DType::kFloat32, {3}, "row"};
 
