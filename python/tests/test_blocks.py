@@ -37,6 +37,25 @@ def test_eval_of_simple_blocks():
     assert (td.InputTransform(lambda s: len(s)) >> td.Scalar()).eval("hello") == 5
 
 
+def test_sum_is_one_call_adding_in_order_batched_as_alone():
+    """td.Sum of float32 tensors: one batched call whatever the lengths (max_depth 1), each
+    sequence added in order (float32 bits of a running sum, where pairing would differ), the same
+    in a batch as alone, zeros on an empty sequence."""
+    rng = np.random.default_rng(4)
+    examples = [[list(map(float, rng.normal(size=3) * 10 ** rng.integers(0, 8, size=3)))
+                 for _ in range(n)] for n in (0, 1, 2, 5, 9)]
+    block = td.Map(td.Vector(3)) >> td.Sum()
+    assert block.max_depth(examples[4]) == 1
+    batched = weft.blocks.Compiler(block).forward(examples, weft.Tape()).output().numpy()
+    for rows, got in zip(examples, batched):
+        expected = np.zeros(3, np.float32)
+        for row in rows:
+            expected = expected + np.asarray(row, np.float32)
+        np.testing.assert_array_equal(got, expected)
+        np.testing.assert_array_equal(block.eval(rows), expected)
+    assert (td.Map(td.Scalar()) >> td.Sum()).eval([1e8, 1, -1e8, 1]) == 1.0
+
+
 def test_record_warns_only_when_a_dicts_order_changes():
     value = {"h": [1, 2], "clock": 3}
     with warnings.catch_warnings():
