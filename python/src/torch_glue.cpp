@@ -3,7 +3,6 @@
 // capsules, Weft's backward from torch's gradients with each parameter's gradient for torch (a
 // row-sparse one as int64 COO indices and a copy of its rows), and an optimizer's rule over many
 // torch tensors at once, their Weft views kept between steps (weft.torch.Adam).
-#include <cstring>
 #include <limits>
 #include <unordered_map>
 
