@@ -245,8 +245,8 @@ TEST(BlocksCompiler, NestedForwardDeclarations) {
   list.resolve_to(list_block);
   Input nested = {{"items", {1, {{"items", {2, 3}}}, {{"items", Input::array()}}, 4}}};
   EXPECT_THAT(floats(eval(expr_block, nested)), ElementsAre(10));
-  // Depth: the inner sum (2, 3) is 1 call, the outer sum of 4 elements 1 more (one call).
-  EXPECT_EQ(max_depth(expr_block, nested), 2);
+  // Depth: the inner sum (2, 3) is 1 call, the outer sum of 4 elements 2 more.
+  EXPECT_EQ(max_depth(expr_block, nested), 3);
   EXPECT_THAT(floats(eval(expr_block, 7)), ElementsAre(7));
   Compiler c(expr_block);
   Tape tape;

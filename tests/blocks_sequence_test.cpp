@@ -1,6 +1,6 @@
 // The sequence blocks on concrete inputs: Map, Fold (depth n), Reduce (balanced pairing, odd
-// element carried, depth ceil(log2 n)), Sum (one in-order call, depth 1) / Min / Max / Mean
-// (zero on []), RNN, Broadcast with Zip, NGrams and Nth.
+// element carried, depth ceil(log2 n)), Sum/Min/Max/Mean (zero on []), Sum in order (one call,
+// depth 1), RNN, Broadcast with Zip, NGrams and Nth.
 #include "blocks_test_util.h"
 
 namespace weft::testing {
@@ -62,32 +62,38 @@ TEST(BlocksSequence, SumMinMaxMean) {
               ::testing::Pointwise(::testing::FloatNear(1e-6f), {4.0f / 3, 11.0f / 3}));
   for (Block b : {Block(Sum()), Block(Min()), Block(Max()), Block(Mean())})
     EXPECT_THAT(floats(eval(Map(Vector(2)) >> b, Input::array())), ElementsAre(0, 0));
-  // Sum of float32 tensors is one call at any length (Min and Max pair: ceil(log2 n));
-  // Mean adds one call after it.
-  for (int n : {1, 2, 4, 9})
-    EXPECT_EQ(max_depth(Map(Scalar()) >> Sum(), range(n)), 1) << n << " elements";
-  EXPECT_EQ(max_depth(Map(Scalar()) >> Mean(), range(4)), 2);
+  // Sum pairs as TF Fold's (ceil(log2 n)) and Mean adds one call after it; Sum in order of
+  // float32 tensors is one call at any length.
+  EXPECT_EQ(max_depth(Map(Scalar()) >> Mean(), range(4)), 3);
+  EXPECT_EQ(max_depth(Map(Scalar()) >> Sum(), range(4)), 2);
   EXPECT_EQ(max_depth(Map(Scalar()) >> Max(), range(4)), 2);
+  for (int n : {1, 2, 4, 9})
+    EXPECT_EQ(max_depth(Map(Scalar()) >> Sum(SumOrder::kInOrder), range(n)), 1) << n << " elements";
 }
 
-TEST(BlocksSequence, SumAddsTheElementsInOrder) {
-  // In float32, ((1e8 + 1) - 1e8) + 1 = 1 one after another; pairwise (1e8 + 1) + (-1e8 + 1)
-  // would give 0.
-  EXPECT_THAT(floats(eval(Map(Scalar()) >> Sum(), {1e8, 1, -1e8, 1})), ElementsAre(1));
+TEST(BlocksSequence, SumInOrderAddsTheElementsOneAfterAnother) {
+  // In float32, ((1e8 + 1) - 1e8) + 1 = 1 one after another; TF Fold's pairing,
+  // (1e8 + 1) + (-1e8 + 1), gives 0.
+  const Input values = {1e8, 1, -1e8, 1};
+  EXPECT_THAT(floats(eval(Map(Scalar()) >> Sum(SumOrder::kInOrder), values)), ElementsAre(1));
+  EXPECT_THAT(floats(eval(Map(Scalar()) >> Sum(), values)), ElementsAre(0));
   // Integer elements still reduce (pairwise, by add), and so do tuples of one type.
-  EXPECT_THAT(eval(Map(Scalar(DType::kInt32)) >> Sum(), {1, 2, 3}).tensor.to_int_vector(),
-              ElementsAre(6));
-  EXPECT_THAT(floats(eval(AllOf({Scalar(), Scalar()}) >> Sum(), 2)), ElementsAre(4));
+  EXPECT_THAT(
+      eval(Map(Scalar(DType::kInt32)) >> Sum(SumOrder::kInOrder), {1, 2, 3}).tensor.to_int_vector(),
+      ElementsAre(6));
+  EXPECT_THAT(floats(eval(AllOf({Scalar(), Scalar()}) >> Sum(SumOrder::kInOrder), 2)),
+              ElementsAre(4));
 }
 
-// Sequences of lengths 0 to 7 in one batch, elements scaled by a parameter: each example's sum
-// equals the example alone (bit for bit) and the parameter's gradient the sum of theirs.
-TEST(BlocksSequence, SumBatchedEqualsOneAtATime) {
+// Sequences of lengths 0 to 7 in one batch, summed in order, elements scaled by a parameter:
+// each example's sum equals the example alone (bit for bit) and the parameter's gradient the
+// sum of theirs.
+TEST(BlocksSequence, SumInOrderBatchedEqualsOneAtATime) {
   Parameter w("w", random_tensor({2}, 3));
   Block scaled =
       Map(Vector(2) >> Function("scale", {Type::vector(2)},
                                 [w](std::span<const Var> x) { return x[0] * Var(w); })) >>
-      Sum();
+      Sum(SumOrder::kInOrder);
   Compiler c(scaled);
   std::vector<Input> examples;
   for (int n = 0; n < 8; ++n) {

@@ -379,7 +379,10 @@ x[key]. A dict's keys are sorted, as TF Fold did; a list of pairs keeps its orde
                                        py::arg("initial_state_from_input") = false);
   py::class_<Reduce, Block>(m, "Reduce", "Balanced pairwise reduction, depth ceil(log2 n).")
       .def(py::init<Block, Block>(), py::arg("combine"), py::arg_v("default", Block(), "None"));
-  py::class_<Sum, Reduce>(m, "Sum").def(py::init<>());
+  py::class_<Sum, Reduce>(m, "Sum").def(
+      py::init(
+          [](bool in_order) { return Sum(in_order ? SumOrder::kInOrder : SumOrder::kPairwise); }),
+      py::arg("in_order") = false);
   py::class_<Min, Reduce>(m, "Min").def(py::init<>());
   py::class_<Max, Reduce>(m, "Max").def(py::init<>());
   py::class_<Mean, Block>(m, "Mean").def(py::init<>());

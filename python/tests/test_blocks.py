@@ -37,14 +37,14 @@ def test_eval_of_simple_blocks():
     assert (td.InputTransform(lambda s: len(s)) >> td.Scalar()).eval("hello") == 5
 
 
-def test_sum_is_one_call_adding_in_order_batched_as_alone():
-    """td.Sum of float32 tensors: one batched call whatever the lengths (max_depth 1), each
-    sequence added in order (float32 bits of a running sum, where pairing would differ), the same
-    in a batch as alone, zeros on an empty sequence."""
+def test_sum_in_order_is_one_call_adding_in_order_batched_as_alone():
+    """td.Sum(in_order=True) of float32 tensors: one batched call whatever the lengths (max_depth
+    1), each sequence added in order (float32 bits of a running sum, where pairing would differ),
+    the same in a batch as alone, zeros on an empty sequence."""
     rng = np.random.default_rng(4)
     examples = [[list(map(float, rng.normal(size=3) * 10 ** rng.integers(0, 8, size=3)))
                  for _ in range(n)] for n in (0, 1, 2, 5, 9)]
-    block = td.Map(td.Vector(3)) >> td.Sum()
+    block = td.Map(td.Vector(3)) >> td.Sum(in_order=True)
     assert block.max_depth(examples[4]) == 1
     batched = weft.blocks.Compiler(block).forward(examples, weft.Tape()).output().numpy()
     for rows, got in zip(examples, batched):
@@ -53,7 +53,20 @@ def test_sum_is_one_call_adding_in_order_batched_as_alone():
             expected = expected + np.asarray(row, np.float32)
         np.testing.assert_array_equal(got, expected)
         np.testing.assert_array_equal(block.eval(rows), expected)
-    assert (td.Map(td.Scalar()) >> td.Sum()).eval([1e8, 1, -1e8, 1]) == 1.0
+
+
+def test_sum_pairs_as_tf_fold_and_in_order_is_one_call():
+    """TF Fold's Sum (its blocks_test: three vectors are 2 deep, their Mean 3) and Sum in order:
+    depth 1 at any length, the elements added one after another (float32: 1e8 + 1 - 1e8 + 1)."""
+    vectors = [[1.0, 5.0], [2.0, 3.0], [0.0, 4.0]]
+    assert (td.Map(td.Vector(2)) >> td.Sum()).max_depth(vectors) == 2
+    assert (td.Map(td.Vector(2)) >> td.Mean()).max_depth(vectors) == 3
+    in_order = td.Map(td.Scalar()) >> td.Sum(in_order=True)
+    assert [in_order.max_depth(list(range(n))) for n in (1, 2, 5, 9)] == [1, 1, 1, 1]
+    assert in_order.eval([1e8, 1, -1e8, 1]) == 1.0
+    assert (td.Map(td.Scalar()) >> td.Sum()).eval([1e8, 1, -1e8, 1]) == 0.0
+    np.testing.assert_array_equal((td.Map(td.Vector(2)) >> td.Sum(in_order=True)).eval(vectors),
+                                  [3.0, 12.0])
 
 
 def test_record_warns_only_when_a_dicts_order_changes():

@@ -475,8 +475,11 @@ def Reduce(combine_block, default_block=None, name=None):  # noqa: N802
     return _cb.Reduce(convert_to_block(combine_block), convert_to_block(default_block))
 
 
-def Sum(name=None):  # noqa: N802
-    return _cb.Sum()
+def Sum(name=None, in_order=False):  # noqa: N802
+    """TF Fold's Sum (balanced pairing, depth ceil(log2 n)); in_order=True adds a float32
+    sequence's elements one after another in ONE batched call per depth, whatever the lengths
+    (depth 1: sums over neighbour lists of any sizes batch together)."""
+    return _cb.Sum(in_order=bool(in_order))
 
 
 def Min(name=None):  # noqa: N802

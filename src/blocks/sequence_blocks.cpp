@@ -1,6 +1,7 @@
 // Blocks over sequences: Map, Fold, RNN, Reduce (Sum, Min, Max), Mean, Broadcast, Zip,
-// ZipWith, NGrams and Nth. Sum of float32 tensors is one ragged_rows call per sequence (one
-// batched segment sum per depth); other reductions combine pairwise in a balanced tree.
+// ZipWith, NGrams and Nth. Reductions combine pairwise in a balanced tree, as TF Fold's; Sum
+// in order (SumOrder::kInOrder) of float32 tensors is one ragged_rows call per sequence (one
+// batched segment sum per depth).
 #include "internal.h"
 
 namespace weft::blocks {
@@ -474,10 +475,10 @@ RNN::RNN(Block cell, Block initial_state, bool initial_state_from_input)
                                       initial_state_from_input)) {}
 Reduce::Reduce(Block combine, Block default_value)
     : Block(std::make_shared<ReduceImpl>(std::move(combine), std::move(default_value))) {}
-Sum::Sum()
-    : Reduce(
-          std::make_shared<ReduceImpl>(internal::generic_function("add", elementwise(add_values)),
-                                       Block(), Block(std::make_shared<SumRowsImpl>()))) {}
+Sum::Sum(SumOrder order)
+    : Reduce(std::make_shared<ReduceImpl>(
+          internal::generic_function("add", elementwise(add_values)), Block(),
+          order == SumOrder::kInOrder ? Block(std::make_shared<SumRowsImpl>()) : Block())) {}
 Min::Min() : Reduce(internal::generic_function("minimum", elementwise(min_values))) {}
 Max::Max() : Reduce(internal::generic_function("maximum", elementwise(max_values))) {}
 Mean::Mean() : Block(std::make_shared<MeanImpl>()) {}

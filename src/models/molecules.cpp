@@ -37,7 +37,9 @@ Block sum_at() {
   Composition c("sum_at");
   auto ids = c.add(blocks::Map(blocks::Identity()), c.input()[1]);
   auto values = c.add(blocks::Broadcast(), c.input()[0]);
-  c.set_output(c.add(blocks::Zip() >> blocks::Map(blocks::Nth()) >> blocks::Sum(), {values, ids}));
+  c.set_output(
+      c.add(blocks::Zip() >> blocks::Map(blocks::Nth()) >> blocks::Sum(blocks::SumOrder::kInOrder),
+            {values, ids}));
   return c;
 }
 
@@ -185,7 +187,8 @@ struct MoleculeModel::Impl {
     });
     Function predict("predict", {Type::vector(options.graph_hidden)},
                      [this](std::span<const Var> x) { return (*output)((*readout)(x[0])); });
-    model.set_output(model.add(blocks::Map(gated) >> blocks::Sum() >> predict, state[0]));
+    model.set_output(model.add(
+        blocks::Map(gated) >> blocks::Sum(blocks::SumOrder::kInOrder) >> predict, state[0]));
     return model;
   }
 

@@ -232,14 +232,16 @@ class Reduce : public Block {
  protected:
   explicit Reduce(std::shared_ptr<detail::BlockImpl> impl) : Block(std::move(impl)) {}
 };
-// Reduce with elementwise +, min, max over a Sequence of tensors. Zeros on empty input. Sum of
-// float32 tensors is ONE batched call per depth however long the sequences (a loom ragged_rows
-// operation adding each sequence's elements in order: depth 1 for any non-empty sequence, and
-// the same bits as adding them one after another); Min and Max reduce pairwise (depth
-// ceil(log2 n)).
+// How Sum adds a sequence's elements. kPairwise: TF Fold's balanced pairing (depth
+// ceil(log2 n), one batched add per round). kInOrder: float32 tensors added one after another
+// by ONE batched call per depth however long the sequences (a loom ragged_rows operation: depth
+// 1 for any non-empty sequence, so sums over neighbour lists of any sizes batch together, as
+// message passing wants); other element types still pair.
+enum class SumOrder { kPairwise, kInOrder };
+// Reduce with elementwise +, min, max over a Sequence of tensors. Zeros on empty input.
 class Sum : public Reduce {
  public:
-  Sum();
+  explicit Sum(SumOrder order = SumOrder::kPairwise);
 };
 class Min : public Reduce {
  public:

@@ -54,11 +54,12 @@ def parse_smiles(smiles, elements):
 
 
 def sum_at():
-    """Tuple(Sequence(T) values, Input ids) -> T: the sum of values[id] over the ids."""
+    """Tuple(Sequence(T) values, Input ids) -> T: the sum of values[id] over the ids, in order (one
+    batched call for every atom's neighbours, however many each has)."""
     c = td.Composition(name="sum_at")
     ids = c.add(td.Map(td.Identity()), c.input()[1])
     values = c.add(td.Broadcast(), c.input()[0])
-    c.set_output(c.add(td.Zip() >> td.Map(td.Nth()) >> td.Sum(), [values, ids]))
+    c.set_output(c.add(td.Zip() >> td.Map(td.Nth()) >> td.Sum(in_order=True), [values, ids]))
     return c
 
 
@@ -87,7 +88,7 @@ class MessagePassing(torch.nn.Module):
         for k, layer in enumerate(self.updates):
             update = wt.Function(f"update{k}", [h, h], self._update(layer), h)
             states = model.add(message_layer(update), [states, model.input()])
-        total = model.add(td.Sum(), states)
+        total = model.add(td.Sum(in_order=True), states)
         model.set_output(model.add(wt.Function("readout", [h], self.readout, Type.vector(1)),
                                    total))
         self.fold = wt.fold(model, threads=1)
