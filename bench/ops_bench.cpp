@@ -15,7 +15,6 @@
 #include "weft/autodiff/ops.h"
 #include "weft/backend/cpu.h"
 #include "weft/backend/gemm_ceiling.h"
-#include "weft/core/environment.h"
 #include "weft/core/rng.h"
 
 namespace {
@@ -226,10 +225,9 @@ BENCHMARK(BM_softmax_cross_entropy)->ArgName("backward")->Arg(0)->Arg(1);
 }  // namespace
 
 int main(int argc, char** argv) {
-  weft::set_num_threads(1);
-  if (const auto n = weft::integer_from_environment("WEFT_NUM_THREADS", 1, "ops_bench",
-                                                    "a number of threads from 1 to 1024", 1024))
-    weft::set_num_threads(int(*n));
+  // One thread unless WEFT_NUM_THREADS says otherwise (the backend reads and checks it).
+  if (const char* n = std::getenv("WEFT_NUM_THREADS"); n == nullptr || *n == '\0')
+    weft::set_num_threads(1);
   benchmark::AddCustomContext("weft_cpu_backend", std::string(weft::cpu_backend_summary()));
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

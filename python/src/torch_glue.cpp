@@ -259,7 +259,7 @@ void init_torch_glue(py::module_& m) {
   glue.def("step_outputs", &step_outputs, py::arg("result"), py::arg("metrics"),
            "(Vars, value capsules, int64 label capsules) of a batch's outputs, then metrics.");
   glue.def("step_backward", &step_backward, py::arg("tape"), py::arg("outputs"), py::arg("grads"),
-           py::arg("parameters"), py::arg("keep"),
+           py::arg("parameters"), py::arg("torch_grads"),
            "Weft's backward from torch's output gradients; per parameter: None, a dense "
            "gradient's capsule, or a row-sparse one's (int64 indices [1, k], rows) capsules.");
   py::class_<TorchUpdate>(glue, "TorchUpdate",

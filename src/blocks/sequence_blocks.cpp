@@ -381,15 +381,14 @@ class ZipImpl : public detail::BlockImpl {
     const bool infinite = n == SIZE_MAX;
     const std::size_t count = infinite ? 1 : n;
     std::vector<WeaveValue> rows(count);
-    std::vector<WeaveValue> row;
     for (std::size_t i = 0; i < count; ++i) {
+      std::vector<WeaveValue> row;
       row.reserve(input.items.size());  // one allocation per row (moved into it below)
       for (std::size_t k = 0; k < input.items.size(); ++k) {
         const bool broadcast = input.items[k].kind == Type::Kind::kBroadcast;
         row.push_back(lists[k][broadcast ? 0 : i]);
       }
       rows[i] = WeaveValue::of(Type::Kind::kTuple, std::move(row));
-      row = {};
     }
     return internal::as_type(
         state, out()->type(),

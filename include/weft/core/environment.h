@@ -1,6 +1,6 @@
 // Settings read from environment variables (WEFT_LIMIT_*, WEFT_CELL_BLOCK_ROWS,
-// WEFT_NUM_THREADS): a value is
-// taken whole or refused with an error naming the variable and what it expects.
+// WEFT_NUM_THREADS): a value is taken whole or refused with an error naming the variable and
+// what it expects.
 #pragma once
 
 #include <cstdint>

@@ -2,7 +2,8 @@
 // k runs): they run submitted jobs in the order submitted, each off the CPU its submitter was
 // on where another is allowed (the point is to work beside it). One thread made per loop, not
 // per batch (a thread's start costs half of weaving a small batch). Pair each job with a
-// ClaimableTask so that a job still queued is done by whoever needs its result first.
+// ClaimableTask so that a job still queued is done by whoever needs its result first, or with a
+// promise where the job must run here, beside its submitter (the Trainer's batch preparer).
 #pragma once
 
 #include <condition_variable>
