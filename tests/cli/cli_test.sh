@@ -150,7 +150,9 @@ expect_error broken-json "broken.jsonl:1" \
 printf '{"id": 1, "number": 3}\n{"number": 4}\n' >"$work/unkeyed.jsonl"
 expect_error missing-key "unkeyed.jsonl:2: --key id needs a JSON object with a 'id' field" \
   "$weft" infer calculator --checkpoint "$work/calc.safetensors" --input "$work/unkeyed.jsonl" --key id
-if "$weft" info | grep -q "^cuda: not available"; then
+# "weft info" is read whole before it is searched, as the help above.
+info=$("$weft" info)
+if grep -q "^cuda: not available" <<<"$info"; then
   expect_error bench-cuda-unavailable "--device cuda: CUDA is not available (" \
     "$weft" bench treelstm --device cuda --modes manual --batch-sizes 1 --vector-size 8
 fi
@@ -160,7 +162,7 @@ calibration=$(WEFT_GEMM_CACHE="$work/gemm.txt" WEFT_NUM_THREADS=1 "$weft" info -
 if grep -q "^calibrated the GEMM classes of calculator" <<<"$calibration" &&
   [[ $(grep -cE '^  (NN|NT|TN|TT)' <<<"$calibration") -ge 1 ]] &&
   grep -q "^denormals: flushed" <<<"$calibration" &&
-  WEFT_DENORMALS=keep "$weft" info | grep -q "^denormals: kept"; then
+  grep -q "^denormals: kept" <<<"$(WEFT_DENORMALS=keep "$weft" info)"; then
   echo "ok   info-calibrate"
 else
   echo "FAIL info-calibrate:"
@@ -170,7 +172,7 @@ fi
 expect_error info-calibrate-unknown "unknown model 'nosuch'" "$weft" info --calibrate nosuch
 # A run with oneDNN held to an older instruction set (ONEDNN_MAX_CPU_ISA, as an AVX2 machine is
 # emulated) measures other rates: it must keep its own calibration cache, not the machine's.
-if "$weft" info | grep -q "^gemm providers built in: .*onednn"; then
+if grep -q "^gemm providers built in: .*onednn" <<<"$info"; then
   native=$(env -u ONEDNN_MAX_CPU_ISA -u WEFT_GEMM_CACHE "$weft" info | grep "^gemm cache: ")
   held=$(ONEDNN_MAX_CPU_ISA=SSE41 env -u WEFT_GEMM_CACHE "$weft" info)
   if grep -q "^gemm cpu identity: .* isa sse41;" <<<"$held" &&
@@ -188,10 +190,10 @@ for size in 1 64; do
   "$weft" infer calculator --checkpoint "$work/calc.safetensors" --input "$work/keyed.jsonl" \
     --batch-size "$size" --batch-invariant >"$work/invariant-$size.out" 2>&1
 done
-info=$(WEFT_BATCH_INVARIANT=1 "$weft" info)
+invariant_info=$(WEFT_BATCH_INVARIANT=1 "$weft" info)
 if cmp -s "$work/invariant-1.out" "$work/invariant-64.out" &&
   [[ $(grep -c '"sign"' "$work/invariant-64.out") -ge 2 ]] &&
-  grep -q "^gemm selection: batch-invariant: " <<<"$info"; then
+  grep -q "^gemm selection: batch-invariant: " <<<"$invariant_info"; then
   echo "ok   batch-invariant"
 else
   echo "FAIL batch-invariant:"

@@ -40,8 +40,12 @@ victim=""
 for environ in /proc/[0-9]*/environ; do
   pid=${environ#/proc/}
   pid=${pid%/environ}
-  if { tr '\0' '\n' <"$environ"; } 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=1" &&
-    { tr '\0' ' ' <"/proc/$pid/cmdline"; } 2>/dev/null | grep -q -- "--checkpoint $work/last.safetensors"; then
+  # Each file is read whole before it is searched: grep -q stops at its match, and under
+  # pipefail the reader's SIGPIPE would fail the check.
+  variables=$({ tr '\0' '\n' <"$environ"; } 2>/dev/null)
+  command_line=$({ tr '\0' ' ' <"/proc/$pid/cmdline"; } 2>/dev/null)
+  if grep -qx "OMPI_COMM_WORLD_RANK=1" <<<"$variables" &&
+    grep -q -- "--checkpoint $work/last.safetensors" <<<"$command_line"; then
     victim=$pid
   fi
 done
