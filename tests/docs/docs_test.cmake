@@ -37,7 +37,7 @@ if(TARGET weft_cli)
   add_test(NAME docs_blocks_shell
            COMMAND ${Python3_EXECUTABLE} ${weft_docs_script} sh --build ${CMAKE_BINARY_DIR}
                    --root ${PROJECT_SOURCE_DIR})
-  set_tests_properties(docs_blocks_shell PROPERTIES LABELS docs TIMEOUT 300)
+  set_tests_properties(docs_blocks_shell PROPERTIES LABELS docs TIMEOUT 300 COST 13)
 endif()
 # The test itself catches malformed fences, drifted excerpts and failing blocks (made-up pages).
 add_test(NAME docs_check_catches_violations
