@@ -211,3 +211,48 @@ def test_metrics_and_labels():
     m = out.metric("m")
     assert len(m) == 3 and m.examples == [0, 1, 1] and m.labels == [0, 1, 0]
     assert m.values.shape == (3, 2)
+
+
+def test_gather_reads_a_list_of_indices_in_one_step_as_zip_of_nth():
+    """td.Gather: (values, indices) -> [values[i] for i in indices] (negative from the end, repeats
+    allowed), the values TF Fold's Zip >> Map(Nth) over a Broadcast gives; a batch of neighbour
+    sums through it equals each graph alone bit for bit; bad indices name the block and position."""
+    gather = td.Record([("xs", td.Map(td.Vector(2))), ("ids", td.Identity())]) >> td.Gather()
+    zip_nth = td.Record([("xs", td.Map(td.Vector(2)) >> td.Broadcast()),
+                         ("ids", td.Identity())]) >> td.Zip() >> td.Map(td.Nth())
+    value = {"xs": [[1, 2], [3, 4], [5, 6]], "ids": [2, 0, -1, 1, 1]}
+    np.testing.assert_array_equal(gather.eval(value), zip_nth.eval(value))
+    assert gather.eval({"xs": [[1, 2]], "ids": []}) == []
+
+    rng = np.random.default_rng(7)
+    graphs = []
+    for n in (1, 2, 4, 7):
+        xs = [list(map(float, rng.normal(size=2) * 10 ** rng.integers(0, 6, size=2)))
+              for _ in range(n)]
+        nbrs = [[int(j) for j in rng.integers(-n, n, size=rng.integers(0, 5))] for _ in range(n)]
+        graphs.append({"xs": xs, "nbrs": nbrs})
+    c = td.Composition()
+    values = c.add(td.GetItem("xs") >> td.Map(td.Vector(2)) >> td.Broadcast(), c.input())
+    sums = c.add(td.Zip() >> td.Map(td.Gather() >> td.Sum(in_order=True)),
+                 [values, c.add(td.GetItem("nbrs"), c.input())])
+    c.set_output(sums)
+    block = c >> td.Map(td.Identity()) >> td.Sum(in_order=True)
+    batched = td.Compiler(block).forward(graphs, weft.Tape()).output().numpy()
+    for g, got in zip(graphs, batched):
+        expected = np.zeros(2, np.float32)
+        for ids in g["nbrs"]:
+            total = np.zeros(2, np.float32)
+            for i in ids:
+                total = total + np.asarray(g["xs"][i], np.float32)
+            expected = expected + total
+        np.testing.assert_array_equal(got, expected)
+        np.testing.assert_array_equal(block.eval(g), expected)
+
+    for ids, message in [([0, 3], r"<Gather> \(position 1 of the list\): index 3 is out of range"),
+                         ([True], "position 0 of the list must be an integer"),
+                         (["a"], "position 0 of the list must be an integer"),
+                         (1, "the indices must be a list of integers, got 1")]:
+        with pytest.raises(weft.Error, match=message):
+            gather.eval({"xs": [[1, 2], [3, 4], [5, 6]], "ids": ids})
+    with pytest.raises(weft.Error, match="Gather.*the first input must be a sequence"):
+        td.Record([td.Scalar(), td.Scalar()]) >> td.Gather()

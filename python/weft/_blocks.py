@@ -36,6 +36,7 @@ Collected = _cb.Collected
 Broadcast = _cb.Broadcast
 Zip = _cb.Zip
 Nth = _cb.Nth
+Gather = _cb.Gather
 FCBlock = _cb.FCBlock
 EmbeddingBlock = _cb.EmbeddingBlock
 LSTMBlock = _cb.LSTMBlock

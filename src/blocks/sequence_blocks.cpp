@@ -1,7 +1,7 @@
 // Blocks over sequences: Map, Fold, RNN, Reduce (Sum, Min, Max), Mean, Broadcast, Zip,
-// ZipWith, NGrams and Nth. Reductions combine pairwise in a balanced tree, as TF Fold's; Sum
-// in order (SumOrder::kInOrder) of float32 tensors is one ragged_rows call per sequence (one
-// batched segment sum per depth).
+// ZipWith, NGrams, Nth and Gather (Nth over a list of indices in one step). Reductions combine
+// pairwise in a balanced tree, as TF Fold's; Sum in order (SumOrder::kInOrder) of float32 tensors
+// is one ragged_rows call per sequence (one batched segment sum per depth).
 #include "internal.h"
 
 namespace weft::blocks {
@@ -457,6 +457,45 @@ class NthImpl : public detail::BlockImpl {
   }
 };
 
+class GatherImpl : public detail::BlockImpl {
+ public:
+  GatherImpl() : BlockImpl("Gather") {
+    derive(out(), {in()}, [d = describe()](std::span<const Type> t) {
+      const char* problem = !t[0].is_tuple() || t[0].items().size() != 2 ? "it takes 2 inputs"
+                            : !t[0].items()[0].is_sequence_like() && !t[0].items()[0].is_input()
+                                ? "the first input must be a sequence"
+                            : !t[0].items()[1].is_input() ? "the second input must be user data"
+                                                          : nullptr;
+      if (problem)
+        fail("blocks", "bad input type ", t[0].to_string(), " for ", d, ": ", problem,
+             " (expected Tuple(Sequence, Input list of indices))");
+      return Type::sequence(element_type(d, t[0].items()[0], false));
+    });
+  }
+  WeaveValue eval(WeaveState& state, const WeaveValue& input) const override {
+    const Input& indices = internal::input_of(describe(), input.items[1]);
+    if (!indices.is_array())
+      fail("blocks", describe(), ": the indices must be a list of integers, got ",
+           describe_input(indices));
+    const WeaveItems items = internal::shared_elements_of(describe(), input.items[0], state);
+    std::vector<WeaveValue> picked;
+    picked.reserve(indices.size());
+    for (std::size_t k = 0; k < indices.size(); ++k) {
+      const Input& index = indices[k];
+      if (!index.is_number_integer())
+        fail("blocks", describe(), ": position ", k, " of the list must be an integer, got ",
+             describe_input(index));
+      const std::int64_t i = index.get<std::int64_t>(), n = std::int64_t(items.size());
+      if (i < -n || i >= n)  // throws, naming the block, the position and the index
+        internal::python_index(describe() + " (position " + std::to_string(k) + " of the list)", i,
+                               n);
+      picked.push_back(items[std::size_t(i < 0 ? i + n : i)]);
+    }
+    return internal::as_type(state, out()->type(),
+                             WeaveValue::of(Type::Kind::kSequence, std::move(picked)));
+  }
+};
+
 FunctionBody elementwise(Var (*fn)(Var, Var)) {
   return [fn](std::span<const Var> in) { return std::vector<Var>{fn(in[0], in[1])}; };
 }
@@ -486,5 +525,6 @@ Zip::Zip() : Block(std::make_shared<ZipImpl>()) {}
 Block ZipWith(const Block& element) { return Zip() >> Map(element); }
 NGrams::NGrams(int n) : Block(std::make_shared<NGramsImpl>(n)) {}
 Nth::Nth() : Block(std::make_shared<NthImpl>()) {}
+Gather::Gather() : Block(std::make_shared<GatherImpl>()) {}
 
 }  // namespace weft::blocks

@@ -32,23 +32,14 @@ struct WeaveWeights {
   std::unique_ptr<nn::FC> atom_to_atom, pair_to_atom, atom, atom_to_pair, pair_to_pair, pair;
 };
 
-// Tuple(Sequence(T) values, Input ids) -> T: the sum of values[id] over the ids (zeros for none).
-Block sum_at() {
-  Composition c("sum_at");
-  auto ids = c.add(blocks::Map(blocks::Identity()), c.input()[1]);
-  auto values = c.add(blocks::Broadcast(), c.input()[0]);
-  c.set_output(
-      c.add(blocks::Zip() >> blocks::Map(blocks::Nth()) >> blocks::Sum(blocks::SumOrder::kInOrder),
-            {values, ids}));
-  return c;
-}
-
-// Tuple(Sequence(T) values, Input id lists) -> Sequence(T): sum_at for each list.
+// Tuple(Sequence(T) values, Input id lists) -> Sequence(T): for each list, the sum of
+// values[id] over its ids (zeros for none), the ids read in one Gather step per list.
 Block sum_per_list() {
   Composition c("sum_per_list");
-  auto lists = c.add(blocks::Map(blocks::Identity()), c.input()[1]);
   auto values = c.add(blocks::Broadcast(), c.input()[0]);
-  c.set_output(c.add(blocks::Zip() >> blocks::Map(sum_at()), {values, lists}));
+  c.set_output(c.add(
+      blocks::Zip() >> blocks::Map(blocks::Gather() >> blocks::Sum(blocks::SumOrder::kInOrder)),
+      {values, c.input()[1]}));
   return c;
 }
 

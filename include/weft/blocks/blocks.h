@@ -281,6 +281,16 @@ class Nth : public Block {
  public:
   Nth();
 };
+// Tuple(Sequence(T), Input) -> Sequence(T): [x[0][i] for i in x[1]], the indices a user-data
+// list of integers (negative counts from the end; repeats allowed; an empty list gives an empty
+// sequence). A non-list, a non-integer or an index out of range throws at weave time naming the
+// block, the position in the list and the index. Weft: TF Fold spells it Zip() >> Map(Nth())
+// over (Broadcast(x[0]), x[1]), which builds a tuple and an Nth step per index; Gather takes the
+// whole list in one step (each neighbour list of a graph, say). Depth 0.
+class Gather : public Block {
+ public:
+  Gather();
+};
 
 // ---- Loops whose length the model decides --------------------------------------------------
 

@@ -53,22 +53,13 @@ def parse_smiles(smiles, elements):
     return {"atoms": atoms, "nbrs": nbrs}
 
 
-def sum_at():
-    """Tuple(Sequence(T) values, Input ids) -> T: the sum of values[id] over the ids, in order (one
-    batched call for every atom's neighbours, however many each has)."""
-    c = td.Composition(name="sum_at")
-    ids = c.add(td.Map(td.Identity()), c.input()[1])
-    values = c.add(td.Broadcast(), c.input()[0])
-    c.set_output(c.add(td.Zip() >> td.Map(td.Nth()) >> td.Sum(in_order=True), [values, ids]))
-    return c
-
-
 def message_layer(update):
-    """Tuple(Sequence(h) atoms, Input molecule) -> Sequence(h): update(h_i, sum of neighbours)."""
+    """Tuple(Sequence(h) atoms, Input molecule) -> Sequence(h): update(h_i, sum of neighbours):
+    each atom's neighbour list read in one Gather step, the sums one batched call."""
     c = td.Composition(name="message_layer")
-    lists = c.add(td.GetItem("nbrs") >> td.Map(td.Identity()), c.input()[1])
     values = c.add(td.Broadcast(), c.input()[0])
-    sums = c.add(td.Zip() >> td.Map(sum_at()), [values, lists])
+    sum_at = td.Gather() >> td.Sum(in_order=True)
+    sums = c.add(td.Zip() >> td.Map(sum_at), [values, c.add(td.GetItem("nbrs"), c.input()[1])])
     c.set_output(c.add(td.Zip() >> td.Map(update), [c.input()[0], sums]))
     return c
 
