@@ -2,6 +2,7 @@
 // ZipWith, NGrams, Nth and Gather (Nth over a list of indices in one step). Reductions combine
 // pairwise in a balanced tree, as TF Fold's; Sum in order (SumOrder::kInOrder) of float32 tensors
 // is one ragged_rows call per sequence (one batched segment sum per depth).
+#include <array>
 #include "internal.h"
 
 namespace weft::blocks {
@@ -429,21 +430,31 @@ class NGramsImpl : public detail::BlockImpl {
   int n_;
 };
 
+// Nth's and Gather's input: Tuple(sequence-like, Input) -> the element type. `refusals` word
+// the three ways it can fail (not two items, no sequence first, no user data second);
+// `expected` names the tuple the block wants.
+Type indexed_element_type(const std::string& block, const Type& t,
+                          const std::array<const char*, 3>& refusals, const char* expected) {
+  const char* problem = !t.is_tuple() || t.items().size() != 2                         ? refusals[0]
+                        : !t.items()[0].is_sequence_like() && !t.items()[0].is_input() ? refusals[1]
+                        : !t.items()[1].is_input()                                     ? refusals[2]
+                                                                                       : nullptr;
+  if (problem)
+    fail("blocks", "bad input type ", t.to_string(), " for ", block, ": ", problem, " (expected ",
+         expected, ")");
+  return element_type(block, t.items()[0], false);
+}
+
 class NthImpl : public detail::BlockImpl {
  public:
   NthImpl() : BlockImpl("Nth") {
     derive(out(), {in()}, [d = describe()](std::span<const Type> t) {
       // TF Fold's three refusals, each naming the type.
-      const char* problem = !t[0].is_tuple() || t[0].items().size() != 2
-                                ? "Nth block takes 2 inputs"
-                            : !t[0].items()[0].is_sequence_like() && !t[0].items()[0].is_input()
-                                ? "first input to Nth must be a sequence"
-                            : !t[0].items()[1].is_input() ? "second input to Nth must be a PyObject"
-                                                          : nullptr;
-      if (problem)
-        fail("blocks", "bad input type ", t[0].to_string(), " for ", d, ": ", problem,
-             " (expected Tuple(Sequence, Input index))");
-      return element_type(d, t[0].items()[0], false);
+      return indexed_element_type(
+          d, t[0],
+          {"Nth block takes 2 inputs", "first input to Nth must be a sequence",
+           "second input to Nth must be a PyObject"},
+          "Tuple(Sequence, Input index)");
     });
   }
   WeaveValue eval(WeaveState& state, const WeaveValue& input) const override {
@@ -461,15 +472,11 @@ class GatherImpl : public detail::BlockImpl {
  public:
   GatherImpl() : BlockImpl("Gather") {
     derive(out(), {in()}, [d = describe()](std::span<const Type> t) {
-      const char* problem = !t[0].is_tuple() || t[0].items().size() != 2 ? "it takes 2 inputs"
-                            : !t[0].items()[0].is_sequence_like() && !t[0].items()[0].is_input()
-                                ? "the first input must be a sequence"
-                            : !t[0].items()[1].is_input() ? "the second input must be user data"
-                                                          : nullptr;
-      if (problem)
-        fail("blocks", "bad input type ", t[0].to_string(), " for ", d, ": ", problem,
-             " (expected Tuple(Sequence, Input list of indices))");
-      return Type::sequence(element_type(d, t[0].items()[0], false));
+      return Type::sequence(
+          indexed_element_type(d, t[0],
+                               {"it takes 2 inputs", "the first input must be a sequence",
+                                "the second input must be user data"},
+                               "Tuple(Sequence, Input list of indices)"));
     });
   }
   WeaveValue eval(WeaveState& state, const WeaveValue& input) const override {
