@@ -1,8 +1,8 @@
-// The fused LSTM cell: the cell state (1..3 children, gates wider than the state's columns,
-// recurrent dropout on the candidate), the cell state of a linear layer's gates (activated in
-// place), and the output h = sigmoid(o) tanh(c), each against a
-// float64 reference with finite-difference gradients and against the unfused expression
-// (values and gradients); batching; errors.
+// The fused LSTM cell: the cell state (1..3 children, in one tensor or apart, gates wider than
+// the state's columns, recurrent dropout on the candidate), the cell state of a linear layer's
+// gates (activated in place), and the output h = sigmoid(o) tanh(c), each against a float64
+// reference with finite-difference gradients and against the unfused expression (values and
+// gradients); batching; errors.
 #include <cmath>
 
 #include "nn_test_util.h"
@@ -104,6 +104,105 @@ WEFT_OP_TEST(lstm_cell_state, RecurrentDropoutOnTheCandidate) {
       },
       [&](const std::vector<HostArray>& h) { return reference_cell_state(h[0], h[1], n, &mask); },
       {random_tensor({rows, (k + 3) * n}, 95, -2, 2), random_tensor({rows, k * n}, 96)});
+}
+
+// The children given apart (a Var each, read where they lie on the CPU): against the reference of
+// their concatenation, gradients of the gates and of every child by finite differences; one
+// child given twice gets both blocks' gradients.
+std::vector<HostArray> children_of(const std::vector<HostArray>& h, std::size_t first,
+                                   std::size_t count) {
+  return {h.begin() + std::ptrdiff_t(first), h.begin() + std::ptrdiff_t(first + count)};
+}
+
+WEFT_OP_TEST(lstm_cell_state, ChildrenApart) {
+  const std::int64_t n = 3, rows = 4;
+  for (std::size_t k = 1; k <= 3; ++k) {
+    SCOPED_TRACE("children " + std::to_string(k));
+    std::vector<Tensor> inputs{random_tensor({rows, std::int64_t(k + 3) * n}, 400 + k, -2, 2)};
+    for (std::size_t child = 0; child < k; ++child)
+      inputs.push_back(random_tensor({rows, n}, 410 + 10 * k + child));
+    check_op(
+        [k](const std::vector<Var>& v) {
+          return lstm_cell_state(v[0], {&v[1], k}, n);
+        },
+        [k](const std::vector<HostArray>& h) {
+          return reference_cell_state(h[0], concat_cols(children_of(h, 1, k)), n);
+        },
+        inputs);
+  }
+  SCOPED_TRACE("one child given twice");
+  check_op(
+      [](const std::vector<Var>& v) {
+        return lstm_cell_state(v[0], std::vector<Var>{v[1], v[1]}, n);
+      },
+      [](const std::vector<HostArray>& h) {
+        return reference_cell_state(h[0], concat_cols({h[1], h[1]}), n);
+      },
+      {random_tensor({rows, 5 * n}, 440, -2, 2), random_tensor({rows, n}, 441)});
+}
+
+WEFT_OP_TEST(lstm_cell_state, ChildrenApartWithRecurrentDropout) {
+  const std::int64_t n = 5, rows = 4;
+  const float p = 0.4f;
+  const HostArray mask = dropout_mask_of(rows, n, p, 23);
+  check_op(
+      [&](const std::vector<Var>& v) {
+        Rng rng(23);  // the same mask on every evaluation
+        return lstm_cell_state(v[0], std::vector<Var>{v[1], v[2]}, n, p, &rng);
+      },
+      [&](const std::vector<HostArray>& h) {
+        return reference_cell_state(h[0], concat_cols({h[1], h[2]}), n, &mask);
+      },
+      {random_tensor({rows, 5 * n}, 450, -2, 2), random_tensor({rows, n}, 451),
+       random_tensor({rows, n}, 452)});
+}
+
+// Reading the children apart runs the concatenated kernel's arithmetic row by row: the same bits,
+// forward and backward (c, then the gradients of the gates and of each child).
+TEST(Op_lstm_cell_state, ChildrenApartGiveTheConcatenatedBits) {
+  const std::int64_t n = 6, rows = 7;
+  const Tensor g = random_tensor({rows, 5 * n}, 460, -2, 2);
+  const Tensor left = random_tensor({rows, n}, 461), right = random_tensor({rows, n}, 462);
+  const Tensor dc = random_tensor({rows, n}, 463);
+  auto run = [&](bool apart) {
+    Tape tape;
+    Var gates = tape.variable(g), l = tape.variable(left), r = tape.variable(right);
+    Rng rng(29);
+    Var c = apart ? lstm_cell_state(gates, std::vector<Var>{l, r}, n, 0.3f, &rng)
+                  : lstm_cell_state(gates, concat({l, r}), n, 0.3f, &rng);
+    tape.backward(c, dc);
+    return std::vector<std::vector<float>>{c.value().to_float_vector(),
+                                           gates.grad().to_float_vector(),
+                                           l.grad().to_float_vector(), r.grad().to_float_vector()};
+  };
+  EXPECT_EQ(run(true), run(false));
+}
+
+TEST(Op_lstm_cell_state, ChildrenApartBatchedRowsEqualSingleRows) {
+  check_batched_matches_rows(
+      [](const std::vector<Var>& v) {
+        return lstm_cell_state(v[0], std::vector<Var>{v[1], v[2]}, 4);
+      },
+      {random_tensor({6, 20}, 470, -2, 2), random_tensor({6, 4}, 471), random_tensor({6, 4}, 472)},
+      {true, true, true});
+}
+
+TEST(Op_lstm_cell_state, ChildrenApartThatDoNotFitAreRejected) {
+  Tape tape;
+  Var gates = tape.constant(random_tensor({2, 20}, 1));
+  Var child = tape.constant(random_tensor({2, 4}, 2));
+  expect_error([&] { lstm_cell_state(gates, std::span<const Var>(), 4); },
+               {"[lstm_cell_state] no children"});
+  expect_error(
+      [&] {
+        lstm_cell_state(gates, std::vector<Var>{child, tape.constant(random_tensor({3, 4}, 3))}, 4);
+      },
+      {"[lstm_cell_state] child 1 is float32 [3, 4]", "expected [2, 4]"});
+  expect_error(
+      [&] {
+        lstm_cell_state(gates, std::vector<Var>{child, child, child, child}, 4);
+      },
+      {"[lstm_cell_state] gates float32 [2, 20] do not fit 4 children of hidden size 4"});
 }
 
 // lstm_cell_state of gates = x · W + b (h: x, W, b, children), in float64.

@@ -1,9 +1,9 @@
 // Fused recurrent-cell ops. lstm_cell_state is the cell-state update shared by the LSTM (one
-// child: the previous state) and the N-ary Tree-LSTM (K children), with recurrent dropout on
-// the candidate; lstm_hidden is the output h = sigmoid(o) * tanh(c). Both read their gates in
-// place from the cell's one pre-activation matrix, so a cell makes no slices of it.
-// linear_lstm_cell_state computes that matrix itself, so it may overwrite it with the gates'
-// activations for its backward.
+// child: the previous state) and the N-ary Tree-LSTM (K children, in one tensor or apart, each
+// read where it lies), with recurrent dropout on the candidate; lstm_hidden is the output h =
+// sigmoid(o) * tanh(c). Both read their gates in place from the cell's one pre-activation matrix,
+// so a cell makes no slices of it. linear_lstm_cell_state computes that matrix itself, so it may
+// overwrite it with the gates' activations for its backward.
 #include <algorithm>
 #include <atomic>
 #include <tuple>
@@ -239,6 +239,93 @@ Var lstm_cell_state(Var gates, Var children, std::int64_t hidden, float candidat
   backend::lstm_cell_state(vg, vx, mask.defined() ? &mask : nullptr, c);
   return record_cell_state(gates, children, std::move(c), std::move(mask),
                            lstm_cell_state_backward);
+}
+
+namespace {
+
+// The children's states [B, N] each as one row block each, where they lie.
+backend::RowBlocks children_rows(const std::vector<const Tensor*>& children, std::int64_t rows,
+                                 std::int64_t n) {
+  backend::RowBlocks blocks{rows, std::vector<std::int64_t>(children.size(), n), {}, {}};
+  for (const Tensor* child : children) {
+    float* first = const_cast<float*>(child->data<float>());
+    for (std::int64_t i = 0; i < rows; ++i) blocks.pointers.push_back(first + i * n);
+  }
+  return blocks;
+}
+
+// Inputs gates, then the K children. Each child's gradient goes to its own buffer where it lies;
+// a child that needs none writes into `discard`. The targets are all taken first, so a child
+// given twice is written by its first block and added into by the second, row by row.
+void separate_children_cell_state_backward(Tape& tape, std::uint32_t id) {
+  const TapeNode& node = tape.node(id);
+  const std::uint32_t gates = tape.input(id, 0);
+  const std::int64_t rows = node.value.rows(), n = node.value.row_size();
+  const Tensor* mask = node.saved[0].defined() ? &node.saved[0] : nullptr;
+  const Tape::GradTarget dgates = tape.grad_target(gates);
+  std::vector<const Tensor*> values, grads;
+  std::vector<std::uint8_t> adds;
+  std::vector<float> discard;
+  bool wanted = false;
+  for (std::uint32_t k = 1; k < node.num_inputs; ++k) {
+    const std::uint32_t child = tape.input(id, k);
+    values.push_back(&tape.node(child).value);
+    const Tape::GradTarget target = tape.grad_target(child);
+    wanted = wanted || target.grad != nullptr;
+    grads.push_back(target.grad);
+    adds.push_back(target.grad && !target.fresh() ? 1 : 0);
+  }
+  Tensor scratch;
+  for (const Tensor*& grad : grads)
+    if (grad == nullptr) {
+      if (!scratch.defined())
+        scratch = Tensor::empty(Shape{rows, n}, DType::kFloat32, Device::kCpu);
+      grad = &scratch;
+    }
+  const backend::RowBlocks children = children_rows(values, rows, n);
+  backend::RowBlocks dchildren = children_rows(grads, rows, n);
+  for (std::uint8_t add : adds) dchildren.add.insert(dchildren.add.end(), std::size_t(rows), add);
+  backend::lstm_cell_state_backward_rows(tape.node(gates).value, children, mask, node.grad,
+                                         dgates.grad, dgates.fresh(),
+                                         wanted ? &dchildren : nullptr);
+}
+
+}  // namespace
+
+// c = sum_k sigmoid(f_k) * c_k + sigmoid(i) * dropout(tanh(g)) with the children apart: on the
+// CPU read where they lie (one block each), elsewhere concatenated first.
+Var lstm_cell_state(Var gates, std::span<const Var> children, std::int64_t hidden,
+                    float candidate_drop_prob, Rng* rng) {
+  const char* op = "lstm_cell_state";
+  if (children.empty()) fail(op, "no children: give the K children's states, at least one");
+  const Tensor& vg = gates.value();
+  for (std::size_t k = 0; k < children.size(); ++k) {
+    const Tensor& v = children[k].value();
+    check_cell_inputs(op, vg, v, "child");
+    if (v.shape() != Shape{vg.shape()[0], hidden})
+      fail(op, "child ", k, " is ", v.describe(), ", expected [", vg.shape()[0], ", ", hidden,
+           "] (a state of the hidden size, one row per row of the gates ", vg.describe(), ")");
+  }
+  if (children.size() == 1 || vg.device() != Device::kCpu)
+    return lstm_cell_state(gates, children.size() == 1 ? children[0] : concat(children), hidden,
+                           candidate_drop_prob, rng);
+  const std::int64_t k = std::int64_t(children.size()), rows = vg.shape()[0];
+  if (hidden <= 0 || vg.shape()[1] < (k + 2) * hidden)
+    fail(op, "gates ", vg.describe(), " do not fit ", k, " children of hidden size ", hidden,
+         ": expected gates [B, W >= (K+2)N] starting with K forget gates, input and candidate");
+  const Shape state{rows, hidden};
+  Tensor mask = candidate_mask(op, candidate_drop_prob, rng, state, vg.device());
+  Tensor c = Tensor::empty(state, DType::kFloat32, vg.device());
+  std::vector<const Tensor*> values;
+  for (const Var& child : children) values.push_back(&child.value());
+  backend::lstm_cell_state_rows(vg, children_rows(values, rows, hidden),
+                                mask.defined() ? &mask : nullptr, c);
+  std::vector<Var> inputs{gates};
+  inputs.insert(inputs.end(), children.begin(), children.end());
+  Var out = gates.tape().record(std::move(c), inputs, separate_children_cell_state_backward);
+  TapeNode& node = out.tape().node(out.id());
+  if (node.backward != nullptr) node.saved[0] = std::move(mask);
+  return out;
 }
 
 // lstm_cell_state(linear(x, W, b), children) with the gates the op's own: activated in place,

@@ -103,9 +103,22 @@ Initializer gate_bias(std::int64_t start, std::int64_t length, float value) {
 
 Initializer cell_weight_init(const Initializer& init) { return init ? init : glorot_uniform(); }
 
-Var cell_state(Var gates, Var children, std::int64_t hidden, float recurrent_dropout) {
+namespace {
+// Children: one [B, KN] Var, or the K [B, N] states apart.
+template <typename Children>
+Var cell_state_of(Var gates, Children children, std::int64_t hidden, float recurrent_dropout) {
   if (!is_training() || recurrent_dropout == 0.0f) return lstm_cell_state(gates, children, hidden);
   return lstm_cell_state(gates, children, hidden, recurrent_dropout, &dropout_rng());
+}
+}  // namespace
+
+Var cell_state(Var gates, Var children, std::int64_t hidden, float recurrent_dropout) {
+  return cell_state_of(gates, children, hidden, recurrent_dropout);
+}
+
+Var cell_state(Var gates, std::span<const Var> children, std::int64_t hidden,
+               float recurrent_dropout) {
+  return cell_state_of(gates, children, hidden, recurrent_dropout);
 }
 
 }  // namespace weft::nn::detail

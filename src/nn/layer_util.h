@@ -58,5 +58,8 @@ Initializer cell_weight_init(const Initializer& init);
 // tanh(g), tanh(g) dropped with probability recurrent_dropout while training (the fused
 // lstm_cell_state op either way).
 Var cell_state(Var gates, Var children, std::int64_t hidden, float recurrent_dropout);
+// The same with the children's states apart, each [B, N] (read where they lie, no concat).
+Var cell_state(Var gates, std::span<const Var> children, std::int64_t hidden,
+               float recurrent_dropout);
 
 }  // namespace weft::nn::detail

@@ -37,11 +37,11 @@ std::pair<Var, Var> NaryTreeLSTMCell::operator()(Var x, std::span<const Var> chi
          " child c states for a cell of arity ", arity_);
   Var xh = detail::checked_gate_input(where, x, input_size_, detail::named("child_h", child_h),
                                       detail::named("child_c", child_c), hidden_);
-  Var children = arity_ == 1 ? child_c[0] : concat(child_c);
   Tape& tape = child_h[0].tape();
   const std::int64_t k = arity_;
   Var gates = linear(xh, tape.parameter(weight_), tape.parameter(bias_));
-  Var c = detail::cell_state(gates, children, hidden_, options_.recurrent_dropout);
+  // The children's states read where each lies: no [c_1 .. c_K] copy, nor its split in backward.
+  Var c = detail::cell_state(gates, child_c, hidden_, options_.recurrent_dropout);
   return {lstm_hidden(gates, (k + 2) * hidden_, c), c};
 }
 

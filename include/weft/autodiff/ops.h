@@ -142,6 +142,10 @@ Var lstm_cell_state(Var gates, Var children);
 // it. candidate_drop_prob 0 is no dropout (rng may then be null).
 Var lstm_cell_state(Var gates, Var children, std::int64_t hidden, float candidate_drop_prob = 0.0f,
                     Rng* rng = nullptr);
+// The same with the K children's states given apart, each [B, N] (a Tree-LSTM node's children,
+// read where they lie instead of concatenated; on devices other than the CPU they are).
+Var lstm_cell_state(Var gates, std::span<const Var> children, std::int64_t hidden,
+                    float candidate_drop_prob = 0.0f, Rng* rng = nullptr);
 // lstm_cell_state(linear(x, weight, bias), children, N, candidate_drop_prob, rng), the gates
 // being the op's own: weight [in, (K+2)N] (exactly the cell's gates), bias [(K+2)N], children
 // [B, KN]. The cell's pass writes the gates' activations over them as it computes c, and

@@ -234,19 +234,45 @@ void lstm_cell_state_backward_activated(const Tensor& activations, const Tensor&
                                   dchildren, dchildren_fresh);
 }
 
+void lstm_cell_state_rows(const Tensor& gates, const RowBlocks& children,
+                          const Tensor* candidate_mask, Tensor& c) {
+  const std::int64_t n = c.row_size(), k = children.width() / n;
+  cell_state(gates, nullptr, nullptr, ChildrenInRows(children, k, n), k, candidate_mask, c);
+}
+
+namespace {
+
+// The activating and plain backward with the children where they lie: one body.
+template <bool kActivated>
+void cell_state_backward_rows(const Tensor& gates, const RowBlocks& children,
+                              const Tensor* candidate_mask, const Tensor& dc, Tensor* dgates,
+                              bool dgates_fresh, const RowBlocks* dchildren) {
+  const std::int64_t n = dc.row_size(), k = children.width() / n;
+  const ChildrenInRows child(children, k, n);
+  if (dchildren == nullptr)
+    return cell_state_backward<kActivated, ChildrenInRows, ChildGradsInRows>(
+        gates, child, k, candidate_mask, dc, dgates, dgates_fresh, nullptr);
+  const ChildrenInRows to(*dchildren, k, n);
+  const ChildGradsInRows grads{to, n};
+  cell_state_backward<kActivated>(gates, child, k, candidate_mask, dc, dgates, dgates_fresh,
+                                  &grads);
+}
+
+}  // namespace
+
+void lstm_cell_state_backward_rows(const Tensor& gates, const RowBlocks& children,
+                                   const Tensor* candidate_mask, const Tensor& dc, Tensor* dgates,
+                                   bool dgates_fresh, const RowBlocks* dchildren) {
+  cell_state_backward_rows<false>(gates, children, candidate_mask, dc, dgates, dgates_fresh,
+                                  dchildren);
+}
+
 void lstm_cell_state_backward_activated_rows(const Tensor& activations, const RowBlocks& children,
                                              const Tensor* candidate_mask, const Tensor& dc,
                                              Tensor* dgates, bool dgates_fresh,
                                              const RowBlocks* dchildren) {
-  const std::int64_t n = dc.row_size(), k = children.width() / n;
-  const ChildrenInRows child(children, k, n);
-  if (dchildren == nullptr)
-    return cell_state_backward<true, ChildrenInRows, ChildGradsInRows>(
-        activations, child, k, candidate_mask, dc, dgates, dgates_fresh, nullptr);
-  const ChildrenInRows to(*dchildren, k, n);
-  const ChildGradsInRows grads{to, n};
-  cell_state_backward<true>(activations, child, k, candidate_mask, dc, dgates, dgates_fresh,
-                            &grads);
+  cell_state_backward_rows<true>(activations, children, candidate_mask, dc, dgates, dgates_fresh,
+                                 dchildren);
 }
 
 void lstm_hidden(const Tensor& gates, std::int64_t offset, const Tensor& c, Tensor& h) {

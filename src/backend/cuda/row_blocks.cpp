@@ -30,6 +30,13 @@ void lstm_cell_state_backward_activated_rows(const Tensor&, const RowBlocks&, co
                                              const Tensor&, Tensor*, bool, const RowBlocks*) {
   cpu_only("lstm_cell_state_backward_activated_rows");
 }
+void lstm_cell_state_rows(const Tensor&, const RowBlocks&, const Tensor*, Tensor&) {
+  cpu_only("lstm_cell_state_rows");
+}
+void lstm_cell_state_backward_rows(const Tensor&, const RowBlocks&, const Tensor*, const Tensor&,
+                                   Tensor*, bool, const RowBlocks*) {
+  cpu_only("lstm_cell_state_backward_rows");
+}
 void batch_gemm_read_rows(const RowBlocks&, std::int64_t, bool, const RowBlocks&, std::int64_t,
                           bool, float, float, Tensor&) {
   cpu_only("batch_gemm_read_rows");
