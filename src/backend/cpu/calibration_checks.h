@@ -33,9 +33,14 @@ std::string calibration_noise(const CalibrationTimes& times,
                               std::span<const std::vector<double>> rounds_per_provider);
 
 // Whether a product's measured rate contradicts the rate recorded for its class enough to
-// measure the class again.
-inline bool in_use_rate_contradicts(double in_use_gflops, double recorded_gflops) {
-  return in_use_gflops * kInUseRateFactor < recorded_gflops ||
+// measure the class again. `share` is the product's flops over the class representative's
+// (at most 1; gemm_class_representative), for a product smaller than the representative is not
+// expected to reach its rate, only to take no longer: slower means taking kInUseRateFactor times
+// the representative's time (SST's [150, 5] products, n = 5 in a class of n up to 8, run at a
+// quarter of the class's rate in about its time, and were measured again in every process).
+inline bool in_use_rate_contradicts(double in_use_gflops, double recorded_gflops,
+                                    double share = 1.0) {
+  return in_use_gflops * kInUseRateFactor < recorded_gflops * share ||
          in_use_gflops > kInUseRateFactor * recorded_gflops;
 }
 

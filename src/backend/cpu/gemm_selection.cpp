@@ -377,6 +377,7 @@ std::string write_cache(const std::string& path, const std::vector<CacheLine>& l
 
 constexpr std::int64_t kSettled = 0;
 constexpr std::int64_t kCheckInUse = -1;
+constexpr std::int64_t kWarmUpInUse = -2;
 
 std::int64_t steady_milliseconds() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -395,9 +396,9 @@ struct Selection {
   // For transposed-b classes: gemm_prefers_untransposed_copy's last answer at this thread
   // count, coded with the provider it was for, or -1.
   std::array<std::atomic<int>, kClassCount> untransposed;
-  // What is still to check about a class's choice: kSettled, kCheckInUse (read from the cache:
-  // time one product against the record), or the steady-clock millisecond after which a
-  // noisy measurement is measured again.
+  // What is still to check about a class's choice: kSettled, kWarmUpInUse (read from the cache:
+  // its first product in this process runs untimed), kCheckInUse (time the next one against the
+  // record), or the steady-clock millisecond after which a noisy measurement is measured again.
   std::array<std::atomic<std::int64_t>, kClassCount> recheck;
   std::map<int, GemmClassChoice> details;  // by class index
   std::map<int, int> remeasures;           // by class index: noisy measurements so far
@@ -443,7 +444,7 @@ void load(Selection& s) {
           s.details[index] = line.choice;
           s.choice[std::size_t(index)].store(provider_position(line.choice.provider));
           if (gemm_flops(gemm_class_representative(line.choice.shape_class)) >= kMinCheckedFlops)
-            s.recheck[std::size_t(index)].store(kCheckInUse);
+            s.recheck[std::size_t(index)].store(kWarmUpInUse);
           ++count;
         }
       s.cache_status = exists ? "read " + std::to_string(count) + " classes for " +
@@ -574,10 +575,19 @@ namespace {
 
 // Whether a product of `shape` is to be timed for its class's in-use check (`recheck` being the
 // class's state): a product much smaller than the class's representative runs below its rate
-// for its size, so only one within 8x of its flops is timed.
-bool times_in_use(const GemmShape& shape, const GemmShapeClass& shape_class, std::int64_t recheck) {
-  return recheck == kCheckInUse &&
-         8 * gemm_flops(shape) >= gemm_flops(gemm_class_representative(shape_class));
+// for its size, so only one within 8x of its flops counts, and the first such product in the
+// process only moves the class on to kCheckInUse, untimed: it pays for first touches (fresh
+// output pages, oneDNN's set-up, cold operands) and ran up to 100x below the record (SST: 0.7
+// GFLOP/s in a class recorded at 90), so the class was measured again in every process.
+bool times_in_use(const GemmShape& shape, const GemmShapeClass& shape_class,
+                  std::atomic<std::int64_t>& recheck) {
+  std::int64_t state = recheck.load(std::memory_order_relaxed);
+  if ((state != kCheckInUse && state != kWarmUpInUse) ||
+      8 * gemm_flops(shape) < gemm_flops(gemm_class_representative(shape_class)))
+    return false;
+  if (state == kCheckInUse) return true;
+  recheck.compare_exchange_strong(state, kCheckInUse, std::memory_order_relaxed);
+  return false;
 }
 
 }  // namespace
@@ -595,11 +605,11 @@ GemmRoute gemm_route_for(const GemmShape& shape) {
     const std::int64_t recheck = s.recheck[index].load(std::memory_order_relaxed);
     const bool due = recheck > 0 && steady_milliseconds() >= recheck;
     if (known >= 0 && !due)
-      return {providers[std::size_t(known)], times_in_use(shape, shape_class, recheck)};
+      return {providers[std::size_t(known)], times_in_use(shape, shape_class, s.recheck[index])};
   }
   std::lock_guard<std::mutex> lock(s.mutex);
   const GemmProvider provider = calibrated(s, shape_class).provider;
-  return {provider, times_in_use(shape, shape_class, s.recheck[index].load())};
+  return {provider, times_in_use(shape, shape_class, s.recheck[index])};
 }
 
 void gemm_check_in_use(const GemmShape& shape, GemmProvider provider, double seconds) {
@@ -613,7 +623,9 @@ void gemm_check_in_use(const GemmShape& shape, GemmProvider provider, double sec
   if (found == s.details.end() || found->second.provider != provider) return;
   const double recorded = found->second.gflops[std::size_t(provider_position(provider))];
   const double in_use = gemm_flops(shape) / std::max(seconds, 1e-12) / 1e9;
-  if (in_use_rate_contradicts(in_use, recorded)) measure_and_record(s, shape_class);
+  const double share =
+      std::min(1.0, gemm_flops(shape) / gemm_flops(gemm_class_representative(shape_class)));
+  if (in_use_rate_contradicts(in_use, recorded, share)) measure_and_record(s, shape_class);
 }
 
 }  // namespace backend::cpu
