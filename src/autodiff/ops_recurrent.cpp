@@ -255,7 +255,7 @@ backend::RowBlocks children_rows(const std::vector<const Tensor*>& children, std
 }
 
 // Inputs gates, then the K children. Each child's gradient goes to its own buffer where it lies;
-// a child that needs none writes into `discard`. The targets are all taken first, so a child
+// a child that needs none writes into a scratch buffer. The targets are all taken first, so a child
 // given twice is written by its first block and added into by the second, row by row.
 void separate_children_cell_state_backward(Tape& tape, std::uint32_t id) {
   const TapeNode& node = tape.node(id);
@@ -265,7 +265,6 @@ void separate_children_cell_state_backward(Tape& tape, std::uint32_t id) {
   const Tape::GradTarget dgates = tape.grad_target(gates);
   std::vector<const Tensor*> values, grads;
   std::vector<std::uint8_t> adds;
-  std::vector<float> discard;
   bool wanted = false;
   for (std::uint32_t k = 1; k < node.num_inputs; ++k) {
     const std::uint32_t child = tape.input(id, k);
