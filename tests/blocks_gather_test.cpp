@@ -1,7 +1,8 @@
-// Gather: a whole list of indices read in one weave step. Its values against TF Fold's spelling
-// (Zip >> Map(Nth) over a Broadcast), a batch of neighbour sums against each example alone (bit
-// for bit) and the gradient of a parameter against finite differences, and bad input: a
-// non-list, a non-integer and an index out of range, each named with the block and position.
+// Gather (a whole list of indices read in one weave step) and GatherLists (a list of such
+// lists). Their values against TF Fold's spelling (Zip >> Map(Nth) over a Broadcast), a batch of
+// neighbour sums against each example alone (bit for bit) and the gradient of a parameter
+// against finite differences, and bad input: a non-list, a non-integer and an index out of
+// range, each named with the block, the list and the position.
 #include "blocks_test_util.h"
 
 namespace weft::testing {
@@ -63,15 +64,55 @@ TEST(BlocksGather, BadInputNamesTheBlockAndThePosition) {
               HasSubstr("the first input must be a sequence"));
 }
 
+TEST(BlocksGather, GatherListsIsGatherForEachList) {
+  Block lists = Record({{"xs", Map(Scalar())}, {"ids", Identity()}}) >> GatherLists();
+  Block each =
+      Record({{"xs", Map(Scalar()) >> Broadcast()}, {"ids", Identity()}}) >> Zip() >> Map(Gather());
+  const Input input = {{"xs", {4, 5, 6}}, {"ids", {{2, 0}, Input::array(), {-1, 1, 1}}}};
+  EvalValue got = eval(lists, input), want = eval(each, input);
+  ASSERT_EQ(got.size(), 3u);
+  for (std::size_t j = 0; j < 3; ++j) {
+    ASSERT_EQ(got[j].size(), want[j].size()) << "list " << j;
+    for (std::size_t k = 0; k < got[j].size(); ++k)
+      EXPECT_EQ(floats(got[j][k]), floats(want[j][k]));
+  }
+  EXPECT_EQ(got[1].size(), 0u);
+  EXPECT_THAT(floats(got[2][0]), ElementsAre(6));
+  EXPECT_EQ(max_depth(lists, input), 0);
+  EXPECT_THAT(error_of([&] {
+                eval(lists, {{"xs", {4, 5, 6}}, {"ids", {{0}, {1, 3}}}});
+              }),
+              HasSubstr("<GatherLists> (list 1, position 1): index 3 is out of range for 3 items"));
+  EXPECT_THAT(error_of([&] {
+                eval(lists, {{"xs", {4, 5, 6}}, {"ids", {{0}, 2}}});
+              }),
+              HasSubstr("<GatherLists>: list 1 must be a list of integers, got 2"));
+  EXPECT_THAT(error_of([&] {
+                eval(lists, {{"xs", {4, 5, 6}}, {"ids", {{0, "a"}}}});
+              }),
+              HasSubstr("<GatherLists>: list 0, position 1 must be an integer"));
+  EXPECT_THAT(error_of([&] {
+                eval(lists, {{"xs", {4, 5, 6}}, {"ids", 1}});
+              }),
+              HasSubstr("<GatherLists>: the indices must be a list of lists of integers, got 1"));
+  EXPECT_THAT(error_of([] {
+                Record({Scalar(), Scalar()}) >> GatherLists();
+              }),
+              HasSubstr("the first input must be a sequence"));
+}
+
 // Each atom's neighbour sum, as a graph network weaves it: values scaled by a parameter, then
-// for each list the sum of the values it names (repeats and empty lists included).
-Block neighbour_sums(const Parameter& w) {
+// for each list the sum of the values it names (repeats and empty lists included), each list
+// gathered by Gather (`lists` false) or all of them by GatherLists.
+Block neighbour_sums(const Parameter& w, bool lists) {
   Block scaled = Map(Vector(2) >> Function("scale", {Type::vector(2)},
                                            [w](std::span<const Var> x) { return x[0] * Var(w); }));
   Composition c("neighbour_sums");
-  auto values = c.add(GetItem("xs") >> scaled >> Broadcast(), c.input());
-  auto sums = c.add(Zip() >> Map(Gather() >> Sum(SumOrder::kInOrder)),
-                    {values, c.add(GetItem("nbrs"), c.input())});
+  auto values = c.add(GetItem("xs") >> scaled, c.input());
+  auto nbrs = c.add(GetItem("nbrs"), c.input());
+  auto sums = lists ? c.add(GatherLists() >> Map(Sum(SumOrder::kInOrder)), {values, nbrs})
+                    : c.add(Zip() >> Map(Gather() >> Sum(SumOrder::kInOrder)),
+                            {c.add(Broadcast(), values), nbrs});
   c.set_output(c.add(Sum(SumOrder::kInOrder), sums));
   return c;
 }
@@ -103,9 +144,11 @@ float weighted_loss(Compiler& c, const std::vector<Input>& examples, const weft:
   return loss.value().to_float_vector()[0];
 }
 
-TEST(BlocksGather, BatchedEqualsOneAtATimeAndGradientsMatchFiniteDifferences) {
+class BlocksGatherBatch : public ::testing::TestWithParam<bool> {};
+
+TEST_P(BlocksGatherBatch, BatchedEqualsOneAtATimeAndGradientsMatchFiniteDifferences) {
   Parameter w("w", random_tensor({2}, 3));
-  Compiler c(neighbour_sums(w));
+  Compiler c(neighbour_sums(w, GetParam()));
   const std::vector<Input> examples = graphs();
   const auto n = std::int64_t(examples.size());
   const weft::Tensor weights = random_tensor({n, 2}, 11);
@@ -135,6 +178,7 @@ TEST(BlocksGather, BatchedEqualsOneAtATimeAndGradientsMatchFiniteDifferences) {
   }
   w.value() = start;
 }
+INSTANTIATE_TEST_SUITE_P(GatherAndGatherLists, BlocksGatherBatch, ::testing::Bool());
 
 }  // namespace
 }  // namespace weft::testing

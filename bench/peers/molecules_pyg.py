@@ -6,7 +6,10 @@ inference: no_grad forwards):
   pyg     PyTorch Geometric's batching: Data per molecule, Batch.from_data_list per batch (its
           DataLoader's collation), MessagePassing(aggr="add") for the neighbour sums,
           global_add_pool for the readout
-  weft    the example's model: torch bodies in Weft blocks, weft.torch.fold
+  weft    the example's model: torch bodies in Weft blocks, weft.torch.fold, the molecules
+          converted for Weft once (td.Inputs, a batch a take() of it), as PyG's Data are built
+          once
+  weft-dicts  the same model given each batch as the Python dicts (converted every batch)
 
 Checked equal first (loss and gradient norm on the same weights and molecules).
 
@@ -29,6 +32,7 @@ from torch_geometric.nn import global_add_pool
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python" / "examples" / "torch"))
 import molecules  # noqa: E402
+from weft import blocks as td  # noqa: E402
 
 
 class NeighbourSum(PygMessagePassing):
@@ -100,13 +104,16 @@ def main():
     datas = [pyg_data(m) for m in mols]  # built once, as a PyG dataset is
     y = torch.tensor((y - y.mean()) / y.std())
     cut = range(0, len(mols), args.batch_size)
-    batches = {"weft": [mols[i:i + args.batch_size] for i in cut],
+    inputs = td.Inputs(mols)  # converted once, as the PyG dataset is built once
+    batches = {"weft": [inputs.take(list(range(i, min(i + args.batch_size, len(mols)))))
+                        for i in cut],
+               "weft-dicts": [mols[i:i + args.batch_size] for i in cut],
                "pyg": [datas[i:i + args.batch_size] for i in cut]}
     targets = [y[i:i + args.batch_size] for i in cut]
 
     torch.manual_seed(0)
     model = molecules.MessagePassing(len(elements), args.hidden)
-    ways = {"weft": model, "pyg": PygModel(model)}
+    ways = {"weft": model, "weft-dicts": model, "pyg": PygModel(model)}
     checks = {}
     for name, forward in ways.items():
         model.zero_grad()

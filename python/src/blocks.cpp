@@ -394,6 +394,10 @@ x[key]. A dict's keys are sorted, as TF Fold did; a list of pairs keeps its orde
   py::class_<Gather, Block>(m, "Gather",
                             "(values, indices) -> [values[i] for i in indices], in one weave step.")
       .def(py::init<>());
+  py::class_<GatherLists, Block>(
+      m, "GatherLists",
+      "(values, lists) -> [[values[i] for i in ids] for ids in lists], in one weave step.")
+      .def(py::init<>());
   py::class_<Loop, Block>(m, "Loop", R"doc(
 Loop(body, stop, max_steps=100, threshold=0.5, at_bound="fail", emits=False,
 collect_stops=False, teacher_forced=False): S -> S, or Tuple(S, [Sequence(Y)], [Sequence(P)]).

@@ -256,3 +256,28 @@ def test_gather_reads_a_list_of_indices_in_one_step_as_zip_of_nth():
             gather.eval({"xs": [[1, 2], [3, 4], [5, 6]], "ids": ids})
     with pytest.raises(weft.Error, match="Gather.*the first input must be a sequence"):
         td.Record([td.Scalar(), td.Scalar()]) >> td.Gather()
+
+
+def test_gather_lists_is_gather_for_each_list_and_names_the_list():
+    """td.GatherLists: (values, lists) -> [[values[i] for i in ids] for ids in lists] in one step,
+    the values Zip >> Map(Gather) gives; a neighbour sum through it equals Gather's bit for bit;
+    a bad list or index names the block, the list and the position."""
+    lists = td.Record([("xs", td.Map(td.Scalar())), ("ids", td.Identity())]) >> td.GatherLists()
+    each = (td.Record([("xs", td.Map(td.Scalar()) >> td.Broadcast()), ("ids", td.Identity())])
+            >> td.Zip() >> td.Map(td.Gather()))
+    value = {"xs": [4, 5, 6], "ids": [[2, 0], [], [-1, 1, 1]]}
+    assert lists.eval(value, tolist=True) == each.eval(value, tolist=True) == [
+        [6.0, 4.0], [], [6.0, 5.0, 5.0]]
+    rng = np.random.default_rng(3)
+    graph = {"xs": rng.normal(size=(6, 3)).tolist(),
+             "ids": [rng.integers(-6, 6, size=rng.integers(0, 5)).tolist() for _ in range(6)]}
+    sums_lists = (td.Record([("xs", td.Map(td.Vector(3))), ("ids", td.Identity())])
+                  >> td.GatherLists() >> td.Map(td.Sum(in_order=True)))
+    sums_each = (td.Record([("xs", td.Map(td.Vector(3)) >> td.Broadcast()), ("ids", td.Identity())])
+                 >> td.Zip() >> td.Map(td.Gather() >> td.Sum(in_order=True)))
+    np.testing.assert_array_equal(np.array(sums_lists.eval(graph)), np.array(sums_each.eval(graph)))
+    for ids, message in [([[0], [1, 3]], r"<GatherLists> \(list 1, position 1\): index 3 is out"),
+                         ([[0], 2], "list 1 must be a list of integers, got 2"),
+                         (5, "the indices must be a list of lists of integers")]:
+        with pytest.raises(weft.Error, match=message):
+            lists.eval({"xs": [4, 5, 6], "ids": ids})

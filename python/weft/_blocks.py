@@ -37,6 +37,7 @@ Broadcast = _cb.Broadcast
 Zip = _cb.Zip
 Nth = _cb.Nth
 Gather = _cb.Gather
+GatherLists = _cb.GatherLists
 FCBlock = _cb.FCBlock
 EmbeddingBlock = _cb.EmbeddingBlock
 LSTMBlock = _cb.LSTMBlock

@@ -17,7 +17,8 @@ docs/coming_from_tensorflow_fold.md."""
 from ._blocks import (  # noqa: F401
     AllOf, AsTensor, BatchResult, Block, Broadcast, ChildSumForgetBlock, ChildSumNodeBlock,
     Collect, Collected, Composition, Concat, convert_to_block, ConvertibleToBlock, EmbeddingBlock,
-    FCBlock, Fold, ForwardDeclaration, FromTensor, Function, Gather, GetItem, GRUBlock, Identity, Inputs,
+    FCBlock, Fold, ForwardDeclaration, FromTensor, Function, Gather, GatherLists, GetItem,
+    GRUBlock, Identity, Inputs,
     InputTransform, Length, Loop, LSTMBlock, Map, Max, max_depth, Mean, Metric, MetricValues, Min,
     NGrams, Nth, OneHot, OneHotFromList, OneOf, Optional, Pipe, Record, Reduce, RNN, Scalar,
     SerializedMessageToTree, Slice, Sum, Tensor, TreeLSTMBlock, Type, Vector, Void, Wire,
@@ -50,7 +51,7 @@ __all__ = [
     "ChildSumForgetBlock", "ChildSumNodeBlock", "Collect", "Collected", "Compiler",
     "Composition", "Concat", "EmbeddingBlock", "Embedding", "FC", "FCBlock", "Fold",
     "EdibleIterator", "ForwardDeclaration", "FromTensor", "Function", "GRUBlock", "Gather",
-    "GetItem", "Identity",
+    "GatherLists", "GetItem", "Identity",
     "InputTransform", "Inputs", "LSTMBlock", "Layer", "Length", "Map", "Max", "Mean", "Metric",
     "MetricValues", "Min", "NGrams", "Nth", "OneHot", "OneHotFromList", "OneOf", "Optional",
     "Pipe", "PyObjectType", "RNN", "Record", "Reduce", "ResultType", "Scalar", "ScopedLayer",

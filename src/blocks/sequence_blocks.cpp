@@ -1,7 +1,7 @@
 // Blocks over sequences: Map, Fold, RNN, Reduce (Sum, Min, Max), Mean, Broadcast, Zip,
-// ZipWith, NGrams, Nth and Gather (Nth over a list of indices in one step). Reductions combine
-// pairwise in a balanced tree, as TF Fold's; Sum in order (SumOrder::kInOrder) of float32 tensors
-// is one ragged_rows call per sequence (one batched segment sum per depth).
+// ZipWith, NGrams, Nth, Gather (Nth over a list of indices in one step) and GatherLists. Reductions
+// combine pairwise in a balanced tree, as TF Fold's; Sum in order (SumOrder::kInOrder) of float32
+// tensors is one ragged_rows call per sequence (one batched segment sum per depth).
 #include <array>
 #include "internal.h"
 
@@ -468,39 +468,64 @@ class NthImpl : public detail::BlockImpl {
   }
 };
 
+// [items[i] for i in indices] as a value of `type`. `list` numbers the index list among several
+// (GatherLists) for the errors, which name the block, the list, the position and the index.
+WeaveValue gather_one(WeaveState& state, const std::string& block, const WeaveItems& items,
+                      const Input& indices, std::optional<std::size_t> list, const Type& type) {
+  auto where = [&](std::size_t k) {
+    return list ? "list " + std::to_string(*list) + ", position " + std::to_string(k)
+                : "position " + std::to_string(k) + " of the list";
+  };
+  if (!indices.is_array())
+    fail("blocks", block, ": ", list ? "list " + std::to_string(*list) : "the indices",
+         " must be a list of integers, got ", describe_input(indices));
+  std::vector<WeaveValue> picked;
+  picked.reserve(indices.size());
+  const auto n = std::int64_t(items.size());
+  for (std::size_t k = 0; k < indices.size(); ++k) {
+    const Input& index = indices[k];
+    if (!index.is_number_integer())
+      fail("blocks", block, ": ", where(k), " must be an integer, got ", describe_input(index));
+    const auto i = index.get<std::int64_t>();
+    if (i < -n || i >= n) internal::python_index(block + " (" + where(k) + ")", i, n);  // throws
+    picked.push_back(items[std::size_t(i < 0 ? i + n : i)]);
+  }
+  return internal::as_type(state, type, WeaveValue::of(Type::Kind::kSequence, std::move(picked)));
+}
+
+// Gather (lists false) and GatherLists (lists true: a list of index lists, one sequence each).
 class GatherImpl : public detail::BlockImpl {
  public:
-  GatherImpl() : BlockImpl("Gather") {
-    derive(out(), {in()}, [d = describe()](std::span<const Type> t) {
-      return Type::sequence(
+  explicit GatherImpl(bool lists) : BlockImpl(lists ? "GatherLists" : "Gather"), lists_(lists) {
+    derive(out(), {in()}, [d = describe(), lists](std::span<const Type> t) {
+      const Type element =
           indexed_element_type(d, t[0],
                                {"it takes 2 inputs", "the first input must be a sequence",
                                 "the second input must be user data"},
-                               "Tuple(Sequence, Input list of indices)"));
+                               lists ? "Tuple(Sequence, Input list of index lists)"
+                                     : "Tuple(Sequence, Input list of indices)");
+      return lists ? Type::sequence(Type::sequence(element)) : Type::sequence(element);
     });
   }
   WeaveValue eval(WeaveState& state, const WeaveValue& input) const override {
     const Input& indices = internal::input_of(describe(), input.items[1]);
-    if (!indices.is_array())
-      fail("blocks", describe(), ": the indices must be a list of integers, got ",
-           describe_input(indices));
     const WeaveItems items = internal::shared_elements_of(describe(), input.items[0], state);
-    std::vector<WeaveValue> picked;
-    picked.reserve(indices.size());
-    for (std::size_t k = 0; k < indices.size(); ++k) {
-      const Input& index = indices[k];
-      if (!index.is_number_integer())
-        fail("blocks", describe(), ": position ", k, " of the list must be an integer, got ",
-             describe_input(index));
-      const std::int64_t i = index.get<std::int64_t>(), n = std::int64_t(items.size());
-      if (i < -n || i >= n)  // throws, naming the block, the position and the index
-        internal::python_index(describe() + " (position " + std::to_string(k) + " of the list)", i,
-                               n);
-      picked.push_back(items[std::size_t(i < 0 ? i + n : i)]);
-    }
-    return internal::as_type(state, out()->type(),
-                             WeaveValue::of(Type::Kind::kSequence, std::move(picked)));
+    const Type& type = out()->type();
+    if (!lists_) return gather_one(state, describe(), items, indices, std::nullopt, type);
+    if (!indices.is_array())
+      fail("blocks", describe(), ": the indices must be a list of lists of integers, got ",
+           describe_input(indices));
+    const Type& inner = type.is_input() ? type : type.element();
+    std::vector<WeaveValue> sequences;
+    sequences.reserve(indices.size());
+    for (std::size_t j = 0; j < indices.size(); ++j)
+      sequences.push_back(gather_one(state, describe(), items, indices[j], j, inner));
+    return internal::as_type(state, type,
+                             WeaveValue::of(Type::Kind::kSequence, std::move(sequences)));
   }
+
+ private:
+  bool lists_;
 };
 
 FunctionBody elementwise(Var (*fn)(Var, Var)) {
@@ -532,6 +557,7 @@ Zip::Zip() : Block(std::make_shared<ZipImpl>()) {}
 Block ZipWith(const Block& element) { return Zip() >> Map(element); }
 NGrams::NGrams(int n) : Block(std::make_shared<NGramsImpl>(n)) {}
 Nth::Nth() : Block(std::make_shared<NthImpl>()) {}
-Gather::Gather() : Block(std::make_shared<GatherImpl>()) {}
+Gather::Gather() : Block(std::make_shared<GatherImpl>(false)) {}
+GatherLists::GatherLists() : Block(std::make_shared<GatherImpl>(true)) {}
 
 }  // namespace weft::blocks

@@ -33,14 +33,9 @@ struct WeaveWeights {
 };
 
 // Tuple(Sequence(T) values, Input id lists) -> Sequence(T): for each list, the sum of
-// values[id] over its ids (zeros for none), the ids read in one Gather step per list.
+// values[id] over its ids (zeros for none), every list read in one GatherLists step.
 Block sum_per_list() {
-  Composition c("sum_per_list");
-  auto values = c.add(blocks::Broadcast(), c.input()[0]);
-  c.set_output(c.add(
-      blocks::Zip() >> blocks::Map(blocks::Gather() >> blocks::Sum(blocks::SumOrder::kInOrder)),
-      {values, c.input()[1]}));
-  return c;
+  return blocks::GatherLists() >> blocks::Map(blocks::Sum(blocks::SumOrder::kInOrder));
 }
 
 // Tuple(pair state, Sequence(atom state), Input [i, j]) -> update(atoms[i], atoms[j], pair).

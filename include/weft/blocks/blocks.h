@@ -291,6 +291,15 @@ class Gather : public Block {
  public:
   Gather();
 };
+// Tuple(Sequence(T), Input) -> Sequence(Sequence(T)): Gather for each list of a list of index
+// lists, [[x[0][i] for i in ids] for ids in x[1]]: every node's neighbours of a graph in one weave
+// step (Weft: TF Fold would Zip a Broadcast of x[0] with the lists and Map a gather over the
+// rows). A node with no neighbours gets an empty sequence. Errors as Gather's, naming the list
+// too ("list 3, position 1"). Depth 0.
+class GatherLists : public Block {
+ public:
+  GatherLists();
+};
 
 // ---- Loops whose length the model decides --------------------------------------------------
 

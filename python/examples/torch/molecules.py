@@ -55,11 +55,10 @@ def parse_smiles(smiles, elements):
 
 def message_layer(update):
     """Tuple(Sequence(h) atoms, Input molecule) -> Sequence(h): update(h_i, sum of neighbours):
-    each atom's neighbour list read in one Gather step, the sums one batched call."""
+    every atom's neighbour list read in one GatherLists step, the sums one batched call."""
     c = td.Composition(name="message_layer")
-    values = c.add(td.Broadcast(), c.input()[0])
-    sum_at = td.Gather() >> td.Sum(in_order=True)
-    sums = c.add(td.Zip() >> td.Map(sum_at), [values, c.add(td.GetItem("nbrs"), c.input()[1])])
+    nbrs = c.add(td.GetItem("nbrs"), c.input()[1])
+    sums = c.add(td.GatherLists() >> td.Map(td.Sum(in_order=True)), [c.input()[0], nbrs])
     c.set_output(c.add(td.Zip() >> td.Map(update), [c.input()[0], sums]))
     return c
 
@@ -129,6 +128,7 @@ def main(argv=None):
     train, test = order[:cut], order[cut:]
     mean, scale = float(y[train].mean()), float(y[train].std())
     model = MessagePassing(len(elements), args.hidden)
+    data = td.Inputs(mols)  # converted for Weft once; a batch is a take() of it, not a copy
     opt = torch.optim.Adam(model.parameters(), lr=3e-3)
     history = []
     for epoch in range(1, args.epochs + 1):
@@ -137,12 +137,12 @@ def main(argv=None):
             idx = train[i:i + args.batch_size]
             target = torch.tensor((y[idx] - mean) / scale)
             opt.zero_grad()
-            loss = torch.nn.functional.mse_loss(model([mols[k] for k in idx]), target)
+            loss = torch.nn.functional.mse_loss(model(data.take(idx.tolist())), target)
             loss.backward()
             opt.step()
             total += float(loss) * len(idx)
         with torch.no_grad():
-            pred = model([mols[k] for k in test]).numpy() * scale + mean
+            pred = model(data.take(test.tolist())).numpy() * scale + mean
         rmse = float(np.sqrt(np.mean((pred - y[test]) ** 2)))
         history.append({"epoch": epoch, "loss": total / len(train), "test_rmse": rmse})
         print(f"epoch {epoch}: train loss {total / len(train):.3f}, test RMSE {rmse:.3f}",
