@@ -22,3 +22,6 @@ for n in (1, 2, 3):
                           txt.split(f"== {which}: weft train")[1]).group(1)
         print(f"{n} {which:6} {tw:9.1f} {tp:9.1f} {tw / tp:.2f} | {iw:9.1f} {ip:9.1f} "
               f"{iw / ip:.2f} | {st.median(eps):8.0f} | {infer}")
+        if "train weft-dicts" in d:  # the same model given the Python dicts every batch
+            td, id_ = st.median(d["train weft-dicts"]), st.median(d["infer weft-dicts"])
+            print(f"  {which} weft-dicts {td:9.1f} {td / tp:.2f} | {id_:9.1f} {id_ / ip:.2f}")
