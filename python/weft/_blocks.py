@@ -480,7 +480,8 @@ def Reduce(combine_block, default_block=None, name=None):  # noqa: N802
 def Sum(name=None, in_order=False):  # noqa: N802
     """TF Fold's Sum (balanced pairing, depth ceil(log2 n)); in_order=True adds a float32
     sequence's elements one after another in ONE batched call per depth, whatever the lengths
-    (depth 1: sums over neighbour lists of any sizes batch together)."""
+    (depth 1: sums over neighbour lists of any sizes batch together). That order is the CPU's: on
+    CUDA the segment sum adds with atomics, in no fixed order."""
     return _cb.Sum(in_order=bool(in_order))
 
 

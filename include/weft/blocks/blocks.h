@@ -236,7 +236,8 @@ class Reduce : public Block {
 // ceil(log2 n), one batched add per round). kInOrder: float32 tensors added one after another
 // by ONE batched call per depth however long the sequences (a loom ragged_rows operation: depth
 // 1 for any non-empty sequence, so sums over neighbour lists of any sizes batch together, as
-// message passing wants); other element types still pair.
+// message passing wants); other element types still pair. The order is the CPU's: the CUDA
+// backend's segment sum adds with atomics, in no fixed order, so its last bits can vary.
 enum class SumOrder { kPairwise, kInOrder };
 // Reduce with elementwise +, min, max over a Sequence of tensors. Zeros on empty input.
 class Sum : public Reduce {
