@@ -240,8 +240,8 @@ int run_train(const TrainOptions& options, int argc, char** argv) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   fmt::print("test: {}\n", test.to_json());
   print_notes(model->split_notes(train::Split::kTest), stdout);
-  fmt::print("training: {:.0f} examples/s (the fastest epoch), {:.1f} s in all\n", examples_per_second,
-             seconds);
+  fmt::print("training: {:.0f} examples/s (the fastest epoch), {:.1f} s in all\n",
+             examples_per_second, seconds);
   // A decoding model is no single static weave: there is no one-call-per-node run to compare.
   if (options.compare_unbatched && world.is_root() && !model->decoding())
     report_batching_speedup(*model, 256);
