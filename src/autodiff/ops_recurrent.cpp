@@ -196,10 +196,12 @@ Tensor candidate_mask(const char* op, float candidate_drop_prob, Rng* rng, const
   return mask;
 }
 
-// Records a cell state computed from gates and children, keeping the dropout mask for backward.
+// Records a cell state computed from `inputs` (the gates, then the children: one tensor or each
+// child's), keeping the dropout mask for backward.
 template <typename Backward>
-Var record_cell_state(Var gates, Var children, Tensor c, Tensor mask, Backward backward) {
-  Var out = gates.tape().record(std::move(c), {gates, children}, backward);
+Var record_cell_state(std::vector<Var> inputs, Tensor c, Tensor mask, Backward backward) {
+  Tape& tape = inputs[0].tape();
+  Var out = tape.record(std::move(c), inputs, backward);
   TapeNode& node = out.tape().node(out.id());
   if (node.backward != nullptr) node.saved[0] = std::move(mask);
   return out;
@@ -237,21 +239,18 @@ Var lstm_cell_state(Var gates, Var children, std::int64_t hidden, float candidat
   Tensor mask = candidate_mask("lstm_cell_state", candidate_drop_prob, rng, state, vg.device());
   Tensor c = Tensor::empty(state, DType::kFloat32, vg.device());
   backend::lstm_cell_state(vg, vx, mask.defined() ? &mask : nullptr, c);
-  return record_cell_state(gates, children, std::move(c), std::move(mask),
+  return record_cell_state({gates, children}, std::move(c), std::move(mask),
                            lstm_cell_state_backward);
 }
 
 namespace {
 
-// The children's states [B, N] each as one row block each, where they lie.
+// The children's states [B, N] side by side as one row block each, where they lie.
 backend::RowBlocks children_rows(const std::vector<const Tensor*>& children, std::int64_t rows,
                                  std::int64_t n) {
-  backend::RowBlocks blocks{rows, std::vector<std::int64_t>(children.size(), n), {}, {}};
-  for (const Tensor* child : children) {
-    float* first = const_cast<float*>(child->data<float>());
-    for (std::int64_t i = 0; i < rows; ++i) blocks.pointers.push_back(first + i * n);
-  }
-  return blocks;
+  std::vector<float*> firsts;
+  for (const Tensor* child : children) firsts.push_back(const_cast<float*>(child->data<float>()));
+  return backend::RowBlocks::side_by_side(firsts, rows, n);
 }
 
 // Inputs gates, then the K children. Each child's gradient goes to its own buffer where it lies;
@@ -321,10 +320,8 @@ Var lstm_cell_state(Var gates, std::span<const Var> children, std::int64_t hidde
                                 mask.defined() ? &mask : nullptr, c);
   std::vector<Var> inputs{gates};
   inputs.insert(inputs.end(), children.begin(), children.end());
-  Var out = gates.tape().record(std::move(c), inputs, separate_children_cell_state_backward);
-  TapeNode& node = out.tape().node(out.id());
-  if (node.backward != nullptr) node.saved[0] = std::move(mask);
-  return out;
+  return record_cell_state(std::move(inputs), std::move(c), std::move(mask),
+                           separate_children_cell_state_backward);
 }
 
 // lstm_cell_state(linear(x, W, b), children) with the gates the op's own: activated in place,

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <numeric>
+#include <span>
 #include <vector>
 
 namespace weft::backend {
@@ -19,12 +20,19 @@ struct RowBlocks {
   // overwrites it (the first gradient to reach that row). Empty: every row is added into.
   std::vector<std::uint8_t> add;
 
+  // Dense row-major [rows, width] matrices starting at `firsts`, side by side: row i is their
+  // rows i, one block per matrix.
+  static RowBlocks side_by_side(std::span<float* const> firsts, std::int64_t rows,
+                                std::int64_t width) {
+    RowBlocks blocks{rows, std::vector<std::int64_t>(firsts.size(), width), {}, {}};
+    blocks.pointers.reserve(firsts.size() * std::size_t(rows));
+    for (float* first : firsts)
+      for (std::int64_t i = 0; i < rows; ++i) blocks.pointers.push_back(first + i * width);
+    return blocks;
+  }
   // The rows of a dense row-major [rows, width] matrix starting at `first`, as one block each.
   static RowBlocks of_dense(float* first, std::int64_t rows, std::int64_t width) {
-    RowBlocks dense{rows, {width}, {}, {}};
-    dense.pointers.reserve(std::size_t(rows));
-    for (std::int64_t i = 0; i < rows; ++i) dense.pointers.push_back(first + i * width);
-    return dense;
+    return side_by_side(std::span(&first, 1), rows, width);
   }
 
   std::int64_t width() const { return std::accumulate(widths.begin(), widths.end(), 0LL); }
