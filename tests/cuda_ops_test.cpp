@@ -256,6 +256,11 @@ void add_loss_and_cell_cases(std::vector<CudaCase>& cases) {
                      Rng rng(98);
                      return lstm_cell_state(v[0], v[1], 16, 0.3f, &rng);
                    }});
+  cases.push_back({"ragged_attention",
+                   "two beams, lengths 1 to the whole memory",
+                   {random_tensor({3, 2, 17}, 94), random_tensor({3, 6, 17}, 95)},
+                   {Tensor::from_vector({3}, std::vector<std::int32_t>{6, 1, 4})},
+                   [](auto& v, auto& e) { return ragged_attention(v[0], v[1], e[0]); }});
   cases.push_back({"lstm_hidden",
                    "output gate at column 64",
                    {random_tensor({33, 5 * 16}, 92, -2, 2), random_tensor({33, 16}, 93, -2, 2)},

@@ -397,6 +397,14 @@ parameters; clear() drops every node (Vars from before become invalid).)doc")
         "op's own, activated in place");
   m.def("lstm_hidden", &lstm_hidden, py::arg("gates"), py::arg("offset"), py::arg("c"),
         "h = sigmoid(gates[:, offset : offset + N]) * tanh(c)");
+  m.def(
+      "ragged_attention",
+      [](Var queries, Var memory, py::handle lengths) {
+        return ragged_attention(queries, memory, index_tensor(lengths));
+      },
+      py::arg("queries"), py::arg("memory"), py::arg("lengths"),
+      "y[i, b] = softmax(queries[i, b] @ memory[i, :lengths[i]].T) @ memory[i, :lengths[i]]: "
+      "queries [n, beams, hidden], memory [n, size, hidden], lengths int32 [n]");
 }
 
 }  // namespace weft::python

@@ -66,6 +66,8 @@ def test_gradients_match_finite_differences():
         lambda x, w, b, c: weft.sum(weft.linear_lstm_cell_state(x, w, b, c)), (2, 3), (3, 16), (16,), (2, 8)
     )
     check_grad(lambda a: weft.l2_loss(weft.segment_mean(a, [0, 1, 1, 0], 2)), (4, 3))
+    # Item 0 attends over its memory's 3 rows, item 1 over its first only.
+    check_grad(lambda q, m: weft.sum(weft.ragged_attention(q, m, [3, 1]) * q), (2, 2, 3), (2, 3, 3))
     check_grad(lambda a: weft.sum(weft.concat(weft.split(a, 2)[::-1]) * a), (2, 6))
 
 

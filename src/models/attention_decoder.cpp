@@ -24,12 +24,12 @@ AttentionDecoder::AttentionDecoder(nn::ParameterStore& store, loom::Loom& loom, 
   const loom::TypeShape state{DType::kFloat32, {2 * hidden}, "state"};
   state_ = loom.add_type(state);
   id_ = loom.add_type(loom::TypeShape{DType::kInt32, {}, "id"});
+  const loom::TypeShape length{DType::kInt32, {}, "memory_length"};
+  length_ = loom.add_type(length);
   for (std::size_t k = 0; k < kMemorySizes.size(); ++k) {
     const std::int64_t m = kMemorySizes[k];
     const loom::TypeShape memory{DType::kFloat32, {m, hidden}, "memory" + std::to_string(m)};
-    const loom::TypeShape mask{DType::kFloat32, {m}, "mask" + std::to_string(m)};
     memory_types_[k] = loom.add_type(memory);
-    mask_types_[k] = loom.add_type(mask);
     for (std::size_t beams = 1; beams <= kMaxBeamRows; ++beams) {
       const std::string of = beams == 1 ? "" : "x" + std::to_string(beams);
       const loom::TypeShape ids =
@@ -43,7 +43,7 @@ AttentionDecoder::AttentionDecoder(nn::ParameterStore& store, loom::Loom& loom, 
       in.push_back(ids);
       if (parent_feed) in.insert(in.end(), beams, state);
       in.push_back(memory);
-      in.push_back(mask);
+      in.push_back(length);
       out.push_back(log_probs);
       const std::int64_t rows = std::int64_t(beams);
       step_ops_[beams][k] =
@@ -62,8 +62,7 @@ std::vector<Var> AttentionDecoder::body(std::span<const Var> in, std::int64_t be
   const std::size_t b = std::size_t(beams);
   const std::int64_t n = in[0].shape()[0], rows = n * beams, width = 2 * hidden_;
   const std::size_t memory_at = parent_feed_ ? 2 * b + 1 : b + 1;
-  const Var memory = in[memory_at], mask = in[memory_at + 1];
-  const std::int64_t size = memory.shape()[1];
+  const Var memory = in[memory_at], lengths = in[memory_at + 1];
   const auto side_by_side = [&](std::size_t first) {
     return beams == 1 ? in[first] : reshape(concat(in.subspan(first, b)), {rows, width});
   };
@@ -71,19 +70,9 @@ std::vector<Var> AttentionDecoder::body(std::span<const Var> in, std::int64_t be
   Var x = (*embed_)(reshape(in[b], {rows}));
   if (parent_feed_) x = concat({x, hidden_half(side_by_side(b + 1))});
   const auto [h, c] = (*cell_)(x, hidden_half(state), slice(state, 1, hidden_, hidden_));
-  // Dot-product attention over the memory's rows; padding has -1e9 in the mask.
-  Var scores =
-      reshape(batch_matmul(reshape(h, {n, beams, hidden_}), memory, false, true), {rows, size});
-  if (beams == 1) {
-    scores = scores + mask;
-  } else {
-    std::vector<std::int32_t> example_of(static_cast<std::size_t>(rows));
-    for (std::int64_t r = 0; r < rows; ++r) example_of[std::size_t(r)] = std::int32_t(r / beams);
-    scores =
-        scores + gather_rows(mask, Tensor::from_vector({rows}, example_of, mask.value().device()));
-  }
-  const Var weights = reshape(softmax(scores), {n, beams, size});
-  const Var context = reshape(batch_matmul(weights, memory), {rows, hidden_});
+  // Dot-product attention over each example's own memory rows, never its padding.
+  const Var context = reshape(
+      ragged_attention(reshape(h, {n, beams, hidden_}), memory, lengths.value()), {rows, hidden_});
   const Var attended = (*attended_)(concat({h, context}));
   const Var log_probs = log_softmax((*scores_)(attended));
   if (beams == 1) return {concat({h, c}), log_probs};
@@ -139,12 +128,12 @@ void AttentionDecoder::import_memories(flow::Engine& engine, Var states,
   const std::int64_t size = kMemorySizes[k], batch = std::int64_t(group.size());
   const std::int64_t padding = states.shape()[0];  // the zero row appended below
   std::vector<std::int32_t> picks(std::size_t(batch * size), std::int32_t(padding));
-  std::vector<float> mask(std::size_t(batch * size), -1e9f);
-  for (std::size_t g = 0; g < group.size(); ++g)
-    for (std::size_t j = 0; j < rows[group[g]].size(); ++j) {
+  std::vector<std::int32_t> lengths(group.size());
+  for (std::size_t g = 0; g < group.size(); ++g) {
+    lengths[g] = std::int32_t(rows[group[g]].size());
+    for (std::size_t j = 0; j < rows[group[g]].size(); ++j)
       picks[g * std::size_t(size) + j] = std::int32_t(rows[group[g]][j]);
-      mask[g * std::size_t(size) + j] = 0.f;
-    }
+  }
   Tape& tape = Tape::current();
   const Device device = states.value().device();
   const Var padded =
@@ -153,9 +142,10 @@ void AttentionDecoder::import_memories(flow::Engine& engine, Var states,
       reshape(gather_rows(padded, Tensor::from_vector({batch * size}, picks, device)),
               {batch, size, hidden_});
   const std::vector<flow::Val> memory_vals = engine.import(memory, memory_types_[k]);
-  const std::vector<flow::Val> mask_vals = engine.import(
-      tape.constant(Tensor::from_vector({batch, size}, mask, device)), mask_types_[k]);
-  for (std::size_t g = 0; g < group.size(); ++g) out[group[g]] = {memory_vals[g], mask_vals[g], k};
+  const std::vector<flow::Val> length_vals =
+      engine.import(tape.constant(Tensor::from_vector({batch}, lengths, device)), length_);
+  for (std::size_t g = 0; g < group.size(); ++g)
+    out[group[g]] = {memory_vals[g], length_vals[g], k};
 }
 
 std::span<const flow::Val> AttentionDecoder::call_step(flow::Context& ctx, const Memory& memory,
@@ -170,7 +160,7 @@ std::span<const flow::Val> AttentionDecoder::call_step(flow::Context& ctx, const
   if (parent_feed_)
     for (std::size_t b = 0; b < beams; ++b) args[count++] = parents[b];
   args[count++] = memory.states;
-  args[count++] = memory.mask;
+  args[count++] = memory.length;
   return ctx.call(step_ops_[beams][memory.size_index], std::span(args.data(), count));
 }
 

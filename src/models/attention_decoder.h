@@ -39,9 +39,10 @@ class AttentionDecoder {
   loom::TypeId id_type() const { return id_; }
   std::int64_t hidden() const { return hidden_; }
 
-  // One example's memory in an engine: its encoder states, padded, and the mask of the padding.
+  // One example's memory in an engine: its encoder states, padded, and how many of them are its
+  // own (int32; the attention reads no further).
   struct Memory {
-    flow::Val states, mask;
+    flow::Val states, length;
     std::size_t size_index = 0;  // into kMemorySizes
   };
   // Memories for a batch: example e attends to the rows rows[e] of `states` ([n, hidden], on
@@ -66,7 +67,7 @@ class AttentionDecoder {
   Var hidden_half(Var states) const;
 
  private:
-  // The operation of `beams` rows per call: (beams states, ids[, beams parents], memory, mask)
+  // The operation of `beams` rows per call: (beams states, ids[, beams parents], memory, length)
   // -> (beams states, log_probs); one beam takes scalar ids and gives [outputs] log_probs.
   std::vector<Var> body(std::span<const Var> in, std::int64_t beams) const;
   // One call of the operation for states.size() <= kMaxBeamRows beams of one example (sizes
@@ -89,7 +90,8 @@ class AttentionDecoder {
   std::unique_ptr<nn::LSTMCell> cell_;
   std::unique_ptr<nn::FC> attended_, scores_;
   loom::TypeId state_ = 0, id_ = 0;
-  std::array<loom::TypeId, kMemorySizes.size()> memory_types_{}, mask_types_{};
+  std::array<loom::TypeId, kMemorySizes.size()> memory_types_{};
+  loom::TypeId length_ = 0;
   // [beams][memory size index]: beams 1 is step()'s operation.
   std::array<std::array<loom::OpId, kMemorySizes.size()>, kMaxBeamRows + 1> step_ops_{};
   std::array<loom::TypeId, kMaxBeamRows + 1> beam_ids_{};  // int32 [beams]

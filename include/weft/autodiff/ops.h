@@ -165,6 +165,14 @@ void set_linear_cell_block_rows(std::int64_t rows);
 // place, c [B, N].
 Var lstm_hidden(Var gates, std::int64_t offset, Var c);
 
+// Dot-product attention over ragged memories, fused: queries [n, beams, hidden], memory
+// [n, size, hidden], lengths int32 [n] with 1 <= lengths[i] <= size. Item i's queries attend over
+// the first lengths[i] rows of its memory only: y[i, b] = softmax(q[i, b] · M_i[:L]ᵀ) · M_i[:L],
+// [n, beams, hidden]. On the CPU the rows from lengths[i] on (padding) are never read and get no
+// gradient, and each item's sums run over its own length alone, so an item's result does not
+// depend on the batch it is in. (Elsewhere it composes batch_matmul, a mask and softmax.)
+Var ragged_attention(Var queries, Var memory, const Tensor& lengths);
+
 template <int N>
 std::array<Var, N> split(Var x, int axis) {
   int a = axis < 0 ? x.shape().rank() + axis : axis;

@@ -42,5 +42,14 @@ void batch_gemm_read_rows(const RowBlocks&, std::int64_t, bool, const RowBlocks&
   cpu_only("batch_gemm_read_rows");
 }
 void gather_row_columns(const RowBlocks&, std::int64_t, Tensor&) { cpu_only("gather_row_columns"); }
+// ragged_attention composes batch_matmul, a mask and softmax on a GPU (autodiff/ops_attention.cpp)
+// instead of calling these: no CUDA kernel of its own yet.
+void ragged_attention(const Tensor&, const RowBlocks&, const Tensor&, Tensor&, Tensor&) {
+  cpu_only("ragged_attention");
+}
+void ragged_attention_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                               const Tensor&, Tensor*, bool, Tensor*, bool) {
+  cpu_only("ragged_attention_backward");
+}
 
 }  // namespace weft::backend::cuda
