@@ -2,7 +2,6 @@
 #include "attention_decoder.h"
 
 #include "weft/autodiff/ops.h"
-#include "weft/backend/cpu.h"
 #include "weft/core/error.h"
 
 namespace weft::models {
@@ -100,39 +99,29 @@ std::size_t memory_size_index(std::size_t states, const char* owner) {
 std::vector<AttentionDecoder::Memory> AttentionDecoder::memories(
     flow::Engine& engine, Var states, const std::vector<std::vector<std::int64_t>>& rows,
     const char* owner, bool joining) const {
-  // Batch-invariant mode: each example padded by its own length (at least joining_memory, so a
-  // served example attends as `weft infer` has it attend), never by its companions', whose
-  // longer memories would change the sums' lengths and so their rounding on some CPUs.
-  const bool apart = batch_invariant();
-  const std::size_t floor = joining || apart ? std::size_t(joining_memory_) : 1;
-  std::vector<std::size_t> size_of(rows.size());  // indices into kMemorySizes
+  // Every example padded to the batch's largest (with `joining`, at least joining_memory), in the
+  // batch-invariant mode too: the attention sums over each example's own rows alone, so the
+  // padding, and with it the companions, change none of its bits (one operation per step, not
+  // one per memory size).
+  const std::size_t floor = joining ? std::size_t(joining_memory_) : 1;
   std::size_t largest = 0;
-  for (std::size_t e = 0; e < rows.size(); ++e) {
-    size_of[e] = memory_size_index(std::max(floor, rows[e].size()), owner);
-    largest = std::max(largest, size_of[e]);
-  }
-  std::vector<Memory> out(rows.size());
-  for (std::size_t k = 0; k < kMemorySizes.size(); ++k) {
-    std::vector<std::size_t> group;
-    for (std::size_t e = 0; e < rows.size(); ++e)
-      if (apart ? size_of[e] == k : k == largest) group.push_back(e);
-    if (!group.empty()) import_memories(engine, states, rows, group, k, out);
-  }
-  return out;
+  for (const std::vector<std::int64_t>& example : rows)
+    largest = std::max(largest, memory_size_index(std::max(floor, example.size()), owner));
+  if (rows.empty()) return {};
+  return import_memories(engine, states, rows, largest);
 }
 
-void AttentionDecoder::import_memories(flow::Engine& engine, Var states,
-                                       const std::vector<std::vector<std::int64_t>>& rows,
-                                       const std::vector<std::size_t>& group, std::size_t k,
-                                       std::vector<Memory>& out) const {
-  const std::int64_t size = kMemorySizes[k], batch = std::int64_t(group.size());
+std::vector<AttentionDecoder::Memory> AttentionDecoder::import_memories(
+    flow::Engine& engine, Var states, const std::vector<std::vector<std::int64_t>>& rows,
+    std::size_t k) const {
+  const std::int64_t size = kMemorySizes[k], batch = std::int64_t(rows.size());
   const std::int64_t padding = states.shape()[0];  // the zero row appended below
   std::vector<std::int32_t> picks(std::size_t(batch * size), std::int32_t(padding));
-  std::vector<std::int32_t> lengths(group.size());
-  for (std::size_t g = 0; g < group.size(); ++g) {
-    lengths[g] = std::int32_t(rows[group[g]].size());
-    for (std::size_t j = 0; j < rows[group[g]].size(); ++j)
-      picks[g * std::size_t(size) + j] = std::int32_t(rows[group[g]][j]);
+  std::vector<std::int32_t> lengths(rows.size());
+  for (std::size_t e = 0; e < rows.size(); ++e) {
+    lengths[e] = std::int32_t(rows[e].size());
+    for (std::size_t j = 0; j < rows[e].size(); ++j)
+      picks[e * std::size_t(size) + j] = std::int32_t(rows[e][j]);
   }
   Tape& tape = Tape::current();
   const Device device = states.value().device();
@@ -144,8 +133,9 @@ void AttentionDecoder::import_memories(flow::Engine& engine, Var states,
   const std::vector<flow::Val> memory_vals = engine.import(memory, memory_types_[k]);
   const std::vector<flow::Val> length_vals =
       engine.import(tape.constant(Tensor::from_vector({batch}, lengths, device)), length_);
-  for (std::size_t g = 0; g < group.size(); ++g)
-    out[group[g]] = {memory_vals[g], length_vals[g], k};
+  std::vector<Memory> out(rows.size());
+  for (std::size_t e = 0; e < rows.size(); ++e) out[e] = {memory_vals[e], length_vals[e], k};
+  return out;
 }
 
 std::span<const flow::Val> AttentionDecoder::call_step(flow::Context& ctx, const Memory& memory,

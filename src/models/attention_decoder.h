@@ -1,6 +1,7 @@
 // The decoder tree2seq and seq2tree share: an LSTM over an embedded input id (and, for seq2tree,
 // its parent's state fed in beside it), Luong attention over the encoder's states padded to a
-// memory of fixed size, and the log-probabilities of the next decision. One loom operation per
+// memory of fixed size (each example attending over its own states alone: ragged_attention),
+// and the log-probabilities of the next decision. One loom operation per
 // memory size, so a batch's steps batch by operation like any weave; and for beam search one per
 // memory size and number of beams (2 to kMaxBeamRows), stepping all of an example's beams in one
 // call that attends to its memory once, instead of once per beam.
@@ -21,8 +22,7 @@ namespace weft::models {
 
 class AttentionDecoder {
  public:
-  // Memory sizes: a batch's memory is padded to the smallest that holds its largest example
-  // (in the batch-invariant mode, each example's to the smallest that holds it).
+  // Memory sizes: a batch's memory is padded to the smallest that holds its largest example.
   static constexpr std::array<std::int64_t, 6> kMemorySizes{4, 8, 16, 32, 64, 128};
   // The most beams one call of step_beams steps (more take several calls).
   static constexpr std::size_t kMaxBeamRows = 8;
@@ -47,9 +47,9 @@ class AttentionDecoder {
   };
   // Memories for a batch: example e attends to the rows rows[e] of `states` ([n, hidden], on
   // the engine's tape), imported into the engine, padded to the batch's largest, or with
-  // `joining` (DecodeSettings::joining) to at least joining_memory; in the batch-invariant mode
-  // (weft/backend/cpu.h) each to its own length and at least joining_memory. Fails (naming
-  // `owner`) when an example has more rows than the largest memory.
+  // `joining` (DecodeSettings::joining) to at least joining_memory (the batch-invariant mode
+  // alike: the attention never reads the padding). Fails (naming `owner`) when an example has
+  // more rows than the largest memory.
   std::vector<Memory> memories(flow::Engine& engine, Var states,
                                const std::vector<std::vector<std::int64_t>>& rows,
                                const char* owner, bool joining) const;
@@ -76,12 +76,10 @@ class AttentionDecoder {
                                        std::span<const flow::Val> states,
                                        std::span<const std::int32_t> inputs,
                                        std::span<const flow::Val> parents) const;
-  // memories() for the examples `group` (indices into rows), padded to kMemorySizes[k], into
-  // out[e].
-  void import_memories(flow::Engine& engine, Var states,
-                       const std::vector<std::vector<std::int64_t>>& rows,
-                       const std::vector<std::size_t>& group, std::size_t k,
-                       std::vector<Memory>& out) const;
+  // memories() for every example of `rows`, padded to kMemorySizes[k].
+  std::vector<Memory> import_memories(flow::Engine& engine, Var states,
+                                      const std::vector<std::vector<std::int64_t>>& rows,
+                                      std::size_t k) const;
 
   std::int64_t hidden_, outputs_;
   bool parent_feed_;
