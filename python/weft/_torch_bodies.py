@@ -134,6 +134,25 @@ def _check_nothing_kept(name, inputs, references, outputs):
                               "(keep t.clone() instead)")
 
 
+def _engine_backward(outputs, grads):
+    """torch.autograd.backward(outputs, grads, retain_graph=True) without its Python front (grad
+    normalisation and checks, ~5 us a call, one call per body and batch): `grads` are Weft's
+    gradients of `outputs`, float32 tensors of their shapes (the C++ engine checks shapes too).
+    PyTorch 2 goes through torch.autograd.graph._engine_run_backward (it keeps the context that
+    compiled backward passes need), 1.13 straight to the engine."""
+    return _ENGINE_RUN(outputs, grads, True, False, (), allow_unreachable=True,
+                       accumulate_grad=True)
+
+
+def _public_backward(outputs, grads):
+    _torch.autograd.backward(list(outputs), list(grads), retain_graph=True)
+
+
+_ENGINE_RUN = getattr(getattr(_torch.autograd, "graph", None), "_engine_run_backward", None) or \
+    getattr(getattr(_torch.autograd.Variable, "_execution_engine", None), "run_backward", None)
+_run_backward = _engine_backward if _ENGINE_RUN is not None else _public_backward
+
+
 def _backward(inputs, outputs):
     """The Weft-side backward of one torch call: torch autograd from the outputs' gradients;
     parameters accumulate their .grad, the inputs' gradients go back to Weft."""
@@ -143,8 +162,7 @@ def _backward(inputs, outputs):
                  if g is not None and o.requires_grad]
         try:
             if pairs:
-                _torch.autograd.backward([o for o, _ in pairs], [g for _, g in pairs],
-                                         retain_graph=True)
+                _run_backward(tuple(o for o, _ in pairs), tuple(g for _, g in pairs))
         except RuntimeError as error:
             _raise_if_interrupted(error)
             raise

@@ -26,7 +26,7 @@ struct WeaveState::Caches {
   };
   std::unordered_map<std::pair<const void*, std::int64_t>, loom::Value, KeyHash> memo;
   std::deque<Input> kept;
-  std::unordered_map<std::string, std::vector<WeaveValue>> collected;
+  std::unordered_map<std::string, WeaveList> collected;
 };
 
 void WeaveState::set_example(std::int32_t example) {
@@ -34,9 +34,7 @@ void WeaveState::set_example(std::int32_t example) {
   for (auto& [name, values] : caches_->collected) values.clear();
 }
 
-std::vector<WeaveValue>& WeaveState::collected(const std::string& name) {
-  return caches_->collected[name];
-}
+WeaveList& WeaveState::collected(const std::string& name) { return caches_->collected[name]; }
 
 WeaveState::WeaveState(const detail::Compiled& compiled, loom::Weaver& weaver,
                        detail::WovenRecords& records)

@@ -70,7 +70,7 @@ class CompositionImpl : public detail::BlockImpl {
   }
 
   WeaveValue eval(WeaveState& state, const WeaveValue& input) const override {
-    std::vector<WeaveValue> values(nodes_.size() + 1);
+    WeaveList values(nodes_.size() + 1);
     values[0] = input;
     for (std::size_t k = 0; k < nodes_.size(); ++k) {
       const Node& n = nodes_[k];
@@ -121,8 +121,7 @@ class CompositionImpl : public detail::BlockImpl {
     item_slots_.push_back(slot);
     return slot;
   }
-  static const WeaveValue& value_of(const std::vector<WeaveValue>& values,
-                                    const Composition::Wire& w) {
+  static const WeaveValue& value_of(const WeaveList& values, const Composition::Wire& w) {
     const WeaveValue& v = values[std::size_t(w.node)];
     return w.item < 0 ? v : v.items[std::size_t(w.item)];
   }

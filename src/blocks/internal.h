@@ -37,8 +37,7 @@ const Input& input_of(const std::string& block, const WeaveValue& value);
 std::vector<std::string> utf8_characters(const std::string& text);
 // (A string of user data is the sequence of its characters, as Python iterates it: each one
 // kept in `state` for the weave.)
-std::vector<WeaveValue> elements_of(const std::string& block, const WeaveValue& value,
-                                    WeaveState& state);
+WeaveList elements_of(const std::string& block, const WeaveValue& value, WeaveState& state);
 WeaveItems shared_elements_of(const std::string& block, const WeaveValue& value, WeaveState& state);
 
 // A value of `type`: when the type is Input (a tuple or sequence of user data is user data) and

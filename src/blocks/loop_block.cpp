@@ -74,7 +74,7 @@ class LoopImpl : public detail::BlockImpl {
   }
   // Runs the stop block at iteration t; true to run the body once more.
   bool go_on(WeaveState& state, const WeaveValue& s, std::int64_t t, std::int64_t forced,
-             std::vector<WeaveValue>& stops) const;
+             WeaveList& stops) const;
 
   Block body_, stop_;
   LoopOptions options_;
@@ -82,7 +82,7 @@ class LoopImpl : public detail::BlockImpl {
 };
 
 bool LoopImpl::go_on(WeaveState& state, const WeaveValue& s, std::int64_t t, std::int64_t forced,
-                     std::vector<WeaveValue>& stops) const {
+                     WeaveList& stops) const {
   if (forced >= 0) {
     if (options_.collect_stops) stops.push_back(stop_.impl().eval(state, s));
     return t < forced;
@@ -99,7 +99,7 @@ WeaveValue LoopImpl::eval(WeaveState& state, const WeaveValue& input) const {
   const bool forced_mode = options_.teacher_forced;
   WeaveValue s = forced_mode ? input.items[0] : input;
   const std::int64_t forced = forced_mode ? forced_steps(input.items[1]) : -1;
-  std::vector<WeaveValue> outputs, stops;
+  WeaveList outputs, stops;
   for (std::int64_t t = 0; go_on(state, s, t, forced, stops); ++t) {
     if (t == options_.max_steps) {
       if (options_.at_bound == LoopBound::kFail)
@@ -115,7 +115,7 @@ WeaveValue LoopImpl::eval(WeaveState& state, const WeaveValue& input) const {
       s = std::move(r);
     }
   }
-  std::vector<WeaveValue> items{std::move(s)};
+  WeaveList items{std::move(s)};
   if (options_.emits) items.push_back(WeaveValue::of(Type::Kind::kSequence, std::move(outputs)));
   if (options_.collect_stops)
     items.push_back(WeaveValue::of(Type::Kind::kSequence, std::move(stops)));

@@ -29,7 +29,7 @@ Type element_type(const std::string& block, const Type& t, bool allow_broadcast)
 }
 
 WeaveValue pair(WeaveValue a, WeaveValue b) {
-  std::vector<WeaveValue> items;
+  WeaveList items;
   items.reserve(2);
   items.push_back(std::move(a));
   items.push_back(std::move(b));
@@ -69,7 +69,7 @@ class MapImpl : public detail::BlockImpl {
                                 ? !out()->type().is_input()
                                 : input.kind == Type::Kind::kInput && input.input->is_array()))
       return input;
-    std::vector<WeaveValue> items = internal::elements_of(describe(), input, state);
+    WeaveList items = internal::elements_of(describe(), input, state);
     for (WeaveValue& item : items) item = e.eval(state, item);
     // Mapped user data is user data (an Input array), as its type says.
     return internal::as_type(state, out()->type(),
@@ -173,7 +173,7 @@ class RNNImpl : public detail::BlockImpl {
     } else {
       s = internal::zeros_value(state, this, state_->type());
     }
-    std::vector<WeaveValue> outputs;
+    WeaveList outputs;
     for (WeaveValue& x : internal::elements_of(describe(), *seq, state)) {
       WeaveValue r = cell_.impl().eval(state, internal::as_type(state, cell_.impl().in()->type(),
                                                                 pair(std::move(x), std::move(s))));
@@ -271,7 +271,7 @@ class ReduceImpl : public detail::BlockImpl {
     if (rows_.defined() && sums_as_rows(out()->type()) && input.kind != Type::Kind::kInput &&
         !input.items.empty())
       return rows_.impl().eval(state, input);
-    std::vector<WeaveValue> level = internal::elements_of(describe(), input, state);
+    WeaveList level = internal::elements_of(describe(), input, state);
     if (level.empty()) {
       if (default_.defined()) return default_.impl().eval(state, WeaveValue{});
       return internal::zeros_value(state, this, out()->type());
@@ -381,9 +381,9 @@ class ZipImpl : public detail::BlockImpl {
     }
     const bool infinite = n == SIZE_MAX;
     const std::size_t count = infinite ? 1 : n;
-    std::vector<WeaveValue> rows(count);
+    WeaveList rows(count);
     for (std::size_t i = 0; i < count; ++i) {
-      std::vector<WeaveValue> row;
+      WeaveList row;
       row.reserve(input.items.size());  // one allocation per row (moved into it below)
       for (std::size_t k = 0; k < input.items.size(); ++k) {
         const bool broadcast = input.items[k].kind == Type::Kind::kBroadcast;
@@ -414,14 +414,13 @@ class NGramsImpl : public detail::BlockImpl {
           Type::Kind::kBroadcast,
           {internal::as_type(
               state, out()->type().element(),
-              WeaveValue::of(Type::Kind::kTuple,
-                             std::vector<WeaveValue>(std::size_t(n_), input.items[0])))});
+              WeaveValue::of(Type::Kind::kTuple, WeaveList(std::size_t(n_), input.items[0])))});
     const WeaveItems items = internal::shared_elements_of(describe(), input, state);
-    std::vector<WeaveValue> grams;
+    WeaveList grams;
     for (std::size_t i = 0; i + std::size_t(n_) <= items.size(); ++i)
       grams.push_back(WeaveValue::of(
-          Type::Kind::kTuple, std::vector<WeaveValue>(items.begin() + std::ptrdiff_t(i),
-                                                      items.begin() + std::ptrdiff_t(i) + n_)));
+          Type::Kind::kTuple,
+          WeaveList(items.begin() + std::ptrdiff_t(i), items.begin() + std::ptrdiff_t(i) + n_)));
     return internal::as_type(state, out()->type(),
                              WeaveValue::of(Type::Kind::kSequence, std::move(grams)));
   }
@@ -479,7 +478,7 @@ WeaveValue gather_one(WeaveState& state, const std::string& block, const WeaveIt
   if (!indices.is_array())
     fail("blocks", block, ": ", list ? "list " + std::to_string(*list) : "the indices",
          " must be a list of integers, got ", describe_input(indices));
-  std::vector<WeaveValue> picked;
+  WeaveList picked;
   picked.reserve(indices.size());
   const auto n = std::int64_t(items.size());
   for (std::size_t k = 0; k < indices.size(); ++k) {
@@ -516,7 +515,7 @@ class GatherImpl : public detail::BlockImpl {
       fail("blocks", describe(), ": the indices must be a list of lists of integers, got ",
            describe_input(indices));
     const Type& inner = type.is_input() ? type : type.element();
-    std::vector<WeaveValue> sequences;
+    WeaveList sequences;
     sequences.reserve(indices.size());
     for (std::size_t j = 0; j < indices.size(); ++j)
       sequences.push_back(gather_one(state, describe(), items, indices[j], j, inner));

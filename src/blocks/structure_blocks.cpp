@@ -127,7 +127,7 @@ class SliceImpl : public detail::BlockImpl {
         result.push_back(value[std::size_t(i)]);
       return WeaveValue::of_input(state.keep(std::move(result)));
     }
-    std::vector<WeaveValue> items;
+    WeaveList items;
     for (std::int64_t i : positions(std::int64_t(input.items.size())))
       items.push_back(input.items[std::size_t(i)]);
     return WeaveValue::of(input.kind, std::move(items));
@@ -171,7 +171,7 @@ class AllOfImpl : public detail::BlockImpl {
   std::vector<Block> children() const override { return blocks_; }
   WeaveValue eval(WeaveState& state, const WeaveValue& input) const override {
     if (blocks_.empty()) return WeaveValue{};
-    std::vector<WeaveValue> items;
+    WeaveList items;
     items.reserve(blocks_.size());
     for (const Block& b : blocks_) items.push_back(b.impl().eval(state, input));
     return internal::as_type(state, out()->type(),
@@ -219,7 +219,7 @@ class RecordImpl : public detail::BlockImpl {
     return out;
   }
   WeaveValue eval(WeaveState& state, const WeaveValue& input) const override {
-    std::vector<WeaveValue> items;
+    WeaveList items;
     items.reserve(fields_.size());
     for (std::size_t k = 0; k < fields_.size(); ++k) {
       WeaveValue item;

@@ -29,7 +29,7 @@ WeaveValue zeros_rec(WeaveState& state, const detail::BlockImpl* owner, const Ty
       }));
     }
     case Type::Kind::kTuple: {
-      std::vector<WeaveValue> items;
+      WeaveList items;
       for (const Type& item : type.items())
         items.push_back(zeros_rec(state, owner, item, terminal));
       return WeaveValue::of(Type::Kind::kTuple, std::move(items));
@@ -58,7 +58,7 @@ void flatten_tensors(const WeaveValue& value, std::vector<loom::Value>& out) {
 WeaveValue unflatten_tensors(const Type& type, std::span<const loom::Value> values,
                              std::size_t& next) {
   if (type.is_tensor()) return WeaveValue::of_tensor(values[next++]);
-  std::vector<WeaveValue> items;
+  WeaveList items;
   items.reserve(type.items().size());
   for (const Type& item : type.items()) items.push_back(unflatten_tensors(item, values, next));
   return WeaveValue::of(Type::Kind::kTuple, std::move(items));
@@ -135,19 +135,18 @@ WeaveItems shared_elements_of(const std::string& block, const WeaveValue& value,
   return elements_of(block, value, state);
 }
 
-std::vector<WeaveValue> elements_of(const std::string& block, const WeaveValue& value,
-                                    WeaveState& state) {
+WeaveList elements_of(const std::string& block, const WeaveValue& value, WeaveState& state) {
   if (value.kind != Type::Kind::kInput) return value.items.vector();
   const Input& in = *value.input;
   if (in.is_string()) {
-    std::vector<WeaveValue> characters;
+    WeaveList characters;
     for (const std::string& c : utf8_characters(in.get_ref<const std::string&>()))
       characters.push_back(WeaveValue::of_input(state.keep(Input(c))));
     return characters;
   }
   if (!in.is_array())
     fail("blocks", block, " expects an array, got ", describe_input(in), " (", in.type_name(), ")");
-  std::vector<WeaveValue> items;
+  WeaveList items;
   items.reserve(in.size());
   for (const Input& element : in) items.push_back(WeaveValue::of_input(&element));
   return items;

@@ -5,8 +5,10 @@
 // what the block classes (blocks.h) are built from and what a custom block derives from.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <memory>
+#include <new>
 #include <optional>
 #include <span>
 #include <string>
@@ -56,6 +58,46 @@ void expect_kind(const std::string& block, const Type& type,
 
 struct WeaveValue;
 
+namespace detail {
+// The per-thread pool behind WeavePoolAllocator (weave_pool.cpp): blocks of up to
+// kWeavePoolLargest bytes, in power-of-two size classes, come from and go back to the calling
+// thread's free lists (each list capped, the rest returned to the heap; the lists are freed when
+// the thread ends); larger requests go to the heap directly. Under AddressSanitizer a block in
+// a free list is poisoned, so a use after its release is reported as with the heap.
+inline constexpr std::size_t kWeavePoolLargest = 4096;
+void* weave_pool_allocate(std::size_t bytes);
+void weave_pool_release(void* block, std::size_t bytes) noexcept;
+// Blocks now held in the calling thread's free lists (for tests).
+std::size_t weave_pool_cached_blocks() noexcept;
+}  // namespace detail
+
+// The allocator of weave-time item lists and their shared handles: a weave makes and drops a
+// few small lists per tree node or atom (tuples, sequences, gathered neighbours), which the
+// heap's per-thread cache (a handful of blocks per size) does not absorb; reusing them through
+// the pool keeps the weave off malloc and free. Stateless: every instance is interchangeable.
+template <typename T>
+struct WeavePoolAllocator {
+  using value_type = T;
+  WeavePoolAllocator() = default;
+  template <typename U>
+  WeavePoolAllocator(const WeavePoolAllocator<U>&) noexcept {}  // NOLINT: rebinding, implicit
+  T* allocate(std::size_t n) {
+    static_assert(alignof(T) <= alignof(std::max_align_t));  // what the pool's blocks give
+    if (n > std::size_t(-1) / sizeof(T)) throw std::bad_array_new_length();
+    return static_cast<T*>(detail::weave_pool_allocate(n * sizeof(T)));
+  }
+  void deallocate(T* block, std::size_t n) noexcept {
+    detail::weave_pool_release(block, n * sizeof(T));
+  }
+  template <typename U>
+  bool operator==(const WeavePoolAllocator<U>&) const noexcept {
+    return true;
+  }
+};
+
+// A list of weave-time values (tuple items, sequence elements) in pooled storage.
+using WeaveList = std::vector<WeaveValue, WeavePoolAllocator<WeaveValue>>;
+
 // The items of a WeaveValue (tuple items, sequence elements, the broadcast element), shared by
 // the copies of a value: copying a value costs O(1) whatever its length, so a Broadcast handing
 // a sequence to every row of a Zip, or a Composition reading a wire twice, does not copy the
@@ -63,10 +105,10 @@ struct WeaveValue;
 // copies them first (copy-on-write); reading never does.
 class WeaveItems {
  public:
-  using const_iterator = std::vector<WeaveValue>::const_iterator;
+  using const_iterator = WeaveList::const_iterator;
 
   WeaveItems() = default;
-  WeaveItems(std::vector<WeaveValue> items);  // NOLINT: implicit, as the vector it replaces
+  WeaveItems(WeaveList items);  // NOLINT: implicit, as the vector it replaces
 
   std::size_t size() const;
   bool empty() const { return size() == 0; }
@@ -74,14 +116,20 @@ class WeaveItems {
   const_iterator begin() const;
   const_iterator end() const;
   // The items as a vector (read-only).
-  const std::vector<WeaveValue>& vector() const;
+  const WeaveList& vector() const;
 
   void push_back(WeaveValue value);
   void reserve(std::size_t n);
 
  private:
-  std::vector<WeaveValue>& writable();
-  std::shared_ptr<std::vector<WeaveValue>> items_;
+  WeaveList& writable();
+  // The list and its shared count in one pooled block.
+  template <typename... Args>
+  static std::shared_ptr<WeaveList> make_items(Args&&... args) {
+    return std::allocate_shared<WeaveList>(WeavePoolAllocator<WeaveList>(),
+                                           std::forward<Args>(args)...);
+  }
+  std::shared_ptr<WeaveList> items_;
 };
 
 // A value at weave time: a loom value (tensor), the user's data (input), or a tuple,
@@ -104,7 +152,7 @@ struct WeaveValue {
     w.input = in;
     return w;
   }
-  static WeaveValue of(Type::Kind kind, std::vector<WeaveValue> items) {
+  static WeaveValue of(Type::Kind kind, WeaveList items) {
     WeaveValue w;
     w.kind = kind;
     w.items = WeaveItems(std::move(items));
@@ -112,22 +160,21 @@ struct WeaveValue {
   }
 };
 
-inline WeaveItems::WeaveItems(std::vector<WeaveValue> items)
-    : items_(items.empty() ? nullptr
-                           : std::make_shared<std::vector<WeaveValue>>(std::move(items))) {}
-inline const std::vector<WeaveValue>& WeaveItems::vector() const {
-  static const std::vector<WeaveValue> kNone;
+inline WeaveItems::WeaveItems(WeaveList items)
+    : items_(items.empty() ? nullptr : make_items(std::move(items))) {}
+inline const WeaveList& WeaveItems::vector() const {
+  static const WeaveList kNone;
   return items_ ? *items_ : kNone;
 }
 inline std::size_t WeaveItems::size() const { return items_ ? items_->size() : 0; }
 inline const WeaveValue& WeaveItems::operator[](std::size_t i) const { return (*items_)[i]; }
 inline WeaveItems::const_iterator WeaveItems::begin() const { return vector().begin(); }
 inline WeaveItems::const_iterator WeaveItems::end() const { return vector().end(); }
-inline std::vector<WeaveValue>& WeaveItems::writable() {
+inline WeaveList& WeaveItems::writable() {
   if (!items_)
-    items_ = std::make_shared<std::vector<WeaveValue>>();
+    items_ = make_items();
   else if (items_.use_count() > 1)
-    items_ = std::make_shared<std::vector<WeaveValue>>(*items_);
+    items_ = make_items(*items_);
   return *items_;
 }
 inline void WeaveItems::push_back(WeaveValue value) { writable().push_back(std::move(value)); }
@@ -235,7 +282,7 @@ class WeaveState {
   // Keeps a value made at weave time (InputTransform's result) alive for the weave.
   const Input* keep(Input value);
   // The example's values collected under a name (Collect / Collected), cleared per example.
-  std::vector<WeaveValue>& collected(const std::string& name);
+  WeaveList& collected(const std::string& name);
   // Appends one row to a metric.
   void record_metric(const detail::BlockImpl* metric, loom::Value value, const Input* label);
 
