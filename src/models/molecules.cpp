@@ -38,13 +38,13 @@ Block sum_per_list() {
   return blocks::GatherLists() >> blocks::Map(blocks::Sum(blocks::SumOrder::kInOrder));
 }
 
-// Tuple(pair state, Sequence(atom state), Input [i, j]) -> update(atoms[i], atoms[j], pair).
-Block pair_from_atoms(const Block& update) {
-  Composition c("pair_from_atoms");
-  auto atoms = c.input()[1], ends = c.input()[2];
-  auto ai = c.add(blocks::Nth(), {atoms, c.add(blocks::GetItem(0), ends)});
-  auto aj = c.add(blocks::Nth(), {atoms, c.add(blocks::GetItem(1), ends)});
-  c.set_output(c.add(update, {ai, aj, c.input()[0]}));
+// Tuple(pair state, Sequence(atom state) [a_i, a_j]) -> update(a_i, a_j, pair): the pair's two
+// atoms come gathered (GatherLists over the pairs' [i, j] lists), not read by an Nth each.
+Block pair_from_ends(const Block& update) {
+  Composition c("pair_from_ends");
+  auto ends = c.input()[1];
+  c.set_output(c.add(
+      update, {c.add(blocks::GetItem(0), ends), c.add(blocks::GetItem(1), ends), c.input()[0]}));
   return c;
 }
 
@@ -143,9 +143,9 @@ struct MoleculeModel::Impl {
         c.add(blocks::Map(fc_function(name + "/pair_to_atom", pair_in, *w.pair_to_atom)), pairs);
     auto sums = c.add(sum_per_list(), {messages, c.add(blocks::GetItem("atom_pairs"), molecule)});
     auto new_atoms = c.add(blocks::ZipWith(atom_update), {atoms, sums});
-    auto ends = c.add(blocks::GetItem("pair_atoms") >> blocks::Map(blocks::Identity()), molecule);
-    auto new_pairs = c.add(blocks::Zip() >> blocks::Map(pair_from_atoms(pair_update)),
-                           {pairs, c.add(blocks::Broadcast(), atoms), ends});
+    auto ends =
+        c.add(blocks::GatherLists(), {atoms, c.add(blocks::GetItem("pair_atoms"), molecule)});
+    auto new_pairs = c.add(blocks::ZipWith(pair_from_ends(pair_update)), {pairs, ends});
     c.set_output({new_atoms, new_pairs, molecule});
     return c;
   }
