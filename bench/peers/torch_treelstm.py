@@ -246,7 +246,9 @@ def check_compiled(weights, cell, trees, plan, train):
     model = Model(weights, cell)
     compiled = compile_manual(model, plan)
     got = step(model, "manual-compiled", trees, train, 1e-5, compiled, want_grad_sq=True)[2:]
-    if abs(got[0] - want[0]) > 1e-4 * abs(want[0]) or abs(got[1] - want[1]) > 1e-3 * abs(want[1]):
+    # Written as "not within" so that a NaN (which compares false to everything) fails too.
+    if not (abs(got[0] - want[0]) <= 1e-4 * abs(want[0])
+            and abs(got[1] - want[1]) <= 1e-3 * abs(want[1])):
         raise SystemExit(f"torch.compile's step differs: loss, grad² {got} against eager {want}")
     print(f"check manual-compiled: loss {got[0]:.9g} (eager {want[0]:.9g}), grad^2 {got[1]:.9g} "
           f"(eager {want[1]:.9g})", flush=True)
