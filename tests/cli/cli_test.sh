@@ -171,16 +171,18 @@ else
 fi
 expect_error info-calibrate-unknown "unknown model 'nosuch'" "$weft" info --calibrate nosuch
 # A run with oneDNN held to an older instruction set (ONEDNN_MAX_CPU_ISA, as an AVX2 machine is
-# emulated) measures other rates: it must keep its own calibration cache, not the machine's.
+# emulated) measures other rates: it must keep its own calibration cache, not the machine's; and
+# the backend's summary (bench output's "backend") names the set oneDNN is held to.
 if grep -q "^gemm providers built in: .*onednn" <<<"$info"; then
   native=$(env -u ONEDNN_MAX_CPU_ISA -u WEFT_GEMM_CACHE "$weft" info | grep "^gemm cache: ")
   held=$(ONEDNN_MAX_CPU_ISA=SSE41 env -u WEFT_GEMM_CACHE "$weft" info)
   if grep -q "^gemm cpu identity: .* isa sse41;" <<<"$held" &&
+    grep -q "^cpu backend: .* cpu=[a-z0-9]* onednn=sse41" <<<"$held" &&
     [[ "$(grep "^gemm cache: " <<<"$held")" != "$native" ]]; then
     echo "ok   gemm-cache-per-isa"
   else
     echo "FAIL gemm-cache-per-isa: $native"
-    grep "^gemm c" <<<"$held"
+    grep "^gemm c\|^cpu backend" <<<"$held"
     failures=$((failures + 1))
   fi
 fi

@@ -93,6 +93,9 @@ std::string describe(const CpuSettings& s) {
   const int forced = s.forced.load();
   const std::string gemm =
       forced >= 0 ? std::string(gemm_provider_name(kProviders[forced])) : "calibrated";
+  // oneDNN's own set where ONEDNN_MAX_CPU_ISA holds it below the CPU's (an emulated AVX2 machine).
+  if (const std::string isa = backend::cpu::onednn_isa(); isa != "none" && isa.rfind(cpu, 0) != 0)
+    cpu += " onednn=" + isa;
   return "gemm=" + gemm + " threads=" + std::to_string(s.threads) + " cpu=" + cpu +
          (s.invariant ? " batch-invariant" : "");
 }
@@ -190,6 +193,33 @@ std::string_view cpu_backend_summary() { return settings().summary; }
 bool openblas_workers_flush_denormals() { return settings().openblas_workers_flush; }
 
 namespace backend::cpu {
+
+std::string onednn_isa() {
+#ifdef WEFT_HAVE_ONEDNN
+  switch (dnnl_get_effective_cpu_isa()) {
+    case dnnl_cpu_isa_sse41:
+      return "sse41";
+    case dnnl_cpu_isa_avx:
+      return "avx";
+    case dnnl_cpu_isa_avx2:
+      return "avx2";
+    case dnnl_cpu_isa_avx2_vnni:
+      return "avx2_vnni";
+    case dnnl_cpu_isa_avx512_core:
+      return "avx512_core";
+    case dnnl_cpu_isa_avx512_core_vnni:
+      return "avx512_core_vnni";
+    case dnnl_cpu_isa_avx512_core_bf16:
+      return "avx512_core_bf16";
+    case dnnl_cpu_isa_avx512_core_amx:
+      return "avx512_core_amx";
+    default:
+      return "code " + std::to_string(int(dnnl_get_effective_cpu_isa()));
+  }
+#else
+  return "none";
+#endif
+}
 
 void sgemm_with(GemmProvider provider, bool transpose_a, bool transpose_b, std::int64_t m,
                 std::int64_t n, std::int64_t k, float alpha, const float* pa, std::int64_t lda,

@@ -123,33 +123,6 @@ std::string cpu_description() {
 #endif
 }
 
-#ifdef WEFT_HAVE_ONEDNN
-// The instruction set oneDNN's kernels use here: the CPU's best unless ONEDNN_MAX_CPU_ISA holds
-// it lower (as an AVX2 machine is emulated), which halves its rates on an AVX-512 core.
-std::string onednn_isa() {
-  switch (dnnl_get_effective_cpu_isa()) {
-    case dnnl_cpu_isa_sse41:
-      return "sse41";
-    case dnnl_cpu_isa_avx:
-      return "avx";
-    case dnnl_cpu_isa_avx2:
-      return "avx2";
-    case dnnl_cpu_isa_avx2_vnni:
-      return "avx2_vnni";
-    case dnnl_cpu_isa_avx512_core:
-      return "avx512_core";
-    case dnnl_cpu_isa_avx512_core_vnni:
-      return "avx512_core_vnni";
-    case dnnl_cpu_isa_avx512_core_bf16:
-      return "avx512_core_bf16";
-    case dnnl_cpu_isa_avx512_core_amx:
-      return "avx512_core_amx";
-    default:
-      return "code " + std::to_string(int(dnnl_get_effective_cpu_isa()));
-  }
-}
-#endif
-
 // The providers' versions and the kernels they run (OpenBLAS's configuration names its core
 // type, which OPENBLAS_CORETYPE can force), so a cache measured with either held to an older
 // instruction set is never read by a run that is not.
@@ -158,7 +131,7 @@ std::string library_versions() {
 #ifdef WEFT_HAVE_ONEDNN
   const dnnl_version_t* v = dnnl_version();
   versions += "onednn " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
-              std::to_string(v->patch) + " isa " + onednn_isa() + "; ";
+              std::to_string(v->patch) + " isa " + backend::cpu::onednn_isa() + "; ";
 #endif
   versions += "openblas ";
   versions += openblas_get_config();

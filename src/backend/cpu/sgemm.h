@@ -10,6 +10,11 @@
 
 namespace weft::backend::cpu {
 
+// The instruction set oneDNN's kernels use here: the CPU's best unless ONEDNN_MAX_CPU_ISA holds
+// it lower (as an AVX2 machine is emulated), which halves its rates on an AVX-512 core; "none"
+// in a build without oneDNN.
+std::string onednn_isa();
+
 // out[m, n] = alpha * op(a) · op(b) + beta * out, with leading dimensions.
 void sgemm_with(GemmProvider provider, bool transpose_a, bool transpose_b, std::int64_t m,
                 std::int64_t n, std::int64_t k, float alpha, const float* a, std::int64_t lda,
