@@ -63,7 +63,8 @@ namespace detail {
 // kWeavePoolLargest bytes, in power-of-two size classes, come from and go back to the calling
 // thread's free lists (each list capped, the rest returned to the heap; the lists are freed when
 // the thread ends); larger requests go to the heap directly. Under AddressSanitizer a block in
-// a free list is poisoned, so a use after its release is reported as with the heap.
+// a free list is poisoned (all but its list link), so a use after its release is reported as
+// with the heap.
 inline constexpr std::size_t kWeavePoolLargest = 4096;
 void* weave_pool_allocate(std::size_t bytes);
 void weave_pool_release(void* block, std::size_t bytes) noexcept;
