@@ -185,23 +185,26 @@ void DecodingLoop::encode_into(Generation& g, std::vector<std::unique_ptr<Sequen
 
 void DecodingLoop::retire_abandoned() {
   if (!clients_.mark_gone() && !std::exchange(abandoned_at_admission_, false)) return;
-  std::size_t cancelled = 0;
+  std::vector<std::unique_ptr<Sequence>> gone;
   for (const auto& g : generations_) {
     std::size_t kept = 0;
     for (auto& s : g->live) {
       if (s->instance.request->abandoned) {
         g->engine->cancel(s->example, "the client went away");
         clients_.unwatch(*s->instance.request);
-        s->instance.request->finish(s->instance.index, json(), "the client went away");
-        ++cancelled;
-        continue;  // the sequence (its decoder, its hypotheses) is freed here
+        gone.push_back(std::move(s));
+        continue;
       }
       g->live[kept++] = std::move(s);
     }
     g->live.resize(kept);
   }
-  worker_.update_decode_stats([&](DecodeStats& d) { d.cancelled += cancelled; });
-}
+  // Counted before their requests finish: whoever sees a request cancelled
+  // (weft_requests_cancelled_total, counted as its handler returns) sees its sequences counted.
+  worker_.update_decode_stats([&](DecodeStats& d) { d.cancelled += gone.size(); });
+  for (const auto& s : gone)
+    s->instance.request->finish(s->instance.index, json(), "the client went away");
+}  // the sequences (their decoders, their hypotheses) are freed here
 
 void DecodingLoop::step_all() {
   const auto start = Clock::now();
